@@ -1,0 +1,12 @@
+-- measure: CG
+-- description: Cumulative gain: sum of the gains in the top k (whole run without k).
+-- reference: Järvelin & Kekäläinen 2002
+-- param k: cutoff = none
+-- param gain: choice = linear
+--   linear: relevance
+--   exp: POWER(2, relevance) - 1
+-- param rel: level = none
+-- at: k
+-- aggregate: mean
+-- range: 0..
+SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain ELSE 0 END)

@@ -1,0 +1,10 @@
+-- measure: ContextPrecision
+-- description: RAGAS context precision: precision at each relevant position within the top k, averaged over the relevant documents retrieved there (not over R).
+-- reference: RAGAS context_precision (without its 1e-10 smoothing)
+-- param k: cutoff = none
+-- param rel: level
+-- at: k
+-- aggregate: mean
+-- range: 0..1
+SUM(CASE WHEN rnk <= :k AND is_rel = 1 THEN CAST(rel_so_far AS DOUBLE) / rnk ELSE 0 END)
+  / NULLIF(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END), 0)

@@ -1,0 +1,15 @@
+-- measure: DCG
+-- description: Discounted cumulative gain: sum of gain / log2(position + 1) over the top k (whole run without k).
+-- reference: ranx dcg@k (linear gain), dcg_burges@k (exp gain); ir_measures nDCG's numerator
+-- param k: cutoff = none
+-- param gain: choice = linear
+--   linear: relevance
+--   exp: POWER(2, relevance) - 1
+-- param rel: level = none
+-- at: k
+-- aliases: dcg@{k}, dcg, dcg_burges@{k} [gain=exp], dcg_burges [gain=exp]
+-- aggregate: mean
+-- range: 0..
+-- Gains count only positive grades (and only grades >= rel when rel= is given, as ranx -l does);
+-- negative grades mean "pooled, not judged".
+SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END)

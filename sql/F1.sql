@@ -1,0 +1,11 @@
+-- measure: F1
+-- description: Harmonic mean of P@k and R@k (of SetP and SetR without k); 2PR/(P+R) simplifies to 2*hits/(k+R).
+-- reference: ranx f1@k, f1
+-- param k: cutoff = none
+-- param rel: level
+-- at: k
+-- aliases: f1@{k}, f1
+-- aggregate: mean
+-- range: 0..1
+-- P@k divides by k and SetP by the run length, so the denominator is k, or the run length without k.
+2 * CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / NULLIF(COALESCE(:k, COUNT(rnk)) + num_rel, 0)

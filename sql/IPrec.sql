@@ -1,0 +1,12 @@
+-- measure: IPrec
+-- description: Interpolated precision at recall r: the best precision at any rank where at least floor(r*R + 0.9) relevant documents have been seen.
+-- reference: trec_eval iprec_at_recall_r (9.0.8 rounding)
+-- param r: fraction
+-- param rel: level
+-- at: r
+-- aliases: iprec_at_recall_{r}, iprec_at_recall.{r}
+-- aggregate: mean
+-- range: 0..1
+-- The best precision is always reached at a relevant document, so ranks without one never win; a
+-- threshold that no rank reaches leaves NULL, which the renderer turns into the empty value 0.
+MAX(CASE WHEN rel_so_far >= FLOOR(CAST(:r AS DOUBLE) * num_rel + 0.9) THEN CAST(rel_so_far AS DOUBLE) / rnk END)

@@ -1,0 +1,9 @@
+-- measure: Judged
+-- description: Share of the top k documents (of min(k, run length)) that have any qrels row.
+-- reference: ir_measures Judged@k
+-- param k: cutoff = none
+-- at: k
+-- aggregate: mean
+-- range: 0..1
+CAST(SUM(CASE WHEN rnk <= :k AND relevance IS NOT NULL THEN 1 ELSE 0 END) AS DOUBLE)
+  / NULLIF(SUM(CASE WHEN rnk <= :k THEN 1 ELSE 0 END), 0)

@@ -1,0 +1,14 @@
+-- measure: RBP
+-- description: Rank-biased precision: (1-p) * sum of gain * p^(position-1) over the top k (whole run without k).
+-- reference: Moffat & Zobel 2008; ir_measures RBP; ranx rbp.p (ranx's graded variant uses the raw grade)
+-- param p: prob = 0.8
+-- param k: cutoff = none
+-- param gain: choice = binary
+--   binary: is_rel
+--   graded: CASE WHEN relevance > 0 THEN relevance / max_relevance ELSE 0 END
+-- param rel: level
+-- at: k
+-- aliases: rbp{p}
+-- aggregate: mean
+-- range: 0..1
+(1 - :p) * SUM(CASE WHEN rnk <= :k THEN :gain * POWER(:p, rnk - 1) ELSE 0 END)

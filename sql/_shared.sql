@@ -1,0 +1,14 @@
+-- The columns every measure may read, defined once and computed in the shared prelude only when some
+-- requested measure reads them. Level-dependent ones are bound to each distinct relevance level in use.
+--
+-- Scopes: "row" columns are computed per ranked document; "window" columns are running values over
+-- the ranked list (the renderer supplies PARTITION BY the list key and ORDER BY the ranking); "query"
+-- columns are aggregates over one query's judgments; "collection" columns are aggregates over all
+-- judgments.
+--
+-- row is_rel: CASE WHEN relevance >= :level THEN 1 ELSE 0 END
+-- window rel_so_far: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- window nonrel_so_far: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- query num_rel: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END)
+-- query num_nonrel: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END)
+-- collection max_relevance: MAX(relevance)

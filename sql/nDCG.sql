@@ -1,0 +1,14 @@
+-- measure: nDCG
+-- description: Normalised DCG: DCG@k over the DCG@k of the ideal ranking of all the query's judgments (without k: the whole ideal list, so short runs are penalised).
+-- reference: trec_eval ndcg, ndcg_cut_k; ranx ndcg@k, ndcg_burges@k; ir_measures nDCG@k
+-- param k: cutoff = none
+-- param gain: choice = linear
+--   linear: relevance
+--   exp: POWER(2, relevance) - 1
+-- param rel: level = none
+-- at: k
+-- aliases: ndcg_cut_{k}, ndcg_cut.{k}, ndcg@{k}, ndcg_burges@{k} [gain=exp], ndcg_burges [gain=exp]
+-- aggregate: mean
+-- range: 0..1
+-- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
+SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)

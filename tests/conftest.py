@@ -1,0 +1,32 @@
+"""Shared test fixtures.
+
+Acceptance data (trec_eval's own test suite, the seeds' worked examples) lives in ../shared beside the
+repository and is never copied in. Where it is absent (a user's clone) those tests skip with the reason;
+CI sets SQLMETRICS_REQUIRE_SHARED=1, which turns that skip into a failure.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("SQLMETRICS_SHARED", REPO.parent / "shared"))
+
+
+def _need(path: Path) -> Path:
+    if path.exists():
+        return path
+    reason = f"{path} not found: the shared acceptance data sits beside the repository (set SQLMETRICS_SHARED)"
+    if os.environ.get("SQLMETRICS_REQUIRE_SHARED") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def trec_eval_dir() -> Path:
+    return _need(SHARED / "data" / "trec_eval_test")
+
+
+@pytest.fixture(scope="session")
+def seed_examples_path() -> Path:
+    return _need(SHARED / "data" / "seed_examples.json")
