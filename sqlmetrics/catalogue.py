@@ -50,7 +50,9 @@ class Param:
         if self.required:
             return "required"
         if self.default is ABSENT:
-            return "none" if self.type != "cutoff" else "none (whole ranking)"
+            return "whole ranking" if self.type == "cutoff" else "none"
+        if self.default == "relevance_level":
+            return "the evaluation's level"
         return str(self.default)
 
 
@@ -187,3 +189,35 @@ def shared_columns() -> dict[str, SharedColumn]:
             scope, name, sql = m.groups()
             cols[name] = SharedColumn(name, scope, sql)
     return cols
+
+
+def markdown_table() -> str:
+    """The README's measure table, generated from the sql/ headers (a test fails when the README drifts)."""
+    rows = ["| measure | parameters (default) | aggregate | aliases | what it is | reference |",
+            "|---|---|---|---|---|---|"]
+    for m in measures().values():
+        params = ", ".join(
+            f"`{'@' if p.name == m.at else ''}{p.name}`"
+            + (f" {'/'.join(p.options)}" if p.type == "choice" else f" {p.type}")
+            + f" ({p.describe_default()})"
+            for p in m.params.values()
+        )
+        aliases = ", ".join(f"`{a}`" for a in m.aliases)
+        rows.append(f"| `{m.name}` | {params or '–'} | {m.aggregate} | {aliases or '–'} | {m.description} | {m.reference} |")
+    return "\n".join(rows)
+
+
+README_START, README_END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"
+
+
+def readme_with_table(readme: str) -> str:
+    head, _, rest = readme.partition(README_START)
+    _, _, tail = rest.partition(README_END)
+    return f"{head}{README_START}\n{markdown_table()}\n{README_END}{tail}"
+
+
+if __name__ == "__main__":  # python -m sqlmetrics.catalogue README.md  (rewrites the table in place)
+    import sys
+
+    target = Path(sys.argv[1])
+    target.write_text(readme_with_table(target.read_text(encoding="utf-8")), encoding="utf-8")

@@ -93,7 +93,8 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
         if isinstance(node, exp.Placeholder) and node.name in values:
             value, param = values[node.name], params[node.name]
             if param.type == "choice":
-                return _bind_placeholders(_parse(param.options[value]), call)
+                # Parenthesised: the option is spliced into a larger expression (`:gain / log2(...)`).
+                return exp.Paren(this=_bind_placeholders(_parse(param.options[value]), call))
             if value is ABSENT:
                 return exp.Null()
             if value == "max_relevance":
