@@ -1,0 +1,169 @@
+"""Every input form gives the same, hand-computed numbers.
+
+The collection (worked by hand):
+  q1 judgments d1=1, d2=0, d3=2, d4=-1; run d1 .9, d5 .8, d3 .8, d2 .1
+     -> ranking d1 (rel), d5 (unjudged; wins the tie with d3: ids descending), d3 (rel), d2
+     -> P@2 = 1/2, AP = (1/1 + 2/3) / 2 = 5/6
+  q2 judgments a=1, b=1; run b 1.0, c 0.5 -> P@2 = 1/2, AP = (1/1) / 2 = 1/2
+  q3 judgments x=0 (no relevant document), not in the run -> 0, 0
+  q4 in the run only: never averaged
+  mean over the qrels queries: P@2 = 1/3, AP = (5/6 + 1/2) / 3 = 4/9
+"""
+import gzip
+import json
+import warnings
+
+import duckdb
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlmetrics
+
+QRELS = [("q1", "d1", 1), ("q1", "d2", 0), ("q1", "d3", 2), ("q1", "d4", -1), ("q2", "a", 1), ("q2", "b", 1),
+         ("q3", "x", 0)]
+RUN = [("q1", "d1", 0.9), ("q1", "d5", 0.8), ("q1", "d3", 0.8), ("q1", "d2", 0.1), ("q2", "b", 1.0),
+       ("q2", "c", 0.5), ("q4", "z", 1.0)]
+MEASURES = ["P@2", "AP"]
+EXPECTED = {"P@2": 1 / 3, "AP": 4 / 9}
+PER_QUERY = {"q1": {"P@2": 0.5, "AP": 5 / 6}, "q2": {"P@2": 0.5, "AP": 0.5}, "q3": {"P@2": 0.0, "AP": 0.0}}
+
+
+def trec_qrels_text():
+    return "".join(f"{q} 0 {d} {r}\n" for q, d, r in QRELS)
+
+
+def trec_run_text():
+    # Mixed whitespace and trailing junk, as trec_eval tolerates.
+    return "".join(f"{q}\tQ0  {d} {i} {s}\ttag extra words\n" for i, (q, d, s) in enumerate(RUN, 1))
+
+
+def qrels_table():
+    q, d, r = zip(*QRELS)
+    return pa.table({"query_id": list(q), "doc_id": list(d), "relevance": list(r)})
+
+
+def run_table():
+    q, d, s = zip(*RUN)
+    return pa.table({"query_id": list(q), "doc_id": list(d), "score": list(s)})
+
+
+def check(res):
+    assert res.aggregate == pytest.approx(EXPECTED, abs=1e-12)
+    rows = {r["query_id"]: r for r in res.per_query.to_pylist()}
+    assert sorted(rows) == sorted(PER_QUERY)
+    for qid, values in PER_QUERY.items():
+        assert {m: rows[qid][m] for m in MEASURES} == pytest.approx(values, abs=1e-12), qid
+
+
+def evaluate(qrels, run, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sqlmetrics.SqlmetricsWarning)
+        return sqlmetrics.evaluate(qrels, run, MEASURES, **kw)
+
+
+def test_trec_text(tmp_path):
+    (tmp_path / "qrels.txt").write_text(trec_qrels_text())
+    (tmp_path / "run.txt").write_text(trec_run_text())
+    check(evaluate(tmp_path / "qrels.txt", str(tmp_path / "run.txt")))
+
+
+def test_trec_gzip(tmp_path):
+    with gzip.open(tmp_path / "qrels.gz", "wt") as f:
+        f.write(trec_qrels_text())
+    with gzip.open(tmp_path / "run.trec.gz", "wt") as f:
+        f.write(trec_run_text())
+    check(evaluate(tmp_path / "qrels.gz", tmp_path / "run.trec.gz"))
+
+
+def test_trec_blank_lines_are_skipped(tmp_path):
+    (tmp_path / "qrels").write_text("\n" + trec_qrels_text().replace("\n", "\n\n", 2))
+    (tmp_path / "run").write_text(trec_run_text() + "\n   \n")
+    check(evaluate(tmp_path / "qrels", tmp_path / "run"))
+
+
+def test_csv_tsv_with_mapped_and_recognised_columns(tmp_path):
+    pd.DataFrame(QRELS, columns=["qid", "docno", "label"]).to_csv(tmp_path / "qrels.csv", index=False)
+    pd.DataFrame(RUN, columns=["q", "doc", "bm25"]).to_csv(tmp_path / "run.tsv", sep="\t", index=False)
+    check(evaluate(tmp_path / "qrels.csv", tmp_path / "run.tsv", columns={"query_id": "q", "score": "bm25"}))
+
+
+def test_parquet_and_jsonl(tmp_path):
+    pq.write_table(qrels_table(), tmp_path / "qrels.parquet")
+    with open(tmp_path / "run.jsonl", "w") as f:
+        for q, d, s in RUN:
+            f.write(json.dumps({"query_id": q, "doc_id": d, "score": s}) + "\n")
+    check(evaluate(tmp_path / "qrels.parquet", tmp_path / "run.jsonl"))
+
+
+def test_arrow_pandas_polars():
+    check(evaluate(qrels_table(), run_table()))
+    check(evaluate(qrels_table().to_pandas(), run_table().to_pandas()))
+    check(evaluate(pl.from_arrow(qrels_table()), pl.from_arrow(run_table())))
+
+
+def test_dicts_ranx_shape():
+    qrels, run = {}, {}
+    for q, d, r in QRELS:
+        qrels.setdefault(q, {})[d] = r
+    for q, d, s in RUN:
+        run.setdefault(q, {})[d] = s
+    check(evaluate(qrels, run))
+
+
+def test_duckdb_file_and_relation(tmp_path):
+    path = tmp_path / "eval.duckdb"
+    con = duckdb.connect(str(path))
+    con.register("q", qrels_table())
+    con.register("r", run_table())
+    con.execute("CREATE TABLE qrels AS SELECT * FROM q")
+    con.execute("CREATE VIEW run_bm25 AS SELECT * FROM (SELECT * FROM r)")
+    con.execute("CREATE TABLE run_copy AS SELECT * FROM r")
+    check(evaluate(con.table("qrels"), con.table("run_copy")))
+    con.close()
+    check(evaluate(f"{path}:qrels", f"{path}:run_copy"))
+
+
+def test_integer_ids_compare_as_decimal_text():
+    qrels = pa.table({"query_id": [1, 1], "doc_id": [10, 9], "relevance": [1, 0]})
+    run = pa.table({"query_id": ["1", "1"], "doc_id": ["9", "10"], "score": [1.0, 1.0]})
+    # Tie: ids descending byte-wise puts "9" before "10", so the relevant "10" is second.
+    res = sqlmetrics.evaluate(qrels, run, ["RR"])
+    assert res.aggregate["RR"] == 0.5
+
+
+def test_several_runs_in_one_query():
+    other = pa.table({"query_id": ["q1", "q2"], "doc_id": ["d3", "a"], "score": [1.0, 1.0]})
+    res = evaluate(qrels_table(), {"base": run_table(), "other": other})
+    assert res.aggregate["base"] == pytest.approx(EXPECTED)
+    # other: q1 d3 relevant at 1 -> P@2 1/2, AP 1/2; q2 a at 1 -> 1/2, 1/2; q3 -> 0
+    assert res.aggregate["other"] == pytest.approx({"P@2": 1 / 3, "AP": 1 / 3})
+    assert res.per_query.column_names == ["run", "query_id", "P@2", "AP"]
+    assert res.per_query.num_rows == 6
+
+
+def test_queries_intersection_and_warnings():
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match="no ranking for 1 qrels query .*'q3'"):
+        sqlmetrics.evaluate(qrels_table(), run_table(), MEASURES)
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match="1 query with no judgments .*'q4'"):
+        res = sqlmetrics.evaluate(qrels_table(), run_table(), MEASURES, queries="intersection")
+    assert res.aggregate == pytest.approx({"P@2": 0.5, "AP": (5 / 6 + 0.5) / 2})
+
+
+def test_duplicates_policies():
+    dup = pa.concat_tables([run_table(), pa.table({"query_id": ["q1"], "doc_id": ["d3"], "score": [0.95]})])
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="'d3' appears more than once for query 'q1' .*rows 3 and 8"):
+        evaluate(qrels_table(), dup)
+    # max keeps d3 at .95 -> q1 ranking d3, d1, ... -> P@2 1, AP 1
+    assert evaluate(qrels_table(), dup, duplicates="max").aggregate["AP"] == pytest.approx((1 + 0.5) / 3)
+    check(evaluate(qrels_table(), dup, duplicates="first"))
+
+
+def test_measure_keys_are_strings_as_passed():
+    res = sqlmetrics.evaluate(
+        qrels_table(), run_table(), ["map", "AP", "P_2", "precision@2"], queries="intersection")
+    assert list(res.aggregate) == ["map", "AP", "P_2", "precision@2"]
+    assert res.aggregate["map"] == res.aggregate["AP"]
+    assert res.aggregate["P_2"] == res.aggregate["precision@2"]
