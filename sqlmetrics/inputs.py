@@ -7,6 +7,7 @@ evaluation, and every problem is a SqlmetricsError naming the input, the line or
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,7 +126,8 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
 
 
 def _first_line(e: Exception) -> str:
-    return str(e).strip().splitlines()[0]
+    """DuckDB's reason without its 'Invalid Input Error:' prefix."""
+    return re.sub(r"^[A-Z][\w ]* Error: ", "", str(e).strip().splitlines()[0])
 
 
 def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) -> dict:
