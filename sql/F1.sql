@@ -8,4 +8,4 @@
 -- aggregate: mean
 -- range: 0..1
 -- P@k divides by k and SetP by the run length, so the denominator is k, or the run length without k.
-2 * CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / NULLIF(COALESCE(:k, COUNT(rnk)) + num_rel, 0)
+2 * CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / NULLIF(COALESCE(:k, MAX(num_ret)) + num_rel, 0)

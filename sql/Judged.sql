@@ -6,4 +6,4 @@
 -- aggregate: mean
 -- range: 0..1
 CAST(SUM(CASE WHEN rnk <= :k AND relevance IS NOT NULL THEN 1 ELSE 0 END) AS DOUBLE)
-  / NULLIF(SUM(CASE WHEN rnk <= :k THEN 1 ELSE 0 END), 0)
+  / NULLIF(CASE WHEN MAX(num_ret) < :k THEN MAX(num_ret) ELSE :k END, 0)

@@ -4,4 +4,4 @@
 -- aliases: num_ret
 -- aggregate: sum
 -- range: 0..
-CAST(COUNT(rnk) AS DOUBLE)
+CAST(MAX(num_ret) AS DOUBLE)

@@ -7,4 +7,4 @@
 -- aggregate: mean
 -- range: 0..1
 -- With P = hits/n and R = hits/num_rel the formula simplifies to (1+beta)*hits / (beta*num_rel + n).
-(1 + :beta) * CAST(SUM(is_rel) AS DOUBLE) / NULLIF(:beta * num_rel + COUNT(rnk), 0)
+(1 + :beta) * CAST(SUM(is_rel) AS DOUBLE) / NULLIF(:beta * num_rel + MAX(num_ret), 0)

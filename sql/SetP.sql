@@ -5,4 +5,4 @@
 -- aliases: set_P, precision
 -- aggregate: mean
 -- range: 0..1
-CAST(SUM(is_rel) AS DOUBLE) / NULLIF(COUNT(rnk), 0)
+CAST(SUM(is_rel) AS DOUBLE) / NULLIF(MAX(num_ret), 0)

@@ -1,10 +1,14 @@
 -- The columns every measure may read, defined once and computed in the shared prelude only when some
 -- requested measure reads them. Level-dependent ones are bound to each distinct relevance level in use.
 --
--- Scopes: "row" columns are computed per ranked document; "window" columns are running values over
--- the ranked list (the renderer supplies PARTITION BY the list key and ORDER BY the ranking); "query"
--- columns are aggregates over one query's judgments; "collection" columns are aggregates over all
--- judgments.
+-- Every template reads the ranked rows of one list: rnk (position), relevance (NULL when unjudged) and
+-- num_ret (the list's length, on every row: read it as MAX(num_ret)). Only the rows that can change a
+-- measure are there — the judged documents and the list's first row — so a template must give an
+-- unjudged document no weight (every measure does: it is neither relevant nor has a gain).
+--
+-- Scopes: "row" columns are computed per ranked document; "window" columns are running values down the
+-- list (the renderer supplies PARTITION BY the list key and ORDER BY rnk); "query" columns are aggregates
+-- over one query's judgments; "collection" columns are aggregates over all judgments.
 --
 -- row is_rel: CASE WHEN relevance >= :level THEN 1 ELSE 0 END
 -- window rel_so_far: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)

@@ -8,9 +8,11 @@ Shape of the statement (CTEs, in order):
     query_stats  one row per judged query: R, N, ideal DCGs, ...
     [collection] one row: aggregates over all judgments (max grade)
     judged_run   each run row joined with its judgment once; only judged queries
-    ranking      each list ordered once; rank and running sums as window columns
+    ranking      each list ordered once: rank and list length, the only pass over every run row
+    judged_ranking  the rows that can change a measure (judged ones, and each list's first row),
+                 with running sums over them: an unjudged document adds nothing to any running value
     lists        the lists to average (queries="qrels": every run x every judged query)
-    list_values  one GROUP BY over lists x ranking: every measure is one aggregate expression
+    list_values  one GROUP BY over lists x judged_ranking: every measure is one aggregate expression
 
 Templates are parsed with sqlglot (DuckDB dialect); parameter placeholders (`:k`) are replaced on the
 parsed tree by literals or by the chosen option's SQL, never by pasting text; the column names a
@@ -152,7 +154,7 @@ def _simplify(tree: exp.Expression) -> exp.Expression:
 class _Plan:
     """What the prelude must compute for the requested measures."""
 
-    row: dict = field(default_factory=dict)  # column name -> SQL (row and window scope, in ranking)
+    row: dict = field(default_factory=dict)  # column name -> SQL (row and window scope, in judged_ranking)
     query: dict = field(default_factory=dict)  # column name -> SQL (query_stats)
     ideal: dict = field(default_factory=dict)  # column name -> SQL (query_stats, over ideal)
     collection: dict = field(default_factory=dict)
@@ -295,13 +297,18 @@ def render_duckdb(calls: list[MeasureCall], qrels: Source, run: Source, options:
                  "FROM run_rows LEFT JOIN judgments "
                  "ON run_rows.query_id = judgments.query_id AND run_rows.doc_id = judgments.doc_id "
                  "WHERE run_rows.query_id IN (SELECT query_id FROM query_stats)"))
-    ranking_cols = [f"ROW_NUMBER() OVER (PARTITION BY {key_sql} ORDER BY {order}) AS rnk"]
-    ranking_cols += [f"{_with_window(sql, key_sql, order)} AS {name}" for name, sql in plan.row.items()]
     ctes.append(("ranking",
-                 f"SELECT {key_sql}, relevance, {', '.join(ranking_cols)} FROM judged_run"
-                 + (" CROSS JOIN collection" if plan.ranking_reads_collection else "")))
+                 f"SELECT {key_sql}, relevance, ROW_NUMBER() OVER (PARTITION BY {key_sql} ORDER BY {order}) AS rnk, "
+                 f"COUNT(*) OVER (PARTITION BY {key_sql}) AS num_ret FROM judged_run"))
+    # Running values only change at judged documents, so they are computed over those rows alone (a few
+    # per list instead of the whole run); the first row stays so that every ranked list has a row.
+    judged_cols = [f"{_with_window(sql, key_sql, 'rnk ASC NULLS FIRST')} AS {name}" for name, sql in plan.row.items()]
+    ctes.append(("judged_ranking",
+                 f"SELECT {', '.join([key_sql, 'relevance', 'rnk', 'num_ret', *judged_cols])} FROM ranking"
+                 + (" CROSS JOIN collection" if plan.ranking_reads_collection else "")
+                 + " WHERE relevance IS NOT NULL OR rnk = 1"))
     if options.queries == "intersection":
-        ctes.append(("lists", f"SELECT {key_sql} FROM ranking WHERE rnk = 1"))
+        ctes.append(("lists", f"SELECT {key_sql} FROM judged_ranking WHERE rnk = 1"))
     elif options.run_key:
         run_key = ", ".join(options.run_key)
         ctes.append(("lists", f"SELECT {', '.join('runs.' + c for c in options.run_key)}, query_stats.query_id "
@@ -314,12 +321,12 @@ def render_duckdb(calls: list[MeasureCall], qrels: Source, run: Source, options:
     values = []
     for out, sql, empty in plan.values:
         values.append(f"COALESCE({sql}, {_number(empty)}) AS {out}" if empty is not None else f"{sql} AS {out}")
-    join_on = " AND ".join(f"lists.{c} = ranking.{c}" for c in key)
+    join_on = " AND ".join(f"lists.{c} = judged_ranking.{c}" for c in key)
     ctes.append(("list_values",
                  f"SELECT {', '.join('lists.' + c for c in key)}, {', '.join(values)} "
                  "FROM lists JOIN query_stats ON lists.query_id = query_stats.query_id "
                  + ("CROSS JOIN collection " if plan.collection else "")
-                 + f"LEFT JOIN ranking ON {join_on} GROUP BY {', '.join(group)}"))
+                 + f"LEFT JOIN judged_ranking ON {join_on} GROUP BY {', '.join(group)}"))
     if per_query:
         final = f"SELECT * FROM list_values ORDER BY {key_sql}"
     else:
