@@ -86,7 +86,7 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
     options.check()
     calls = parse_all(measures, relevance_level)  # fails on a bad name before any data is read
     if duplicates not in validate.DUPLICATE_POLICIES:
-        raise SqlmetricsError(f"duplicates={duplicates!r} is not valid: use 'error', 'max' or 'first'.")
+        raise SqlmetricsError(f"duplicates={duplicates!r} is not valid: use one of 'error', 'max', 'first'.")
     multi = _is_run_dict(run)
     run_items = list(run.items()) if multi else [(None, run)]
     if multi and not run_items:
@@ -96,7 +96,6 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
     try:
         q = inputs.load(con, qrels, "qrels", qrels_columns)
         validate.check(con, q, "qrels")
-        validate.check_duplicates(con, q, "qrels", "error")
         loaded_runs = []
         for name, item in run_items:
             loaded = inputs.load(con, item, "run", columns, None if name is None else str(name))
@@ -104,8 +103,7 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
                 raise SqlmetricsError(f"{loaded.label}: ties='rank' orders by a rank or position column, and it has none.")
             if ties != "rank" and "score" not in loaded.columns:
                 raise SqlmetricsError(f"{loaded.label}: has no score column; map one, or pass ties='rank' to order by rank.")
-            validate.check(con, loaded, "run")
-            validate.check_duplicates(con, loaded, "run", duplicates)
+            validate.check(con, loaded, "run", duplicates)
             loaded_runs.append((name, _dedup(con, loaded, duplicates)))
         _warn_missing(con, q, loaded_runs, queries)
 

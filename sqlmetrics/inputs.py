@@ -78,9 +78,9 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
                 f"(SELECT {split} AS f FROM {lines} WHERE line IS NOT NULL AND trim(line) <> '')")
     numbered = (f"(SELECT line_no, line, {select} FROM (SELECT line_no, line, {split} AS f FROM "
                 f"(SELECT ROW_NUMBER() OVER () AS line_no, line FROM {lines}) WHERE line IS NOT NULL AND trim(line) <> ''))")
-    if con.execute(f"SELECT COUNT(*) FROM {view} WHERE {fields[-1]} = ''").fetchone()[0]:
+    if con.execute(f"SELECT COUNT(*) FROM {view} WHERE {fields[-1]} = ''").fetchall()[0][0]:
         line_no, line = con.execute(
-            f"SELECT line_no, line FROM {numbered} WHERE {fields[-1]} = '' ORDER BY line_no LIMIT 1").fetchone()
+            f"SELECT line_no, line FROM {numbered} WHERE {fields[-1]} = '' ORDER BY line_no LIMIT 1").fetchall()[0]
         raise SqlmetricsError(
             f"{label}, line {line_no}: expected {len(fields)} whitespace-separated fields ({' '.join(fields)}), "
             f"got {line!r}. Fix or remove that line"

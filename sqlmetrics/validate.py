@@ -1,4 +1,4 @@
-"""Checks on loaded inputs, run before evaluation: one aggregate pass per input, then a duplicate check.
+"""Checks on loaded inputs, run before evaluation: one aggregate pass per input.
 
 A failed check looks up the first offending line or row so the message can name it.
 """
@@ -11,7 +11,7 @@ DUPLICATE_POLICIES = ("error", "max", "first")
 
 
 def _locate(con, loaded: Loaded, condition: str) -> tuple:
-    row = con.execute(f"SELECT line_no, * FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchone()
+    row = con.execute(f"SELECT line_no, * FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()[0]
     return row[0], row
 
 
@@ -23,8 +23,14 @@ def _col(loaded: Loaded, role: str) -> str:
     return _q(loaded.columns[role])
 
 
-def check(con, loaded: Loaded, kind: str) -> None:
-    """Empty input, missing ids, non-numeric or NaN values: a clear error naming the first bad line."""
+def check(con, loaded: Loaded, kind: str, duplicates: str = "error") -> None:
+    """Empty input, missing ids, non-numeric or NaN values, repeated documents: an error naming the line.
+
+    Repeats are counted by hashing (query, doc) in the same pass; only when the distinct hashes are fewer
+    than the rows is the exact (slower) search run, which also rules out a hash collision.
+    """
+    if duplicates not in DUPLICATE_POLICIES:
+        raise SqlmetricsError(f"duplicates={duplicates!r} is not valid: use one of {', '.join(map(repr, DUPLICATE_POLICIES))}.")
     q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
     value_roles = ["relevance"] if kind == "qrels" else [r for r in ("score", "rank_position") if r in loaded.columns]
     problems = {
@@ -36,8 +42,10 @@ def check(con, loaded: Loaded, kind: str) -> None:
         problems[role] = f"{v} IS NULL OR {number} IS NULL OR isnan({number}) OR isinf({number})"
     counts = con.execute(
         "SELECT COUNT(*), " + ", ".join(f"SUM(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in problems.values())
-        + f" FROM {loaded.view}"
-    ).fetchone()
+        + f", COUNT(DISTINCT hash(CAST({q} AS VARCHAR), CAST({d} AS VARCHAR))) FROM {loaded.view}"
+    ).fetchall()[0]
+    distinct = counts[-1]
+    counts = counts[:-1]
     if counts[0] == 0:
         raise SqlmetricsError(f"{loaded.label}: has no rows. " + (
             "Qrels are needed to evaluate: pass the judgments file." if kind == "qrels" else "The run is empty."))
@@ -48,7 +56,7 @@ def check(con, loaded: Loaded, kind: str) -> None:
         if problem == "empty id":
             raise SqlmetricsError(f"{_where(loaded, line_no)}: the query id or document id is empty.")
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
-                            f"WHERE line_no = {line_no}").fetchone()[0]
+                            f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
         what = {"relevance": "an integer relevance grade", "score": "a finite number",
                 "rank_position": "an integer position"}[problem]
@@ -56,19 +64,18 @@ def check(con, loaded: Loaded, kind: str) -> None:
             f"{_where(loaded, line_no)}: column {column!r} holds {value!r}, which is not {what} "
             f"({count} such {'row' if count == 1 else 'rows'}). Fix the value or map another column."
         )
+    # trec_eval refuses a document listed twice for one query; so do we, unless the caller chose a policy.
+    if distinct < counts[0] and (kind == "qrels" or duplicates == "error"):
+        _report_duplicate(con, loaded, kind)
 
 
-def check_duplicates(con, loaded: Loaded, kind: str, policy: str) -> None:
-    """trec_eval refuses a document listed twice for one query; so do we, unless the caller chose a policy."""
-    if policy not in DUPLICATE_POLICIES:
-        raise SqlmetricsError(f"duplicates={policy!r} is not valid: use one of {', '.join(map(repr, DUPLICATE_POLICIES))}.")
-    if kind == "run" and policy != "error":
-        return
+def _report_duplicate(con, loaded: Loaded, kind: str) -> None:
     q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
     dup = con.execute(
         f"SELECT CAST({q} AS VARCHAR), CAST({d} AS VARCHAR) FROM {loaded.view} GROUP BY 1, 2 HAVING COUNT(*) > 1 LIMIT 1"
-    ).fetchone()
-    if dup:
+    ).fetchall()
+    if dup:  # else the hashes collided: no real repeat
+        dup = dup[0]
         lines = [r[0] for r in con.execute(
             f"SELECT line_no FROM {loaded.numbered} WHERE CAST({q} AS VARCHAR) = ? AND CAST({d} AS VARCHAR) = ? "
             "ORDER BY line_no LIMIT 2", list(dup)).fetchall()]
