@@ -118,3 +118,22 @@ def test_every_printed_measure_is_accounted_for(expected_file, trec_eval_dir):
     assert unaccounted == set(), "new trec_eval measure: compare it, or add it to SKIPPED with why"
     assert compared - printed == set(), "a compared measure is not in the file"
     assert compared.isdisjoint(SKIPPED)
+
+
+# out.test.meas_params: trec_eval with parameterised measures (`-m P.5,7,3`, `-m ndcg_cut.10,20,23.4`, ...).
+# The ones with a counterpart here; trec_eval truncates the cutoff 23.4 to 23.
+MEAS_PARAMS = ["P_3", "P_5", "P_7", "recall_20", "recall_2000", "success_2", "success_5", "success_20",
+               "ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_23", *(f"iprec_at_recall_{r}" for r in
+                                                              ("0.10", "0.20", "0.25", "0.50", "0.75"))]
+
+
+def test_parameterised_measures(trec_eval_dir):
+    printed = _printed(trec_eval_dir / "out.test.meas_params")
+    assert set(MEAS_PARAMS) <= set(printed)
+    res = sqlmetrics.evaluate(trec_eval_dir / "qrels.test", trec_eval_dir / "results.test", MEAS_PARAMS,
+                              queries="intersection")
+    rows = {r["query_id"]: r for r in res.per_query.to_pylist()}
+    for measure in MEAS_PARAMS:
+        for qid, text in printed[measure].items():
+            ours = res.aggregate[measure] if qid == "all" else rows[qid][measure]
+            assert abs(ours - float(text)) <= 0.00005 + 1e-9, (measure, qid, ours, text)
