@@ -102,8 +102,8 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
             if value == "max_relevance":
                 return exp.column("max_relevance")
             return exp.Literal.number(_number(value))
-        if node.__class__ in (exp.Placeholder,):
-            raise SqlmetricsError(f"{call.measure.path.name}: placeholder :{node.name} is not a parameter")
+        if isinstance(node, exp.Placeholder):  # a template bug, not the caller's
+            raise RuntimeError(f"{call.measure.path.name}: placeholder :{node.name} is not a declared parameter")
         return node
 
     absent = {n for n, v in values.items() if v is ABSENT}
