@@ -1,6 +1,8 @@
 """sqlmetrics: ranked-retrieval evaluation as SQL, trec_eval-exact, on DuckDB or any warehouse."""
+from .compare import compare
 from .errors import SqlmetricsError, SqlmetricsWarning
 from .evaluate import Results, evaluate
+from .report import Report
 
-__all__ = ["evaluate", "Results", "SqlmetricsError", "SqlmetricsWarning"]
+__all__ = ["evaluate", "Results", "compare", "Report", "SqlmetricsError", "SqlmetricsWarning"]
 __version__ = "0.1.0"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 PARAM_TYPES = {
@@ -163,11 +162,9 @@ def _parse_measure(path: Path) -> Measure:
 
 
 def sql_dir() -> Path:
-    """The catalogue folder: `sqlmetrics/sql` in a wheel, the top-level `sql/` in a checkout."""
-    try:
-        return Path(str(resources.files("sqlmetrics.sql")))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "sql"
+    """The catalogue folder: `sqlmetrics/sql` in a wheel, the top-level `sql/` in a checkout (or editable)."""
+    here = Path(__file__).resolve().parent
+    return here / "sql" if (here / "sql").is_dir() else here.parent / "sql"
 
 
 @lru_cache(maxsize=None)
