@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "highest score, or keep the first line")
     g.add_argument("--name", action="append", metavar="NAME",
                    help="name the runs in order (default: file stems); repeat once per run")
+    g = inputs.add_argument_group("resources (DuckDB's)")
+    g.add_argument("--memory-limit", metavar="SIZE", help="e.g. 2GB; past it DuckDB spills to disk instead of failing")
+    g.add_argument("--threads", type=int, metavar="N", help="worker threads (default: all cores)")
+    g.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills past the memory limit")
 
     parser = argparse.ArgumentParser(
         prog="sqlmetrics",
@@ -326,7 +330,8 @@ def _runs(args) -> dict:
 def _eval_options(args) -> dict:
     return dict(queries=args.queries, ties=args.ties, relevance_level=args.relevance_level,
                 score_precision=args.score_precision, columns=_mapping(args.column, "--column"),
-                qrels_columns=_mapping(args.qrels_column, "--qrels-column"), duplicates=args.duplicates)
+                qrels_columns=_mapping(args.qrels_column, "--qrels-column"), duplicates=args.duplicates,
+                memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_directory)
 
 
 def _check_output(path: str | None) -> None:

@@ -38,7 +38,8 @@ GMAP_FLOOR = 1e-5  # trec_eval gm_map: AP is floored at 1e-5 before the logarith
 _TIE = 1e-12  # per-query values closer than this (relative) are a tie in win/tie/loss counts
 _TOL = 1e-9  # resampled statistics this close (relative to sum |d|) to the observed one count as "as extreme"
 
-EVALUATE_OPTIONS = ("queries", "ties", "relevance_level", "score_precision", "columns", "qrels_columns", "duplicates")
+EVALUATE_OPTIONS = ("queries", "ties", "relevance_level", "score_precision", "columns", "qrels_columns", "duplicates",
+                    "memory_limit", "threads", "temp_directory")
 EVALUATE_DEFAULTS = {"queries": "qrels", "ties": "docid_desc", "relevance_level": 1, "score_precision": "float64",
                      "duplicates": "error"}  # recorded in the report (column mappings are not)
 

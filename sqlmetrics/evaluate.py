@@ -75,12 +75,27 @@ def _few(ids: list) -> str:
     return ", ".join(map(repr, ids[:5])) + (", ..." if len(ids) > 5 else "")
 
 
+def connect(memory_limit=None, threads=None, temp_directory=None):
+    """An in-memory DuckDB connection; past memory_limit (e.g. "2GB") DuckDB spills to temp_directory."""
+    config = {}
+    for name, value in (("memory_limit", memory_limit), ("threads", threads), ("temp_directory", temp_directory)):
+        if value is not None:
+            config[name] = str(value) if name != "threads" else value
+    try:
+        return duckdb.connect(config=config)
+    except (duckdb.Error, TypeError, ValueError) as e:
+        raise SqlmetricsError(f"memory_limit/threads/temp_directory: {inputs._first_line(e)} "
+                              "(e.g. memory_limit='2GB', threads=2, temp_directory='/tmp/spill').") from None
+
+
 def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", relevance_level=1,
-             score_precision="float64", columns=None, qrels_columns=None, duplicates="error") -> Results:
+             score_precision="float64", columns=None, qrels_columns=None, duplicates="error",
+             memory_limit=None, threads=None, temp_directory=None) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement on DuckDB.
 
     columns / qrels_columns map roles (query_id, doc_id, score, rank_position / relevance) to the run's and
-    the qrels' column names where they are not recognised by name.
+    the qrels' column names where they are not recognised by name. memory_limit ("2GB"), threads and
+    temp_directory are DuckDB's: past the limit it spills to disk instead of failing.
     """
     options = Options(queries=queries, ties=ties, relevance_level=relevance_level, score_precision=score_precision)
     options.check()
@@ -92,7 +107,7 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
     if multi and not run_items:
         raise SqlmetricsError("run: the dict of runs is empty.")
 
-    con = duckdb.connect()
+    con = connect(memory_limit, threads, temp_directory)
     try:
         q = inputs.load(con, qrels, "qrels", qrels_columns)
         validate.check(con, q, "qrels")
