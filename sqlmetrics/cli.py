@@ -638,7 +638,7 @@ class EvalTable:
 
 
 def _run_compare(args, qrels, runs: dict, measures: list) -> str:
-    from .compare import analyse, _per_query_values, _check_options
+    from .compare import EVALUATE_DEFAULTS, analyse, _per_query_values, _check_options
     from .names import parse_all
 
     correction = None if args.correction == "none" else args.correction
@@ -658,7 +658,7 @@ def _run_compare(args, qrels, runs: dict, measures: list) -> str:
         info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
         report = analyse(list(runs), info, queries, values, test=args.test, max_p=args.max_p,
                          correction=correction, seed=args.seed, n_resamples=args.n_resamples,
-                         options={k: v for k, v in options.items() if k not in ("columns", "qrels_columns")})
+                         options={k: options[k] for k in EVALUATE_DEFAULTS})  # as compare() records them
     if args.format == "json":
         return report.to_json() + "\n"
     if args.format == "latex":
