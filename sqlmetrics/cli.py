@@ -688,7 +688,8 @@ def cmd_demo(args) -> tuple:
     measures = _measure_list(args.measure) or list(DEMO_MEASURES)
     for name, value in (("queries", "qrels"), ("ties", "docid_desc"), ("relevance_level", 1),
                         ("score_precision", "float64"), ("column", None), ("qrels_column", None),
-                        ("duplicates", "error"), ("name", None)):
+                        ("duplicates", "error"), ("name", None), ("memory_limit", None), ("threads", None),
+                        ("temp_directory", None)):
         setattr(args, name, value)
     runs = {Path(p).name.split(".")[0]: str(p) for p in run_paths}
     text = _run_compare(args, str(qrels), runs, measures)
