@@ -6,12 +6,13 @@
 -- aggregate: mean
 -- range: 0..1
 -- nonrel_so_far counts judged non-relevant documents (0 <= relevance < level) ranked above; it is > 0
--- only when N > 0, so the divisor is never 0 where it is used.
+-- only when N > 0, so min(N, R) is never 0 where it is used (NULLIF only keeps engines from erroring).
 SUM(
   CASE
-    WHEN is_rel = 0 THEN 0
-    WHEN nonrel_so_far = 0 THEN 1
-    ELSE 1 - CAST(CASE WHEN nonrel_so_far < num_rel THEN nonrel_so_far ELSE num_rel END AS DOUBLE)
-           / CASE WHEN num_nonrel < num_rel THEN num_nonrel ELSE num_rel END
+    WHEN is_rel = 1 AND nonrel_so_far = 0 THEN 1
+    WHEN is_rel = 1 THEN
+      1 - CAST(CASE WHEN nonrel_so_far < num_rel THEN nonrel_so_far ELSE num_rel END AS DOUBLE)
+        / NULLIF(CASE WHEN num_nonrel < num_rel THEN num_nonrel ELSE num_rel END, 0)
+    ELSE 0
   END
 ) / NULLIF(num_rel, 0)

@@ -167,3 +167,17 @@ def test_measure_keys_are_strings_as_passed():
     assert list(res.aggregate) == ["map", "AP", "P_2", "precision@2"]
     assert res.aggregate["map"] == res.aggregate["AP"]
     assert res.aggregate["P_2"] == res.aggregate["precision@2"]
+
+
+def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_measure():
+    from sqlmetrics.catalogue import measures
+
+    wanted = [f"{m.name}@5" if m.at and m.params[m.at].required and m.params[m.at].type == "cutoff"
+              else f"{m.name}@0.5" if m.at and m.params[m.at].required else m.name for m in measures().values()]
+    qrels = pa.table({"query_id": ["q1", "q2", "q2"], "doc_id": ["d1", "d1", "d2"], "relevance": [1, 1, 0]})
+    run = pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0]})
+    with pytest.warns(sqlmetrics.SqlmetricsWarning):
+        res = sqlmetrics.evaluate(qrels, run, wanted)
+    q2 = [r for r in res.per_query.to_pylist() if r["query_id"] == "q2"][0]
+    expected = {m: 0.0 for m in wanted} | {"NumQ": 1.0, "NumRel": 1.0, "FirstRank": None}
+    assert q2 == {"query_id": "q2", **expected}
