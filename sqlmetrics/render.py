@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -76,8 +77,14 @@ def output_columns(calls: list[MeasureCall]) -> list[str]:
     return outs
 
 
-def _parse(sql: str) -> exp.Expression:
+@lru_cache(maxsize=None)
+def _parsed(sql: str) -> exp.Expression:
     return sqlglot.parse_one(sql, read=READ)
+
+
+def _parse(sql: str) -> exp.Expression:
+    """A fresh tree for a piece of template SQL (parsed once per process: parsing dominates rendering)."""
+    return _parsed(sql).copy()
 
 
 def _level_name(base: str, level: int, default_level: int) -> str:
@@ -171,11 +178,13 @@ def _plan(calls: list[MeasureCall], options: Options) -> _Plan:
     def need_shared(name: str, level: int) -> str:
         col = shared[name]
         target = _level_name(name, level, options.relevance_level) if name in LEVEL_COLUMNS else name
+        bucket = {"row": plan.row, "window": plan.row, "query": plan.query, "collection": plan.collection}[col.scope]
+        if target in bucket:
+            return target
         sql = _parse(col.sql).transform(
             lambda n: exp.Literal.number(level) if isinstance(n, exp.Placeholder) and n.name == "level" else n
         ).sql(READ)
-        bucket = {"row": plan.row, "window": plan.row, "query": plan.query, "collection": plan.collection}[col.scope]
-        bucket.setdefault(target, sql)
+        bucket[target] = sql
         return target
 
     def resolve_columns(tree: exp.Expression, level: int, sections: dict) -> exp.Expression:
@@ -260,7 +269,10 @@ class Source:
         return ", ".join(items)
 
     def table_sql(self) -> str:
-        return exp.to_table(self.table, dialect=READ).sql(READ) if "." in self.table else _ident(self.table)
+        # Strictly a (qualified) name: exp.to_table would pass `a.b PIVOT (...)` or `a.read_csv('f')` through.
+        from .dialects import table_reference  # here, not at the top: dialects imports this module
+
+        return table_reference(self.table, READ).sql(READ)
 
 
 def render_duckdb(calls: list[MeasureCall], qrels: Source, run: Source, options: Options, per_query: bool) -> str:
