@@ -1,0 +1,47 @@
+"""Measures with no trec_eval counterpart, checked against values worked by hand.
+
+One query (max grade in the qrels is 3): judgments a=3, b=0, c=1, d=-1; run a .9, x .8, c .7, b .6, d .5.
+Relevant (grade >= 1): a at rank 1, c at rank 3. x is unjudged, d is "pooled, not judged" (-1).
+"""
+import pytest
+
+import sqlmetrics
+
+QRELS = {"q": {"a": 3, "b": 0, "c": 1, "d": -1}}
+RUN = {"q": {"a": 0.9, "x": 0.8, "c": 0.7, "b": 0.6, "d": 0.5}}
+
+EXPECTED = {
+    # r_i = (2^g - 1) / 2^gmax: a 7/8, c 1/8; ERR = 7/8 + (1/3)(1/8)(1 - 7/8)
+    "ERR@5": 7 / 8 + (1 / 3) * (1 / 8) * (1 / 8),
+    "ERR@2": 7 / 8,
+    # gdeval's fixed gmax = 4: a 7/16, c 1/16
+    "ERR(gmax=4)@5": 7 / 16 + (1 / 3) * (1 / 16) * (9 / 16),
+    "Judged@3": 2 / 3,  # a, x, c: two have a qrels row
+    "Judged@5": 4 / 5,  # d's -1 is a qrels row
+    "Judged@10": 4 / 5,  # divided by min(k, n) = 5
+    "ContextPrecision@5": (1 + 2 / 3) / 2,  # precision at a (1/1) and at c (2/3), over the 2 retrieved
+    "ContextPrecision@2": 1.0,
+    "RBP(p=0.5)": 0.5 * (1 + 0.5 ** 2),  # binary gains at ranks 1 and 3
+    "RBP(p=0.5)@2": 0.5 * 1,
+    "RBP(p=0.5,gain='graded')": 0.5 * (3 / 3 + (1 / 3) * 0.5 ** 2),  # grade / max grade
+    "FirstRank": 1.0,
+    "CG@3": 3 + 0 + 1,
+    "CG(gain='exp')@3": 7 + 0 + 1,
+    "DCG@3": 3 + 1 / 2,  # log2(4) = 2
+    "F1@2": 2 * 1 / (2 + 2),  # 2 * hits / (k + R)
+    "SetF(beta=0.5)": 1.5 * 2 / (0.5 * 2 + 5),  # (1+b) hits / (b R + n)
+}
+
+
+@pytest.mark.parametrize("measure", list(EXPECTED))
+def test_hand_computed(measure):
+    res = sqlmetrics.evaluate(QRELS, RUN, [measure])
+    assert res.aggregate[measure] == pytest.approx(EXPECTED[measure], abs=1e-12)
+
+
+def test_first_rank_mean_skips_queries_without_a_relevant_document():
+    qrels = {"q": {"a": 1}, "r": {"b": 1}, "s": {"c": 1}}
+    run = {"q": {"z": 2.0, "a": 1.0}, "r": {"z": 1.0}, "s": {"c": 1.0}}
+    res = sqlmetrics.evaluate(qrels, run, ["FirstRank", "RR"])
+    assert res.aggregate["FirstRank"] == pytest.approx((2 + 1) / 2)
+    assert res.aggregate["RR"] == pytest.approx((1 / 2 + 0 + 1) / 3)
