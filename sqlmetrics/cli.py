@@ -150,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     _compare_options(p, DEMO_MEASURES)
     p.add_argument("--path", action="store_true", help="print the folder holding the demo files and exit")
     p.set_defaults(func=cmd_demo)
+
+    from .dialects import add_sql_command
+
+    add_sql_command(sub, parents=[common])
     return parser
 
 

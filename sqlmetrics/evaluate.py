@@ -90,13 +90,25 @@ def connect(memory_limit=None, threads=None, temp_directory=None):
 
 def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", relevance_level=1,
              score_precision="float64", columns=None, qrels_columns=None, duplicates="error",
-             memory_limit=None, threads=None, temp_directory=None) -> Results:
+             memory_limit=None, threads=None, temp_directory=None, engine=None, dialect=None) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement on DuckDB.
 
     columns / qrels_columns map roles (query_id, doc_id, score, rank_position / relevance) to the run's and
     the qrels' column names where they are not recognised by name. memory_limit ("2GB"), threads and
     temp_directory are DuckDB's: past the limit it spills to disk instead of failing.
+
+    engine= (a DB-API connection, chdb session, DataFusion or Polars SQL context, SparkSession) runs the
+    same SQL where the tables live: qrels and run are then table names there (see evaluate_on).
     """
+    if engine is not None:
+        if duplicates != "error" or memory_limit or threads or temp_directory:
+            raise SqlmetricsError("duplicates=, memory_limit=, threads= and temp_directory= are DuckDB's; with "
+                                  "engine= the tables are evaluated where they live.")
+        from .engines import evaluate_on
+
+        return evaluate_on(engine, measures, qrels=qrels, run=run, columns=columns, qrels_columns=qrels_columns,
+                           dialect=dialect, queries=queries, ties=ties, relevance_level=relevance_level,
+                           score_precision=score_precision)
     options = Options(queries=queries, ties=ties, relevance_level=relevance_level, score_precision=score_precision)
     options.check()
     calls = parse_all(measures, relevance_level)  # fails on a bad name before any data is read

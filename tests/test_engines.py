@@ -1,0 +1,485 @@
+"""The rendered SQL, executed on every engine that runs here, equals evaluate() on DuckDB.
+
+One shared fixture set (below) is loaded into each engine as tables with awkward column names, and
+every measure in the catalogue (cutoffs and parameters exercised) is evaluated there with
+sqlmetrics.engines.evaluate_on, under each option set; every per-query value must equal
+sqlmetrics.evaluate's within 1e-9, and so must the aggregates.
+
+Engines: DuckDB, SQLite, PostgreSQL and MariaDB (Debian servers, started by .ci/engines.sh), ClickHouse
+(chDB), DataFusion, Polars and Spark (pyspark, local mode). An engine that is not available here skips
+with the reason; SQLMETRICS_REQUIRE_ENGINES=1 (CI) turns that skip into a failure.
+
+The PostgreSQL test database uses an ICU en-US collation and MariaDB's its case-insensitive default, so
+the doc-id tie-break below only passes when the rendered SQL forces byte order (test_the_traps_are_live
+checks that they would bite).
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import shutil
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from sqlglot import exp
+
+import sqlmetrics
+from sqlmetrics.catalogue import measures as catalogue
+from sqlmetrics.errors import SqlmetricsError
+from sqlmetrics.engines import evaluate_on
+
+# pyspark 4 warns on import that it has not caught up with pandas 3; it does not use pandas here.
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+
+REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
+PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
+                        "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
+MYSQL = dict(host=os.environ.get("SQLMETRICS_MYSQL_HOST", "127.0.0.1"),
+             port=int(os.environ.get("SQLMETRICS_MYSQL_PORT", "3306")),
+             user=os.environ.get("SQLMETRICS_MYSQL_USER", "sqlmetrics"),
+             password=os.environ.get("SQLMETRICS_MYSQL_PASSWORD", "sqlmetrics"),
+             database=os.environ.get("SQLMETRICS_MYSQL_DATABASE", "sqlmetrics"))
+TOLERANCE = 1e-9
+
+
+def unavailable(reason: str):
+    if REQUIRE:
+        pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)")
+    pytest.skip(reason)
+
+
+# ---------------------------------------------------------------------------------------------- data
+
+# Score ties among ids that differ only in case, punctuation, accents or a trailing space: byte order,
+# case-insensitive and ICU collations all sort these differently.
+TIE_DOCS = ["doc-A", "Doc_a", "doc.a", "DOC-a", "b", "B", "a b", "Éa", "ea", "x ", "x", "z9", "Z10"]
+# Two queries whose ids differ only in case: a case-insensitive engine merges them.
+QUERIES = ["q1", "Q1", "q-2", "q.3", "q4_zero", "q5_norun"]
+
+
+def fixture_rows():
+    """(qrels, run, runs) as rows: qrels (query, doc, grade); run (query, doc, score, rank); runs adds a name.
+
+    - graded and negative judgments (-1 = pooled, not judged), more than 20 judged and ranked documents;
+    - q4_zero has no relevant document, q5_norun is judged but not ranked, q6_noqrels ranked but not judged;
+    - ties in score among awkward ids (TIE_DOCS) and scores equal only in float32 (1 and 1 + 1e-9);
+    - a rank column that disagrees with the scores and has its own ties (for ties='rank').
+    """
+    rnd = random.Random(20240611)
+    qrels, run = [], []
+    for qi, q in enumerate(QUERIES):
+        docs = TIE_DOCS + [f"d{qi}_{i:02d}" for i in range(25)] + ["f32a", "f32b"]
+        for d in docs:
+            if d in ("f32a", "f32b") and q != "q4_zero":
+                qrels.append((q, d, 1 if d == "f32b" else 0))
+            elif rnd.random() < 0.55:
+                grade = rnd.choice([-1, 0]) if q == "q4_zero" else rnd.choice([-1, 0, 0, 1, 1, 2, 3])
+                qrels.append((q, d, grade))
+        if q == "q5_norun":
+            continue
+        ranked = [d for d in docs if not (d == "x " and q != "q1")]
+        for i, d in enumerate(ranked):
+            if d in TIE_DOCS:
+                score = [3.0, 3.0, 2.5][i % 3]
+            elif d == "f32a":
+                score = 1.0 + 1e-9  # above f32b in float64; equal in float32, where the doc-id tie-break puts f32b first
+            elif d == "f32b":
+                score = 1.0
+            else:
+                score = round(rnd.uniform(0, 2), 3)
+            run.append((q, d, score, 1 + (i * 7) % 19))
+    run += [("q6_noqrels", f"n{i}", float(i), i + 1) for i in range(5)]
+    second = [(q, d, round(2 - s, 6) if q != "Q1" else s, r) for q, d, s, r in run if q != "q-2"]
+    runs = [("bm25",) + r for r in run] + [("Dense",) + r for r in second]
+    return qrels, run, runs
+
+
+# Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
+QRELS_COLUMNS = ("topic", "Doc ID", "grade")
+RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
+RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
+COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
+           "rank_position": "rank"}
+RUNS_MAP = {**COLUMNS, "run_name": "tag"}
+TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text"}
+
+
+def arrow(rows, columns) -> pa.Table:
+    arrays = {}
+    for i, c in enumerate(columns):
+        kind = TYPES[c]
+        typ = pa.string() if kind == "text" else pa.int64() if kind == "int" else pa.float64()
+        arrays[c] = pa.array([r[i] for r in rows], typ)
+    return pa.table(arrays)
+
+
+def all_measures() -> list[str]:
+    """Every catalogue measure: bare, at two cutoffs (or three recall points), and each parameter varied."""
+    out = []
+    for m in catalogue().values():
+        at = m.params.get(m.at) if m.at else None
+        ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
+        if at is None or not at.required:
+            out.append(m.name)
+        out += [f"{m.name}@{a}" for a in ats]
+        suffix = "" if at is None else f"@{ats[0]}" if at.required else "@10"
+        for p in m.params.values():
+            if p.name == m.at:
+                continue
+            values = {"choice": [f"'{o}'" for o in p.options if o != p.default], "level": ["2"],
+                      "prob": ["0.5"], "number": ["2"], "fraction": ["0.5"], "cutoff": ["3"]}[p.type]
+            out += [f"{m.name}({p.name}={v}){suffix}" for v in values]
+    return out
+
+
+MEASURES = all_measures()
+
+CASES = {
+    "defaults": {},
+    "intersection": {"queries": "intersection"},
+    "docid_asc": {"ties": "docid_asc"},
+    "rank": {"ties": "rank"},
+    "level2": {"relevance_level": 2},
+    "float32": {"score_precision": "float32"},
+    "runs": {"runs": True},
+}
+
+
+@pytest.fixture(scope="session")
+def data():
+    qrels, run, runs = fixture_rows()
+    return {"rows": {"qrels": qrels, "run": run, "runs": runs},
+            "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
+                      "runs": arrow(runs, RUNS_COLUMNS)}}
+
+
+@pytest.fixture(scope="session")
+def reference(data):
+    """evaluate() on DuckDB, once per case."""
+    cache = {}
+
+    def get(case: str):
+        if case not in cache:
+            options = dict(CASES[case])
+            q = data["arrow"]["qrels"]
+            qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
+            rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score", "rank_position")}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if options.pop("runs", False):
+                    runs = data["arrow"]["runs"]
+                    split = {name: runs.filter(pc.equal(runs["tag"], name)).drop_columns(["tag"])
+                             for name in ("bm25", "Dense")}
+                    cache[case] = sqlmetrics.evaluate(q, split, MEASURES, columns=rcols, qrels_columns=qcols, **options)
+                else:
+                    cache[case] = sqlmetrics.evaluate(q, data["arrow"]["run"], MEASURES, columns=rcols,
+                                                      qrels_columns=qcols, **options)
+        return cache[case]
+
+    return get
+
+
+# ---------------------------------------------------------------------------------------------- engines
+
+
+@dataclass
+class Engine:
+    name: str
+    con: object
+    tables: dict  # "qrels" / "run" / "runs" -> the name to pass (qualified where the engine has schemas)
+    float32: bool = True
+    close: list = field(default_factory=list)
+
+
+def _ident(name: str, dialect: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect)
+
+
+def _sql_type(kind: str, dialect: str) -> str:
+    return {"postgres": {"text": "TEXT", "int": "INTEGER", "float": "DOUBLE PRECISION"},
+            "mysql": {"text": "VARCHAR(100)", "int": "INT", "float": "DOUBLE"},
+            "sqlite": {"text": "TEXT", "int": "INTEGER", "float": "REAL"},
+            "clickhouse": {"text": "String", "int": "Int32", "float": "Float64"}}[dialect][kind]
+
+
+def _create_all(cursor_execute, executemany, data, dialect: str, table_name, placeholder: str):
+    for key, cols in (("qrels", QRELS_COLUMNS), ("run", RUN_COLUMNS), ("runs", RUNS_COLUMNS)):
+        table = table_name(key)
+        cursor_execute(f"DROP TABLE IF EXISTS {table}")
+        defs = ", ".join(f"{_ident(c, dialect)} {_sql_type(TYPES[c], dialect)}" for c in cols)
+        cursor_execute(f"CREATE TABLE {table} ({defs})")
+        executemany(f"INSERT INTO {table} VALUES ({', '.join([placeholder] * len(cols))})", data["rows"][key])
+
+
+def _duckdb(data):
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA eval")
+    for key in ("qrels", "run", "runs"):
+        con.register("src", data["arrow"][key])
+        con.execute(f"CREATE TABLE eval.{key} AS SELECT * FROM src")
+        con.unregister("src")
+    return Engine("duckdb", con, {k: f"eval.{k}" for k in ("qrels", "run", "runs")}, close=[con.close])
+
+
+def _sqlite(data):
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    _create_all(con.execute, con.executemany, data, "sqlite", lambda k: k, "?")
+    return Engine("sqlite", con, {k: k for k in ("qrels", "run", "runs")}, float32=False, close=[con.close])
+
+
+def _postgres(data):
+    try:
+        import psycopg
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'psycopg[binary]')")
+    try:
+        con = psycopg.connect(PG_DSN)
+    except psycopg.Error as e:
+        unavailable(f"no PostgreSQL server at {PG_DSN!r} ({str(e).strip().splitlines()[0]}); run .ci/engines.sh")
+    schema = f"sqlm_{os.getpid()}"
+    with con.cursor() as cur:
+        cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        cur.execute(f"CREATE SCHEMA {schema}")
+        _create_all(cur.execute, cur.executemany, data, "postgres", lambda k: f"{schema}.{k}", "%s")
+    con.commit()
+
+    def drop():
+        con.rollback()
+        with con.cursor() as cur:
+            cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        con.commit()
+        con.close()
+
+    return Engine("postgres", con, {k: f"{schema}.{k}" for k in ("qrels", "run", "runs")}, close=[drop])
+
+
+def _mariadb(data):
+    try:
+        import pymysql
+    except ImportError:
+        unavailable("pymysql is not installed (pip install pymysql)")
+    try:
+        con = pymysql.connect(charset="utf8mb4", connect_timeout=5, **MYSQL)
+    except pymysql.Error as e:
+        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+    db, prefix = MYSQL["database"], f"sqlm_{os.getpid()}_"
+    with con.cursor() as cur:
+        _create_all(cur.execute, cur.executemany, data, "mysql", lambda k: f"{db}.{prefix}{k}", "%s")
+    con.commit()
+
+    def drop():
+        with con.cursor() as cur:
+            for k in ("qrels", "run", "runs"):
+                cur.execute(f"DROP TABLE IF EXISTS {db}.{prefix}{k}")
+        con.commit()
+        con.close()
+
+    return Engine("mariadb", con, {k: f"{db}.{prefix}{k}" for k in ("qrels", "run", "runs")}, close=[drop])
+
+
+def _clickhouse(data):
+    try:
+        from chdb import session
+    except ImportError:
+        unavailable("chdb is not installed (pip install chdb)")
+    sess = session.Session()
+    sess.query("CREATE DATABASE IF NOT EXISTS eval")
+
+    def execute(sql):
+        sess.query(sql)
+
+    def executemany(sql, rows):
+        values = ", ".join("(" + ", ".join(exp.convert(v).sql("clickhouse") for v in r) + ")" for r in rows)
+        sess.query(sql.split(" VALUES ")[0] + " VALUES " + values)
+
+    def create(sql):
+        execute(sql + " ENGINE = Memory" if sql.startswith("CREATE TABLE") else sql)
+
+    _create_all(create, executemany, data, "clickhouse", lambda k: f"eval.{k}", "?")
+    return Engine("clickhouse", sess, {k: f"eval.{k}" for k in ("qrels", "run", "runs")}, close=[sess.close])
+
+
+def _datafusion(data):
+    try:
+        import datafusion
+    except ImportError:
+        unavailable("datafusion is not installed (pip install datafusion)")
+    ctx = datafusion.SessionContext()
+    for key in ("qrels", "run", "runs"):
+        ctx.register_record_batches(key, [data["arrow"][key].to_batches()])
+    return Engine("datafusion", ctx, {k: k for k in ("qrels", "run", "runs")})
+
+
+def _polars(data):
+    try:
+        import polars as pl
+    except ImportError:
+        unavailable("polars is not installed (pip install polars)")
+    ctx = pl.SQLContext(frames={k: pl.from_arrow(data["arrow"][k]) for k in ("qrels", "run", "runs")})
+    return Engine("polars", ctx, {k: k for k in ("qrels", "run", "runs")})
+
+
+def _spark(data):
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        unavailable("pyspark is not installed (pip install pyspark)")
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        unavailable("no Java runtime for pyspark (run .ci/engines.sh)")
+    spark = (SparkSession.builder.master("local[2]").appName("sqlmetrics-tests")
+             .config("spark.sql.shuffle.partitions", "1").config("spark.default.parallelism", "1")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.sql.adaptive.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+             # Tiny data, many short queries: the C1 compiler and interpreted expressions beat warming up
+             # HotSpot's C2 and Spark's code generation (the suite's Spark time drops from ~130 s to ~35 s).
+             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+             .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    for key, cols in (("qrels", QRELS_COLUMNS), ("run", RUN_COLUMNS), ("runs", RUNS_COLUMNS)):
+        # A VALUES view lives in the JVM: no Python worker runs at query time.
+        values = ", ".join("(" + ", ".join(exp.convert(v).sql("spark") for v in row) + ")" for row in data["rows"][key])
+        names = ", ".join(f"`{c}`" for c in cols)
+        spark.sql(f"CREATE OR REPLACE GLOBAL TEMPORARY VIEW {key} AS SELECT * FROM VALUES {values} AS t({names})")
+    return Engine("spark", spark, {k: f"global_temp.{k}" for k in ("qrels", "run", "runs")}, close=[spark.stop])
+
+
+FACTORIES = {"duckdb": _duckdb, "sqlite": _sqlite, "postgres": _postgres, "mariadb": _mariadb,
+             "clickhouse": _clickhouse, "datafusion": _datafusion, "polars": _polars, "spark": _spark}
+_started: dict = {}
+TIMINGS: dict = {}
+
+
+@pytest.fixture(scope="session")
+def engines(data):
+    """Engines are started on first use and closed at the end of the session (Spark only once)."""
+
+    def get(name: str) -> Engine:
+        if name not in _started:
+            t0 = time.perf_counter()
+            _started[name] = FACTORIES[name](data)
+            TIMINGS.setdefault(name, []).append(("start+load", time.perf_counter() - t0))
+        return _started[name]
+
+    yield get
+    for engine in _started.values():
+        for close in engine.close:
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - best effort at teardown
+                pass
+    _started.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _report_timings():
+    """Seconds per engine and case, printed at the end of the session (seen with pytest -s)."""
+    yield
+    if TIMINGS:
+        print("\nengine timings:")
+        for name, rows in TIMINGS.items():
+            print(f"  {name}: " + ", ".join(f"{what} {sec:.1f}s" for what, sec in rows))
+
+
+# ---------------------------------------------------------------------------------------------- tests
+
+
+def _rows(results, multi: bool) -> dict:
+    out = {}
+    for row in results.per_query.to_pylist():
+        key = (row["run"], row["query_id"]) if multi else row["query_id"]
+        out[key] = row
+    return out
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= TOLERANCE
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_engine_equals_duckdb(engine_name, case, engines, reference):
+    engine = engines(engine_name)
+    options = dict(CASES[case])
+    multi = options.pop("runs", False)
+    run_table = engine.tables["runs" if multi else "run"]
+    columns = RUNS_MAP if multi else COLUMNS
+    if options.get("score_precision") == "float32" and not engine.float32:
+        with pytest.raises(SqlmetricsError, match="float32"):
+            evaluate_on(engine.con, MEASURES, qrels=engine.tables["qrels"], run=run_table, columns=columns, **options)
+        return
+    t0 = time.perf_counter()
+    got = evaluate_on(engine.con, MEASURES, qrels=engine.tables["qrels"], run=run_table, columns=columns, **options)
+    TIMINGS.setdefault(engine_name, []).append((case, time.perf_counter() - t0))
+    want = reference(case)
+
+    ours, theirs = _rows(got, multi), _rows(want, multi)
+    assert sorted(ours) == sorted(theirs), "different lists evaluated"
+    bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"
+           for key in theirs for m in MEASURES if not _close(ours[key][m], theirs[key][m])]
+    assert not bad, f"{len(bad)} per-query values differ:\n" + "\n".join(bad[:30])
+
+    aggs = want.aggregate.items() if multi else [(None, want.aggregate)]
+    for run_name, values in aggs:
+        mine = got.aggregate[run_name] if multi else got.aggregate
+        bad = [f"{run_name} {m}: {mine[m]!r} vs {v!r}" for m, v in values.items() if not _close(mine[m], v)]
+        assert not bad, "aggregates differ:\n" + "\n".join(bad[:30])
+
+
+@pytest.mark.parametrize("engine_name", ["postgres", "mariadb"])
+def test_the_traps_are_live(engine_name, engines, monkeypatch):
+    """Without the forced byte order, the same statement gives other numbers on these servers: the fixture
+    and the test databases really exercise the collation traps."""
+    import dataclasses
+
+    from sqlmetrics import dialects
+
+    engine = engines(engine_name)
+    dialect = "postgres" if engine_name == "postgres" else "mysql"
+    kwargs = dict(qrels=engine.tables["qrels"], run=engine.tables["run"], columns=COLUMNS)
+    right = evaluate_on(engine.con, ["AP", "NumRet"], **kwargs).per_query.to_pylist()
+    monkeypatch.setitem(dialects.DIALECTS, dialect, dataclasses.replace(dialects.DIALECTS[dialect], ids=None))
+    wrong = evaluate_on(engine.con, ["AP", "NumRet"], **kwargs).per_query.to_pylist()
+    assert right != wrong
+
+
+def test_engine_dialect_is_recognised_or_asked_for():
+    import sqlite3
+
+    from sqlmetrics.engines import engine_dialect
+
+    assert engine_dialect(sqlite3.connect(":memory:")) == "sqlite"
+    with pytest.raises(SqlmetricsError, match="pass dialect="):
+        engine_dialect(object())
+
+
+def test_engine_errors_show_the_statement():
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    with pytest.raises(SqlmetricsError, match="sqlite rejected the evaluation statement: no such table: qrels"):
+        evaluate_on(con, ["AP"])
+
+
+def test_per_query_order_and_shape_match_evaluate(data, reference, engines):
+    """Results from an engine are evaluate()'s: same columns, same row order, same aggregate keys."""
+    engine = engines("sqlite")
+    got = evaluate_on(engine.con, MEASURES, qrels=engine.tables["qrels"], run=engine.tables["runs"], columns=RUNS_MAP)
+    want = reference("runs")
+    assert got.per_query.column_names == want.per_query.column_names
+    assert got.per_query.select(["run", "query_id"]).to_pylist() == want.per_query.select(["run", "query_id"]).to_pylist()
+    assert list(got.aggregate) == list(want.aggregate) and got.measures == want.measures
