@@ -181,3 +181,20 @@ def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_me
     q2 = [r for r in res.per_query.to_pylist() if r["query_id"] == "q2"][0]
     expected = {m: 0.0 for m in wanted} | {"NumQ": 1.0, "NumRel": 1.0, "FirstRank": None}
     assert q2 == {"query_id": "q2", **expected}
+
+
+@pytest.mark.parametrize("late_line", [
+    "q2 Q0 c 6 0.5 t",  # clean: the fast path reads the whole file
+    "q2  Q0 c 6 0.5 t",  # a double space far down: the general path
+    "q2 Q0 c\t6 0.5 t junk",  # a tab merging two fields, balanced by trailing junk: the general path
+    "q2 Q0 c 6 0.5 t and trailing words",  # extra fields: the general path, which ignores them
+])
+def test_trec_fast_path_falls_back_on_any_irregular_line(tmp_path, late_line):
+    # Enough regular lines that the irregular one is past the sniffed head of the file.
+    filler = "".join(f"q9 Q0 f{i} {i} 0.1 t\n" for i in range(20000))
+    head = "".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(RUN[:4], 1))
+    (tmp_path / "run").write_text(head + filler + late_line + "\n")
+    (tmp_path / "qrels").write_text(trec_qrels_text())
+    res = evaluate(tmp_path / "qrels", tmp_path / "run")
+    rows = {r["query_id"]: r for r in res.per_query.to_pylist()}
+    assert rows["q1"]["AP"] == pytest.approx(5 / 6) and rows["q2"]["AP"] == 0.0  # c is not judged

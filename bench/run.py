@@ -1,0 +1,427 @@
+"""Time sqlmetrics against pytrec_eval, ranx, ir_measures and a bare DuckDB ranking pass, back to back.
+
+    python bench/run.py --size S --repeat 3 --tools all --measures standard,20
+
+Every (tool, measure set, repetition) is a fresh `python bench/tools.py ...` (or `sqlmetrics eval ...`)
+process, so each has its own peak RSS (ru_maxrss from wait4) and cold start. Reports medians, the peak
+RSS, each tool's time relative to sqlmetrics, and whether the tools agree on the aggregate numbers.
+Results: a markdown table (printed, and bench/results/<size>-<timestamp>.md) and the raw records (.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+PY = sys.executable
+# The `sqlmetrics` command next to this interpreter (its venv's bin/), else the first on PATH.
+CLI = shutil.which("sqlmetrics", path=os.pathsep.join([os.path.dirname(PY), os.environ.get("PATH", "")]))
+
+# (sqlmetrics / ir_measures-style name, trec_eval & pytrec_eval, ranx, ir_measures); None: the tool has none.
+M_STANDARD = [
+    ("P@10", "P_10", "precision@10", "P@10"),
+    ("R@100", "recall_100", "recall@100", "R@100"),
+    ("AP", "map", "map", "AP"),
+    ("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10"),
+    ("RR@10", None, "mrr@10", "RR@10"),  # trec_eval / pytrec_eval have no cut-off reciprocal rank
+    ("RR", "recip_rank", "mrr", "RR"),
+    ("Rprec", "Rprec", "r-precision", "Rprec"),
+    ("Bpref", "bpref", "bpref", "Bpref"),
+]
+M_20 = [
+    ("P@5", "P_5", "precision@5", "P@5"),
+    ("P@10", "P_10", "precision@10", "P@10"),
+    ("P@20", "P_20", "precision@20", "P@20"),
+    ("P@100", "P_100", "precision@100", "P@100"),
+    ("R@10", "recall_10", "recall@10", "R@10"),
+    ("R@100", "recall_100", "recall@100", "R@100"),
+    ("R@1000", "recall_1000", "recall@1000", "R@1000"),
+    ("AP", "map", "map", "AP"),
+    ("AP@100", "map_cut_100", "map@100", "AP@100"),
+    ("nDCG", "ndcg", "ndcg", "nDCG"),
+    ("nDCG@5", "ndcg_cut_5", "ndcg@5", "nDCG@5"),
+    ("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10"),
+    ("nDCG@20", "ndcg_cut_20", "ndcg@20", "nDCG@20"),
+    ("RR", "recip_rank", "mrr", "RR"),
+    ("Rprec", "Rprec", "r-precision", "Rprec"),
+    ("Bpref", "bpref", "bpref", "Bpref"),
+    ("SetP", "set_P", "precision", "SetP"),
+    ("SetR", "set_recall", "recall", "SetR"),
+    ("Success@10", "success_10", "hit_rate@10", "Success@10"),
+    ("IPrec@0.5", "iprec_at_recall_0.50", None, "IPrec@0.5"),  # ranx.evaluate does not expose it
+]
+MEASURE_SETS = {"standard": M_STANDARD, "20": M_20}
+SPELLING = {"sqlmetrics": 0, "trec": 1, "ranx": 2, "ir_measures": 3}
+
+
+@dataclass
+class Tool:
+    name: str
+    worker: str  # bench/tools.py entry, or "cli"
+    fmt: str  # "parquet" or "trec": which files it reads
+    spelling: str  # key of SPELLING
+    anchor: bool = True  # an in-memory Python tool (skipped on XL by default)
+    ties: str = "trec_eval (score desc, doc id desc)"
+    env: dict = field(default_factory=dict)
+    note: str = ""
+
+
+TOOLS = {t.name: t for t in [
+    Tool("sqlmetrics", "sqlmetrics", "parquet", "sqlmetrics", anchor=False, note="Python API"),
+    Tool("sqlmetrics-trec", "sqlmetrics", "trec", "sqlmetrics", anchor=False, note="Python API on TREC text"),
+    Tool("sqlmetrics-cli", "cli", "parquet", "sqlmetrics", anchor=False, note="`sqlmetrics eval -f json`; time = process wall"),
+    Tool("pytrec_eval", "pytrec_eval", "trec", "trec", note="parse_qrel/parse_run + evaluate + mean"),
+    Tool("ranx", "ranx", "trec", "ranx", ties="input order (unstable argsort)",
+         note="from_file(kind='trec'); fresh process, numba disk cache warm"),
+    Tool("ranx-parquet", "ranx-parquet", "parquet", "ranx", ties="input order (unstable argsort)",
+         note="from_df(pd.read_parquet)"),
+    Tool("ranx-nocache", "ranx", "trec", "ranx", ties="input order (unstable argsort)",
+         env={"NUMBA_CACHE_DIR": "<fresh>"}, note="empty NUMBA_CACHE_DIR: first use ever, JIT compiles"),
+    Tool("ir_measures", "ir_measures", "trec", "ir_measures", note="calc_aggregate(read_trec_qrels, read_trec_run)"),
+    Tool("duckdb-floor", "duckdb-floor", "parquet", "sqlmetrics", anchor=False,
+         note="ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC)"),
+    Tool("duckdb-floor-join", "duckdb-floor-join", "parquet", "sqlmetrics", anchor=False,
+         note="the ranking pass LEFT JOIN the qrels"),
+]}
+DEFAULT_TOOLS = [n for n in TOOLS if n != "ranx-nocache"]  # "all"; ranx-nocache costs a full JIT per run
+REFERENCES = ["sqlmetrics", "sqlmetrics-trec", "pytrec_eval", "ir_measures"]  # for the agreement check
+IMPORT_CHECK = {"sqlmetrics": "import sqlmetrics; sqlmetrics.evaluate", "pytrec_eval": "import pytrec_eval",
+                "ranx": "import ranx", "ranx-parquet": "import ranx, pandas", "ir_measures": "import ir_measures",
+                "duckdb-floor": "import duckdb", "duckdb-floor-join": "import duckdb"}
+
+
+def preflight(tool: Tool) -> str | None:
+    """None if the tool can run, else why not (reported as missing)."""
+    if tool.worker == "cli":
+        if not CLI:
+            return "no `sqlmetrics` command next to this Python or on PATH"
+        cmd = [CLI, "eval", "--help"]
+    else:
+        cmd = [PY, "-c", IMPORT_CHECK[tool.worker]]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return None if p.returncode == 0 else (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+
+
+def rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def run_child(cmd: list, env: dict, timeout: float, max_rss_kb: int) -> dict:
+    """Run cmd in its own process group; kill it on timeout or when its RSS passes max_rss_kb."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
+        killed = None
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if killed is None and time.perf_counter() - start > timeout:
+                killed = "timeout"
+            elif killed is None and max_rss_kb and rss_kb(p.pid) > max_rss_kb:
+                killed = "memory"
+            if killed:
+                os.killpg(p.pid, signal.SIGKILL)
+                pid, status, usage = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss_mb": usage.ru_maxrss / 1024, "returncode": p.returncode, "killed": killed,
+                "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
+
+
+def parse_cli(stdout: str, names: dict) -> dict:
+    """Aggregates from `sqlmetrics eval -f json` ({..."aggregate": {measure: value}...}), else from lines
+    `measure value` or `measure all value`."""
+    wanted = {n: c for c, n in names.items()}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if any(k in wanted and isinstance(v, (int, float)) for k, v in node.items()):
+                return {wanted[k]: float(v) for k, v in node.items() if k in wanted and v is not None}
+            return next((r for r in map(walk, node.values()) if r), {})
+        return {}
+    try:
+        return walk(json.loads(stdout))
+    except ValueError:
+        agg = {}
+        for tokens in (line.replace("|", " ").split() for line in stdout.splitlines()):
+            if len(tokens) >= 2 and tokens[0] in wanted:
+                try:
+                    agg[wanted[tokens[0]]] = float(tokens[-1])
+                except ValueError:
+                    pass
+        return agg
+
+
+def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
+    col = SPELLING[tool.spelling]
+    names = {m[0]: m[col] for m in mset if m[col] is not None}
+    ext = "parquet" if tool.fmt == "parquet" else "txt"
+    qrels, run = str(data / f"qrels.{ext}"), str(data / f"run.{ext}")
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as scratch:
+        env.update({k: (scratch if v == "<fresh>" else v) for k, v in tool.env.items()})
+        if tool.worker == "cli":
+            cmd = [CLI, "eval", qrels, run, "-f", "json", *(a for n in names.values() for a in ("-m", n))]
+        else:
+            cmd = [PY, str(BENCH / "tools.py"), tool.worker, qrels, run, json.dumps(names)]
+        r = run_child(cmd, env, args.timeout, int(args.max_rss_gb * 1024 * 1024))
+    rec = {"wall": r["wall"], "cpu": r["cpu"], "maxrss_mb": r["maxrss_mb"], "status": "ok", "aggregate": {}, "extra": {}}
+    if r["killed"]:
+        rec["status"] = r["killed"]
+    elif r["returncode"] != 0:
+        rec["status"] = "error"
+        rec["error"] = (r["stderr"].strip().splitlines() or [f"exit {r['returncode']}"])[-1][:300]
+    elif tool.worker == "cli":
+        rec.update(seconds=r["wall"], aggregate=parse_cli(r["stdout"], names))
+    else:
+        rec.update(json.loads(r["stdout"].strip().splitlines()[-1]))
+    return rec
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+def fmt_s(x: float) -> str:
+    return f"{x:.3f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+
+def summarise(recs: list, args) -> dict:
+    ok = [r for r in recs if r["status"] == "ok"]
+    s = {"status": "ok" if len(ok) == len(recs) else next(r["status"] for r in recs if r["status"] != "ok"),
+         "maxrss_mb": max(r["maxrss_mb"] for r in recs), "runs": [r.get("seconds") for r in recs]}
+    if s["status"] == "timeout":
+        s["cell"] = f"> {args.timeout:g} s"
+    elif s["status"] == "memory":
+        s["cell"] = f"> {args.max_rss_gb:g} GB RSS, killed"
+    elif s["status"] == "error":
+        s["cell"] = "error"
+        s["error"] = next(r["error"] for r in recs if r["status"] == "error")
+    if ok:
+        s["median"] = statistics.median(r["seconds"] for r in ok)
+        s["wall"] = statistics.median(r["wall"] for r in ok)
+        s["cpu"] = statistics.median(r["cpu"] for r in ok)
+        s["aggregate"] = ok[0]["aggregate"]
+        s["extra"] = ok[0]["extra"]
+        for key in ("evaluate_seconds", "warm_evaluate_seconds"):
+            if all(key in r["extra"] for r in ok):
+                s[key] = statistics.median(r["extra"][key] for r in ok)
+    return s
+
+
+def tie_rule(tool: str, m: tuple, summary: dict) -> str:
+    if tool == "ir_measures":  # it delegates each measure to a provider; pytrec_eval's is trec_eval's rule
+        provider = summary[tool]["extra"].get("providers", {}).get(m[3], "?")
+        return TOOLS["pytrec_eval"].ties if provider == "pytrec_eval" else f"ir_measures {provider} provider"
+    return TOOLS[tool].ties
+
+
+def agreement(summary: dict, mset: list, ties: bool, tol: float) -> tuple[list, int]:
+    """Rows (measure, reference, value, {tool: cell}); cells: ok, expected tie difference, or MISMATCH."""
+    rows, unexpected = [], 0
+    for m in mset:
+        have = {t: s["aggregate"][m[0]] for t, s in summary.items() if s.get("aggregate", {}).get(m[0]) is not None}
+        ref = next((t for t in REFERENCES if t in have), None)
+        if ref is None:
+            continue
+        cells = {}
+        for t, v in have.items():
+            d, rule = abs(v - have[ref]), tie_rule(t, m, summary)
+            if d <= tol:
+                cells[t] = "ok"
+            elif ties and rule != tie_rule(ref, m, summary):
+                cells[t] = f"ties, Δ {d:.0e}"
+            else:
+                cells[t] = f"**MISMATCH** Δ {d:.1e}"
+                unexpected += 1
+        cells[ref] = "ref"
+        rows.append((m[0], ref, have[ref], cells))
+    return rows, unexpected
+
+
+def render(meta: dict, results: dict, args, skipped: dict, env: dict) -> str:
+    L = [f"# sqlmetrics benchmark: {meta['name']}", ""]
+    L.append(f"{meta['queries']:,} queries, depth {meta['depth']}: {meta['rows']['run']:,} run rows, "
+             f"{meta['rows']['qrels']:,} qrels rows; {'score ties within queries' if meta['ties'] else 'no score ties'}"
+             f" (seed {meta['seed']}). {args.repeat} repetitions, each a fresh process; timeout {args.timeout:g} s, "
+             f"RSS limit {args.max_rss_gb:g} GB.")
+    L.append("")
+    L.append(f"Machine: {env['cpu']}, {env['cores']} cores, {env['ram_gb']:.0f} GB RAM; Python {env['python']}; "
+             + ", ".join(f"{k} {v}" for k, v in env["versions"].items()) + f". {env['when']}.")
+    other, share = env["other_cpu_seconds"], env["other_cpu_share"]
+    L.append("")
+    L.append(f"Other processes used {other:.0f} CPU-seconds during the {env['session_seconds']:.0f} s session "
+             f"({share:.0%} of the machine)" + (": **the timings are not clean.**" if share > 0.05 else "."))
+    if skipped:
+        L.append("")
+        L += [f"- `{name}` not run: {why}" for name, why in skipped.items()]
+    for set_name, (mset, summary) in results.items():
+        L += ["", f"## Measures: {set_name} ({len(mset)})", "",
+              "| tool | input | median s | runs s | process wall s | process CPU s | peak RSS MB | ÷ sqlmetrics | notes |",
+              "|---|---|---:|---|---:|---:|---:|---:|---|"]
+        for t, s in summary.items():
+            tool = TOOLS[t]
+            base = "sqlmetrics-trec" if tool.fmt == "trec" and "median" in summary.get("sqlmetrics-trec", {}) else "sqlmetrics"
+            key = "wall" if tool.worker == "cli" else "median"  # a command against the API's whole process
+            ratio = (f"{s[key] / summary[base][key]:.2f}" + ("" if base == "sqlmetrics" else " (trec)")
+                     if "median" in s and "median" in summary.get(base, {}) else "–")
+            note = tool.note
+            if "evaluate_seconds" in s:
+                note += f"; of which evaluate {fmt_s(s['evaluate_seconds'])} s"
+            if "warm_evaluate_seconds" in s:
+                note += f", 2nd evaluate in-process {fmt_s(s['warm_evaluate_seconds'])} s"
+            if "error" in s:
+                note += f"; error: `{s['error']}`"
+            col = SPELLING[tool.spelling]
+            lacking = [m[0] for m in mset if m[col] is None]
+            if lacking and not t.startswith("duckdb"):
+                note += f"; lacks {', '.join(lacking)}"
+            median = fmt_s(s["median"]) if "median" in s else s.get("cell", "–")
+            runs = " ".join(fmt_s(x) if x is not None else "–" for x in s["runs"])
+            wall, cpu = (fmt_s(s[k]) if k in s else "–" for k in ("wall", "cpu"))
+            L.append(f"| {t} | {tool.fmt} | {median} | {runs} | {wall} | {cpu} | {s['maxrss_mb']:,.0f} | {ratio} | {note} |")
+        rows, unexpected = agreement(summary, mset, meta["ties"], args.tol)
+        tools = [t for t in summary if summary[t].get("aggregate")]
+        L += ["", f"Agreement of aggregates (|Δ| ≤ {args.tol:g} is ok): "
+              + ("all as expected." if not unexpected else f"**{unexpected} unexpected mismatches.**"), "",
+              "| measure | reference | value | " + " | ".join(tools) + " |",
+              "|---|---|---:|" + "---|" * len(tools)]
+        for canon, ref, value, cells in rows:
+            L.append(f"| {canon} | {ref} | {value:.6f} | " + " | ".join(cells.get(t, "–") for t in tools) + " |")
+    L += ["", "Ties: sqlmetrics, pytrec_eval and ir_measures order by score descending, then doc id descending "
+          "(trec_eval's rule), except ir_measures' RR@k, which its msmarco provider computes with doc id ascending; "
+          "ranx keeps tied documents in whatever order its (unstable) argsort leaves them. On data with ties a tool "
+          "whose rule differs from the reference's is expected to differ (\"ties, Δ\"); anything else over the "
+          "tolerance is a **MISMATCH**. `python bench/run.py --size S-noties` checks every tool on the same rankings "
+          "without ties, where all must agree."]
+    L += ["", "Median s: from reading the files to the aggregate numbers, in the tool's process, imports excluded "
+          "(the CLI: the whole process). Process wall s: the whole child process (interpreter, imports, work); "
+          "process CPU s: its user + system CPU time, all threads (less disturbed than wall time by other load). "
+          "÷ sqlmetrics: median over the sqlmetrics API's median on the same input format (Parquet unless marked); "
+          "for the CLI, process wall over the API's process wall."]
+    return "\n".join(L) + "\n"
+
+
+def environment() -> dict:
+    versions = {}
+    for dist in ["sqlmetrics", "duckdb", "pytrec-eval-terrier", "ranx", "ir-measures", "numba", "pyarrow"]:
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = "not installed"
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": ram, "python": platform.python_version(),
+            "versions": versions, "when": datetime.now().strftime("%Y-%m-%d %H:%M")}
+
+
+def cpu_seconds() -> tuple[float, float, float]:
+    """(CPU seconds the whole machine has been busy, CPU seconds of this process and its children, clock)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+    ours = sum(getattr(resource.getrusage(who), k) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for k in ("ru_utime", "ru_stime"))
+    return busy / os.sysconf("SC_CLK_TCK"), ours, time.perf_counter()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", required=True, help="a folder under bench/data: S, M, L, XL, S-noties, ...")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tools", default="all", help=f"comma list or 'all' (= {','.join(DEFAULT_TOOLS)}); "
+                    f"'all,ranx-nocache' adds the JIT-from-scratch ranx")
+    ap.add_argument("--measures", default="standard,20", help="comma list of: " + ", ".join(MEASURE_SETS))
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per tool run (default 900)")
+    ap.add_argument("--max-rss-gb", type=float, default=round(environment()["ram_gb"] * 0.85),
+                    help="kill a run whose RSS passes this (default 85%% of RAM)")
+    ap.add_argument("--anchors-on-xl", action="store_true", help="also run pytrec_eval/ranx/ir_measures on XL")
+    ap.add_argument("--tol", type=float, default=1e-6)
+    args = ap.parse_args()
+
+    data = BENCH / "data" / args.size
+    if not (data / "meta.json").exists():
+        sys.exit(f"{data} has no data: run `python bench/generate.py {args.size.split('-')[0]}`"
+                 + (" --no-ties" if args.size.endswith("-noties") else ""))
+    meta = json.loads((data / "meta.json").read_text())
+    names = []
+    for n in args.tools.split(","):
+        names += DEFAULT_TOOLS if n == "all" else [n]
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown:
+        sys.exit(f"unknown tools {unknown}; known: {', '.join(TOOLS)}")
+    msets = {m: MEASURE_SETS[m] for m in args.measures.split(",")}
+
+    skipped, tools = {}, []
+    for n in dict.fromkeys(names):
+        if meta["size"] == "XL" and TOOLS[n].anchor and not args.anchors_on_xl:
+            skipped[n] = "skipped on XL: it builds Python dicts of all 200M rows, far beyond this machine's RAM "
+            skipped[n] += "(pass --anchors-on-xl to try)"
+        elif why := preflight(TOOLS[n]):
+            skipped[n] = f"missing ({why})"
+        else:
+            tools.append(TOOLS[n])
+    for n, why in skipped.items():
+        print(f"{n}: {why}", file=sys.stderr)
+
+    # Read the inputs once so that no tool pays for the first read from disk.
+    for f in {data / f"{k}.{'parquet' if t.fmt == 'parquet' else 'txt'}" for t in tools for k in ("qrels", "run")}:
+        with open(f, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
+
+    cpu_start = cpu_seconds()
+    records = []
+    for rep in range(args.repeat):
+        for set_name, mset in msets.items():
+            for tool in tools:
+                rec = run_once(tool, data, mset, args)
+                rec.update(tool=tool.name, set=set_name, rep=rep)
+                records.append(rec)
+                shown = fmt_s(rec["seconds"]) + " s" if rec["status"] == "ok" else rec["status"]
+                print(f"[{rep + 1}/{args.repeat}] {set_name:8} {tool.name:18} {shown:>10}  "
+                      f"{rec['maxrss_mb']:,.0f} MB {rec.get('error', '')}", file=sys.stderr)
+
+    results = {}
+    for set_name, mset in msets.items():
+        results[set_name] = (mset, {t.name: summarise([r for r in records if r["tool"] == t.name and r["set"] == set_name], args)
+                                    for t in tools})
+    env = environment()
+    machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
+    env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
+               other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
+    md = render(meta, results, args, skipped, env)
+    print(md)
+    out = BENCH / "results"
+    out.mkdir(exist_ok=True)
+    stem = out / f"{args.size}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    stem.with_suffix(".md").write_text(md)
+    stem.with_suffix(".json").write_text(json.dumps(
+        {"meta": meta, "args": vars(args), "env": env, "skipped": skipped, "records": records,
+         "summary": {k: v[1] for k, v in results.items()}}, indent=1, default=str))
+    print(f"wrote {stem}.md and .json", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""One timed evaluation in a fresh process; run.py starts this once per tool and repetition.
+
+    python bench/tools.py TOOL QRELS RUN '{"P@10": "P_10", ...}'
+
+The JSON maps each canonical measure name to the tool's own spelling. Imports happen before the clock
+starts; `seconds` runs from "files on disk" to "aggregate numbers in a dict". The last stdout line is a
+JSON object: seconds, import_seconds, aggregate {canonical: value}, extra {...}.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def sqlmetrics_api(names):
+    import sqlmetrics
+
+    def go(qrels, run):
+        res = sqlmetrics.evaluate(qrels, run, list(names.values()))
+        return {c: res.aggregate[n] for c, n in names.items()}, {}
+    return go
+
+
+def pytrec_eval_tool(names):
+    import pytrec_eval
+
+    def go(qrels, run):
+        # The usual way: pytrec_eval's own line parsers, evaluate, then the per-measure aggregate.
+        with open(qrels) as f:
+            q = pytrec_eval.parse_qrel(f)
+        with open(run) as f:
+            r = pytrec_eval.parse_run(f)
+        loaded = time.perf_counter()
+        per_query = pytrec_eval.RelevanceEvaluator(q, set(names.values())).evaluate(r)
+        return {c: pytrec_eval.compute_aggregated_measure(n, [v[n] for v in per_query.values()])
+                for c, n in names.items()}, {"evaluate_seconds": time.perf_counter() - loaded}
+    return go
+
+
+def ranx_tool(names, parquet=False):
+    import ranx
+
+    def go(qrels, run):
+        if parquet:  # ranx.from_parquet asserts object ids and int64 grades; pandas >= 3 reads str, int32
+            import pandas as pd
+            ids = {"query_id": object, "doc_id": object}
+            q = ranx.Qrels.from_df(pd.read_parquet(qrels).astype({**ids, "relevance": "int64"}),
+                                   q_id_col="query_id", doc_id_col="doc_id", score_col="relevance")
+            r = ranx.Run.from_df(pd.read_parquet(run).astype(ids),
+                                 q_id_col="query_id", doc_id_col="doc_id", score_col="score")
+        else:
+            q = ranx.Qrels.from_file(qrels, kind="trec")
+            r = ranx.Run.from_file(run, kind="trec")
+        metrics = list(names.values())
+        loaded = time.perf_counter()
+        res = ranx.evaluate(q, r, metrics)
+        agg = {c: float(res[n]) for c, n in names.items()}
+        t = time.perf_counter()  # a second call in the same process: numba code already loaded
+        ranx.evaluate(q, r, metrics, save_results_in_run=False)
+        return agg, {"evaluate_seconds": t - loaded, "warm_evaluate_seconds": time.perf_counter() - t}
+    return go
+
+
+def ir_measures_tool(names):
+    import ir_measures
+
+    measures = [ir_measures.parse_measure(n) for n in names.values()]
+    providers = {str(m): next(p.NAME for p in ir_measures.DefaultPipeline.providers if p.supports(m))
+                 for m in measures}
+
+    def go(qrels, run):
+        res = ir_measures.calc_aggregate(measures, ir_measures.read_trec_qrels(qrels), ir_measures.read_trec_run(run))
+        by_name = {str(m): v for m, v in res.items()}
+        return {c: by_name[str(ir_measures.parse_measure(n))] for c, n in names.items()}, {"providers": providers}
+    return go
+
+
+def duckdb_floor(names, join=False):
+    import duckdb
+
+    ranked = ("SELECT query_id, doc_id, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC)"
+              " AS rnk FROM read_parquet(?)")
+
+    def go(qrels, run):
+        if join:  # ranking plus the left join with the judgments that every measure needs
+            sql = (f"SELECT count(*), sum(coalesce(q.relevance, 0) / r.rnk) FROM ({ranked}) r "
+                   "LEFT JOIN read_parquet(?) q USING (query_id, doc_id)")
+            row = duckdb.connect().execute(sql, [run, qrels]).fetchone()
+        else:
+            row = duckdb.connect().execute(f"SELECT count(*), sum(rnk) FROM ({ranked})", [run]).fetchone()
+        return {}, {"rows": row[0], "checksum": row[1]}
+    return go
+
+
+TOOLS = {
+    "sqlmetrics": sqlmetrics_api,
+    "pytrec_eval": pytrec_eval_tool,
+    "ranx": ranx_tool,
+    "ranx-parquet": lambda names: ranx_tool(names, parquet=True),
+    "ir_measures": ir_measures_tool,
+    "duckdb-floor": duckdb_floor,
+    "duckdb-floor-join": lambda names: duckdb_floor(names, join=True),
+}
+
+
+def main() -> None:
+    tool, qrels, run, names = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    t = time.perf_counter()
+    go = TOOLS[tool](names)
+    import_seconds = time.perf_counter() - t
+    t = time.perf_counter()
+    aggregate, extra = go(qrels, run)
+    seconds = time.perf_counter() - t
+    aggregate = {k: (None if v is None else float(v)) for k, v in aggregate.items()}
+    print(json.dumps({"seconds": seconds, "import_seconds": import_seconds, "aggregate": aggregate, "extra": extra}))
+
+
+if __name__ == "__main__":
+    main()
