@@ -230,9 +230,12 @@ def _clean(text) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
+INTO_MODES = ("create", "insert")
+
+
 def render(measures, *, dialect="duckdb", qrels="qrels", run="run", columns=None, qrels_columns=None,
            per_query=False, queries="qrels", ties="docid_desc", relevance_level=1, score_precision="float64",
-           header=True) -> str:
+           header=True, group_by=None, label=None, relevance=None, into=None, into_mode="create") -> str:
     """The whole evaluation as ONE SQL statement for `dialect`, over tables that live in that engine.
 
     qrels, run: table names, possibly qualified (`db.schema.table`, BigQuery `project.dataset.table`), or
@@ -240,38 +243,93 @@ def render(measures, *, dialect="duckdb", qrels="qrels", run="run", columns=None
     rank_position and run_name (mapping run_name evaluates every run in the table at once, one row per
     run); it maps both tables unless qrels_columns maps the qrels separately. per_query: one row per
     (run and) query instead of the aggregate. The other options are evaluate()'s.
+
+    group_by: segment columns of the run (["date", "arm"]): each list is keyed by them plus the query id,
+    and the aggregate has one row per segment with `num_lists`. qrels=None with label= (a column of the
+    run) or relevance= (an expression or {column: grade}, see sqlmetrics.logs) reads the judgments from the
+    run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="insert":
+    INSERT INTO ... SELECT).
     """
     info = dialect_info(dialect)
+    if into_mode not in INTO_MODES:
+        raise SqlmetricsError(f"into_mode={into_mode!r} is not valid: use 'create' or 'insert'.")
     tree, calls = _statement(measures, info, qrels, run, columns, qrels_columns, per_query, queries, ties,
-                             relevance_level, score_precision)
+                             relevance_level, score_precision, group_by, label, relevance)
+    if into is not None:
+        target = table_reference(into, info.sqlglot, info.fold_case)
+        if into_mode == "insert":
+            tree = exp.Insert(this=target, expression=tree)
+        else:
+            tree = exp.Create(this=target, kind="TABLE", expression=tree)
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
     if not header:
         return sql
     run_map, qrels_map = _role_columns(columns, qrels_columns, ties)
     outs = output_columns(calls)
-    keys = (["run_name"] if "run_name" in run_map else []) + (["query_id"] if per_query else [])
+    segs = list(group_by or [])
+    keys = (["run_name"] if "run_name" in run_map else []) + segs + (["query_id"] if per_query else [])
     d = info.sqlglot
 
     def source(table, mapping):
         cols = ", ".join(f"{role}={column_identifier(col, d, info.fold_case).sql(d)}" for role, col in mapping.items())
         return f"{table_reference(table, d, info.fold_case).sql(d)} ({cols})"
 
+    judged = (f"-- qrels: {source(qrels, qrels_map)}" if qrels is not None else
+              f"-- judgments: from the run, relevance = {_label_text(label, relevance, d)}, per list")
     lines = [
         f"-- sqlmetrics: ranked-retrieval evaluation, rendered for {info.name}",
         f"-- measures: {', '.join(f'{o} = {c.text}' for o, c in zip(outs, calls))}",
-        f"-- qrels: {source(qrels, qrels_map)}",
+        judged,
         f"-- run: {source(run, run_map)}",
         f"-- options: queries={queries!r}, ties={ties!r}, relevance_level={relevance_level!r}, "
         f"score_precision={score_precision!r}",
-        f"-- one row per {' and '.join(keys) if keys else 'evaluation'}: {', '.join([*keys, *outs])}",
+        f"-- one row per {' and '.join(keys) if keys else 'evaluation'}: "
+        f"{', '.join([*keys, *outs, *(['num_lists'] if segs and not per_query else [])])}",
     ]
+    if into is not None:
+        lines.append(f"-- into: {table_reference(into, d, info.fold_case).sql(d)} ({into_mode})")
     return "\n".join(_clean(line) for line in lines) + "\n" + sql
 
 
+def _label_text(label, relevance, dialect) -> str:
+    if label is not None:
+        return column_identifier(label, dialect).sql(dialect)
+    if isinstance(relevance, dict):
+        return "highest of " + ", ".join(f"{c}={g}" for c, g in relevance.items())
+    return str(relevance)
+
+
+def check_log_options(qrels, group_by, label, relevance) -> tuple:
+    """Validate group_by / label / relevance against each other; returns group_by as a tuple of names."""
+    if group_by is None:
+        segs = ()
+    elif isinstance(group_by, str):
+        segs = (group_by,)
+    elif isinstance(group_by, (list, tuple)) and all(isinstance(g, str) and g for g in group_by):
+        segs = tuple(group_by)
+    else:
+        raise SqlmetricsError(f"group_by= takes column names, e.g. ['date', 'arm']; got {group_by!r}.")
+    if len(set(segs)) != len(segs):
+        raise SqlmetricsError(f"group_by= names a column twice: {list(segs)!r}.")
+    if label is not None and relevance is not None:
+        raise SqlmetricsError("label= and relevance= both say where the judgment is: pass one of them.")
+    if qrels is None and label is None and relevance is None:
+        raise SqlmetricsError("qrels=None needs the judgment in the run: label='<column>' or relevance='<expression>'.")
+    if qrels is not None and (label is not None or relevance is not None):
+        raise SqlmetricsError("label= and relevance= read the judgment from the run itself: pass qrels=None "
+                              "(with qrels, the judgments are the qrels').")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise SqlmetricsError(f"label= takes the run's column holding the grade; got {label!r}.")
+    return segs
+
+
 def _statement(measures, info: DialectInfo, qrels, run, columns, qrels_columns, per_query, queries, ties,
-               relevance_level, score_precision):
+               relevance_level, score_precision, group_by=None, label=None, relevance=None):
+    from .logs import relevance_expression
+
     options = Options(queries=queries, ties=ties, relevance_level=relevance_level, score_precision=score_precision)
     options.check()
+    segs = check_log_options(qrels, group_by, label, relevance)
     calls = parse_all(measures, relevance_level)
     if score_precision == "float32" and info.float32 is None:
         raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
@@ -279,15 +337,43 @@ def _statement(measures, info: DialectInfo, qrels, run, columns, qrels_columns, 
     run_map, qrels_map = _role_columns(columns, qrels_columns, ties)
     if "run_name" in run_map:
         options.run_key = ("run_name",)
+    reserved = {"run_name", "query_id", "num_lists", *output_columns(calls)}
+    for seg in segs:
+        if seg in reserved or seg in run_map.values():
+            raise SqlmetricsError(f"group_by= {seg!r}: a segment column cannot be a list-key role, a measure "
+                                  "column or num_lists.")
     bound = {}  # placeholder column name -> identifier
-    hold_run = Source(_HOLD_TABLES["run"], {r: _HOLD + "run_" + r for r in run_map})
-    hold_qrels = Source(_HOLD_TABLES["qrels"], {r: _HOLD + "qrels_" + r for r in qrels_map})
+    run_cols = {r: _HOLD + "run_" + r for r in run_map}
+    for i, seg in enumerate(segs, 1):
+        run_cols[f"seg_{i}"] = _HOLD + f"seg_{i}"
+        bound[_HOLD + f"seg_{i}"] = column_identifier(seg, info.sqlglot, info.fold_case)
+        bound[_HOLD + f"out_{i}"] = column_identifier(seg, info.sqlglot, info.fold_case)
+    options.group_by = tuple((f"seg_{i}", _HOLD + f"out_{i}") for i in range(1, len(segs) + 1))
+    expressions = {}
+    if qrels is not None:
+        hold_qrels = Source(_HOLD_TABLES["qrels"], {r: _HOLD + "qrels_" + r for r in qrels_map})
+        for role, col in qrels_map.items():
+            bound[_HOLD + "qrels_" + role] = column_identifier(col, info.sqlglot, info.fold_case)
+    else:
+        options.labels = True
+        hold_qrels = None
+        if label is not None:
+            run_cols["relevance"] = _HOLD + "label"
+            bound[_HOLD + "label"] = column_identifier(label, info.sqlglot, info.fold_case)
+        else:
+            tree, used = relevance_expression(relevance, None, info.sqlglot)
+            holds = {}
+            for i, name in enumerate(used):
+                holds[name] = _HOLD + f"expr_{i}"
+                bound[holds[name]] = column_identifier(name, info.sqlglot, info.fold_case)
+            expressions["relevance"] = tree.transform(
+                lambda n: exp.column(holds[n.name]) if isinstance(n, exp.Column) and n.name in holds else n)
+    hold_run = Source(_HOLD_TABLES["run"], run_cols, expressions=expressions)
     for role, col in run_map.items():
         bound[_HOLD + "run_" + role] = column_identifier(col, info.sqlglot, info.fold_case)
-    for role, col in qrels_map.items():
-        bound[_HOLD + "qrels_" + role] = column_identifier(col, info.sqlglot, info.fold_case)
-    tables = {_HOLD_TABLES["qrels"]: table_reference(qrels, info.sqlglot, info.fold_case),
-              _HOLD_TABLES["run"]: table_reference(run, info.sqlglot, info.fold_case)}
+    tables = {_HOLD_TABLES["run"]: table_reference(run, info.sqlglot, info.fold_case)}
+    if qrels is not None:
+        tables[_HOLD_TABLES["qrels"]] = table_reference(qrels, info.sqlglot, info.fold_case)
 
     duck = render_duckdb(calls, hold_qrels, hold_run, options, per_query)
     tree = sqlglot.parse_one(duck, read="duckdb")
@@ -297,6 +383,8 @@ def _statement(measures, info: DialectInfo, qrels, run, columns, qrels_columns, 
             return tables[node.name].copy()
         if isinstance(node, exp.Column) and not node.table and node.name in bound:
             return exp.Column(this=bound[node.name].copy())
+        if isinstance(node, exp.Alias) and node.alias in bound:
+            node.set("alias", bound[node.alias].copy())
         return node
 
     tree = tree.transform(bind)
@@ -322,11 +410,12 @@ def _portable(tree: exp.Expression, info: DialectInfo, options: Options, calls, 
     if per_query and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star):
         # Name the output columns: the reader sees what comes out, and MySQL can turn the keys into text.
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
-    # Ids compare as bytes.
+    # Ids compare as bytes (segment values too: they are part of the list key).
+    id_roles = {*ID_ROLES, *options.segment_key}
     for cte_name in ("judgments", "run_rows"):
         select = _cte(tree, cte_name)
         for item in select.expressions:
-            if isinstance(item, exp.Alias) and item.alias in ID_ROLES:
+            if isinstance(item, exp.Alias) and item.alias in id_roles:
                 item.set("this", _binary_id(item.this, info))
     if info.ids == "nlssort":
         for ordered in list(tree.find_all(exp.Ordered)):
@@ -390,12 +479,15 @@ def _binary_id(node: exp.Expression, info: DialectInfo) -> exp.Expression:
 
 def _text_keys_out(tree: exp.Expression, options: Options) -> None:
     """MySQL: ids travel as binary strings; the final SELECT turns its key columns back into text."""
-    keys = {*options.run_key, "query_id"}
+    keys = {*options.run_key, *options.segment_key, "query_id"}
     source = tree.args["from_"].this if tree.args.get("from_") else None
     table = source.alias_or_name if isinstance(source, exp.Table) else None
     new = []
     for item in tree.expressions:
-        if isinstance(item, exp.Column) and item.name in keys:
+        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.this.name in keys:
+            new.append(exp.alias_(exp.cast(exp.column(item.this.name, table=table),
+                                           exp.DataType.build("CHAR", dialect="mysql")), item.args["alias"].copy()))
+        elif isinstance(item, exp.Column) and item.name in keys:
             new.append(exp.alias_(exp.cast(exp.column(item.name, table=table), exp.DataType.build("CHAR", dialect="mysql")),
                                   item.name))
         else:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from .dialects import DIALECTS, dialect_info, render
 from .errors import SqlmetricsError
 from .names import parse_all
-from .render import aggregate_sql, output_columns
+from .render import aggregate_sql, output_columns, segment_aggregate_sql
 
 __all__ = ["evaluate_on", "engine_dialect"]
 
@@ -125,7 +125,8 @@ def _number(value):
 
 
 def evaluate_on(engine, measures, *, qrels="qrels", run="run", columns=None, qrels_columns=None, dialect=None,
-                queries="qrels", ties="docid_desc", relevance_level=1, score_precision="float64"):
+                queries="qrels", ties="docid_desc", relevance_level=1, score_precision="float64",
+                group_by=None, label=None, relevance=None):
     """Evaluate tables that live in another engine, in one SQL statement run there; returns evaluate()'s Results.
 
     engine: a DB-API connection (sqlite3, psycopg, pymysql/MySQLdb/mariadb, snowflake, trino, ...), a DuckDB
@@ -134,6 +135,9 @@ def evaluate_on(engine, measures, *, qrels="qrels", run="run", columns=None, qre
     qrels_columns: as render(); mapping run_name evaluates every run of the table and keys the results
     by run name, as evaluate() does for {name: run}. The per-query values come from the engine; their
     aggregation (mean, sum, geometric mean) is the same DuckDB statement evaluate() uses.
+    group_by, label, relevance: as evaluate() (qrels=None reads the judgments from the run); the relevance
+    expression's columns are bound as identifiers, and the engine checks that they exist. Positions are
+    not checked for gaps here (evaluate() on DuckDB warns).
     """
     import duckdb
 
@@ -142,9 +146,10 @@ def evaluate_on(engine, measures, *, qrels="qrels", run="run", columns=None, qre
     kind = dialect_info(dialect).name if dialect is not None else engine_dialect(engine)
     sql = render(measures, dialect=kind, qrels=qrels, run=run, columns=columns, qrels_columns=qrels_columns,
                  per_query=True, queries=queries, ties=ties, relevance_level=relevance_level,
-                 score_precision=score_precision)
+                 score_precision=score_precision, group_by=group_by, label=label, relevance=relevance)
     calls = parse_all(measures, relevance_level)
     multi = "run_name" in (columns or {})
+    segs = [group_by] if isinstance(group_by, str) else list(group_by or [])
     try:
         rows, _names = _fetch(engine, kind, sql)
     except SqlmetricsError:
@@ -152,12 +157,12 @@ def evaluate_on(engine, measures, *, qrels="qrels", run="run", columns=None, qre
     except Exception as e:  # the engine's own error type; the statement is what the caller needs to see
         raise SqlmetricsError(f"{kind} rejected the evaluation statement: {e}\n{sql}") from e
 
-    nkeys = 2 if multi else 1
+    nkeys = (2 if multi else 1) + len(segs)
     # Byte order of the keys, as evaluate() returns them, whatever order the engine sorted in.
     rows.sort(key=lambda r: tuple(_text(k).encode("utf-8") for k in r[:nkeys]))
     outs = output_columns(calls)
     texts = [c.text for c in calls]
-    key_names = ["run", "query_id"] if multi else ["query_id"]
+    key_names = (["run"] if multi else []) + segs + ["query_id"]
     data = {k: pa.array([_text(r[i]) for r in rows], pa.string()) for i, k in enumerate(key_names)}
     for j, text in enumerate(texts):
         data[text] = pa.array([_number(r[nkeys + j]) for r in rows], pa.float64())
@@ -170,10 +175,20 @@ def evaluate_on(engine, measures, *, qrels="qrels", run="run", columns=None, qre
                              **{out: per_query[t] for out, t in zip(outs, texts)}})
         con.register("per_list_result", per_list)
         agg_rows = con.execute(aggregate_sql("per_list_result", aggregates, ["run_name"] if multi else [])).fetchall()
+        per_group = None
+        if segs:
+            from .inputs import _q
+
+            con.register("per_list_keys", pa.table({**({"run_name": per_query["run"]} if multi else {}),
+                                                    **{g: per_query[g] for g in segs},
+                                                    **{out: per_query[t] for out, t in zip(outs, texts)}}))
+            per_group = con.sql(segment_aggregate_sql("per_list_keys", aggregates, ["run_name"] if multi else [],
+                                                          [(_q(g), _q(g)) for g in segs])).to_arrow_table()
+            per_group = per_group.rename_columns([*(["run"] if multi else []), *segs, *texts, "num_lists"])
     finally:
         con.close()
     if multi:
         aggregate = {row[0]: dict(zip(texts, row[1:])) for row in agg_rows}
     else:
         aggregate = dict(zip(texts, agg_rows[0])) if agg_rows else {t: None for t in texts}
-    return Results(aggregate=aggregate, per_query=per_query, measures=texts)
+    return Results(aggregate=aggregate, per_query=per_query, measures=texts, per_group=per_group)

@@ -1,8 +1,11 @@
 """evaluate(): load inputs into DuckDB, check them, run the rendered statement, return Results."""
 from __future__ import annotations
 
+import os
+import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -10,7 +13,7 @@ import pyarrow as pa
 from . import inputs, validate
 from .errors import SqlmetricsError, SqlmetricsWarning
 from .names import parse_all
-from .render import Options, Source, aggregate_sql, output_columns, render_duckdb
+from .render import Options, Source, aggregate_sql, output_columns, render_duckdb, segment_aggregate_sql
 
 
 @dataclass
@@ -18,12 +21,16 @@ class Results:
     """Evaluation results, keyed by the measure strings exactly as passed.
 
     aggregate: {measure: value}, or {run_name: {measure: value}} when several runs were evaluated.
-    per_query: a pyarrow Table with `query_id` (and `run` for several runs) and one column per measure.
+    per_query: a pyarrow Table with `query_id` (and `run` for several runs, and the group_by columns)
+    and one column per measure: one row per evaluated list.
+    per_group: with group_by, a pyarrow Table with one row per (run and) segment: the segment columns, each
+    measure's aggregate (mean, sum or geometric mean) over the segment's lists, and `num_lists`; else None.
     """
 
     aggregate: dict
     per_query: pa.Table
     measures: list
+    per_group: pa.Table | None = field(default=None)
 
 
 def _is_run_dict(run) -> bool:
@@ -88,27 +95,161 @@ def connect(memory_limit=None, threads=None, temp_directory=None):
                               "(e.g. memory_limit='2GB', threads=2, temp_directory='/tmp/spill').") from None
 
 
+OUTPUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+def _output_path(output) -> Path | None:
+    if output is None:
+        return None
+    path = Path(output)
+    fmt = OUTPUT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise SqlmetricsError(f"output={str(output)!r}: write .parquet or .csv.")
+    if not path.parent.is_dir():
+        raise SqlmetricsError(f"output={str(output)!r}: the folder {str(path.parent)!r} does not exist.")
+    return path
+
+
+def write_atomically(table: pa.Table, path: Path) -> None:
+    """Write `table` to `path` through a temporary file in the same folder and os.replace: a reader sees the
+    old file or the whole new one, and an error leaves no file (and no temporary) behind."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        if OUTPUT_FORMATS[path.suffix.lower()] == "parquet":
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, tmp)
+        else:
+            import pyarrow.csv as pacsv
+
+            pacsv.write_csv(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _present(con, view: str) -> list:
+    return [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+
+
+def _resolve_column(name: str, present: list, label: str, what: str) -> str:
+    if name in present:
+        return name
+    folded = [c for c in present if c.lower() == name.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    raise SqlmetricsError(f"{label}: {what} {name!r} is not a column (columns: {', '.join(present)}).")
+
+
+def _log_view(con, loaded: inputs.Loaded, segs: tuple, label, relevance, order_role: str, duplicates: str) -> str:
+    """A view of one run in log mode: seg_1.., query_id, doc_id, the order column and (labels) relevance;
+    checked for repeats by the whole list key, and de-duplicated by it when a policy is given."""
+    from .logs import relevance_expression
+
+    present = _present(con, loaded.view)
+    c = loaded.columns
+    items = [f"{inputs._q(_resolve_column(g, present, loaded.label, 'group_by'))} AS seg_{i}"
+             for i, g in enumerate(segs, 1)]
+    items += [f"{inputs._q(c[r])} AS {r}" for r in ("query_id", "doc_id", order_role)]
+    if label is not None:
+        col = inputs._q(_resolve_column(label, present, loaded.label, "label"))
+        bad = con.execute(f"SELECT MIN(line_no), COUNT(*) FROM {loaded.numbered} WHERE {col} IS NOT NULL AND "
+                          f"(TRY_CAST({col} AS DOUBLE) IS NULL OR isnan(TRY_CAST({col} AS DOUBLE)))").fetchall()[0]
+        if bad[1]:
+            raise SqlmetricsError(f"{loaded.label}, {loaded.row_word} {bad[0]}: the label column {label!r} is not a "
+                                  f"number there ({bad[1]} such rows). Labels are grades; NULL means unjudged.")
+        items.append(f"CAST({col} AS DOUBLE) AS relevance")
+    elif relevance is not None:
+        tree, _used = relevance_expression(relevance, present)
+        expr = f"CAST(({tree.sql('duckdb')}) AS DOUBLE)"
+        try:
+            con.execute(f"SELECT COUNT({expr}) FROM {loaded.view}").fetchall()
+        except duckdb.Error as e:
+            raise SqlmetricsError(f"relevance={relevance!r} cannot be computed over {loaded.label}: "
+                                  f"{inputs._first_line(e)} (boolean columns: CAST(x AS INT), or a "
+                                  "{column: grade} mapping).") from None
+        items.append(f"{expr} AS relevance")
+    key = [f"seg_{i}" for i in range(1, len(segs) + 1)] + ["query_id", "doc_id"]
+    base = f"(SELECT line_no, {', '.join(items)} FROM {loaded.numbered})"
+    view = inputs._fresh("log")
+    if duplicates == "error":
+        dup = con.execute(f"SELECT {', '.join(f'CAST({k} AS VARCHAR)' for k in key)} FROM {base} GROUP BY "
+                          f"{', '.join(key)} HAVING COUNT(*) > 1 LIMIT 1").fetchall()
+        if dup:
+            where = " and ".join(f"{g}={v!r}" for g, v in zip(segs, dup[0]))
+            raise SqlmetricsError(
+                f"{loaded.label}: document {dup[0][-1]!r} appears more than once in the list of query "
+                f"{dup[0][-2]!r}{' (' + where + ')' if where else ''}. Remove the repeat, or pass "
+                "duplicates='max' (keep the best-placed row) or 'first' (keep the first line).")
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (line_no) FROM {base}")
+    else:
+        best = ("rank_position ASC NULLS LAST, " if order_role == "rank_position" else "score DESC NULLS LAST, ") \
+            if duplicates == "max" else ""
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (line_no) FROM {base} "
+                    f"QUALIFY ROW_NUMBER() OVER (PARTITION BY {', '.join(key)} ORDER BY {best}line_no) = 1")
+    return view
+
+
+def _warn_positions(con, view: str, key: list, label: str) -> None:
+    """ties='rank': lists whose positions are not exactly 1..n are renumbered; say how many, never silently."""
+    k = ", ".join(key)
+    row = con.execute(
+        "SELECT COUNT(*), SUM(CASE WHEN repeated THEN 1 ELSE 0 END), SUM(CASE WHEN gap THEN 1 ELSE 0 END) FROM ("
+        "SELECT COUNT(DISTINCT rank_position) < COUNT(*) AS repeated, "
+        "MIN(rank_position) <> 1 OR MAX(rank_position) <> COUNT(DISTINCT rank_position) AS gap "
+        f"FROM {view} GROUP BY {k})").fetchall()[0]
+    total, repeated, gaps = row[0], row[1] or 0, row[2] or 0
+    if repeated or gaps:
+        bad = con.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {view} GROUP BY {k} HAVING COUNT(DISTINCT "
+                          "rank_position) < COUNT(*) OR MIN(rank_position) <> 1 OR MAX(rank_position) <> "
+                          "COUNT(DISTINCT rank_position))").fetchall()[0][0]
+        warnings.warn(
+            f"{label}: {bad} of {total} lists have positions that are not 1..n ({gaps} with gaps or not starting "
+            f"at 1, {repeated} with repeated positions); ties='rank' renumbers each list 1..n by position, then "
+            "by document id descending (byte order), and cutoffs apply to the new numbers.",
+            SqlmetricsWarning, stacklevel=3)
+
+
 def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", relevance_level=1,
              score_precision="float64", columns=None, qrels_columns=None, duplicates="error",
-             memory_limit=None, threads=None, temp_directory=None, engine=None, dialect=None) -> Results:
+             memory_limit=None, threads=None, temp_directory=None, engine=None, dialect=None,
+             group_by=None, label=None, relevance=None, output=None) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement on DuckDB.
 
     columns / qrels_columns map roles (query_id, doc_id, score, rank_position / relevance) to the run's and
     the qrels' column names where they are not recognised by name. memory_limit ("2GB"), threads and
     temp_directory are DuckDB's: past the limit it spills to disk instead of failing.
 
+    Logs: group_by=["date", "arm"] evaluates each (segment, query) list and adds Results.per_group;
+    qrels=None with label="rating" (a column of the run) or relevance="2*purchased + clicked" / {"purchased":
+    2, "clicked": 1} takes the judgments from the run itself, per list. output="results.parquet" (or .csv)
+    writes per_query atomically.
+
     engine= (a DB-API connection, chdb session, DataFusion or Polars SQL context, SparkSession) runs the
     same SQL where the tables live: qrels and run are then table names there (see evaluate_on).
     """
+    from .dialects import check_log_options
+
+    segs = check_log_options(qrels, group_by, label, relevance)
+    labels = qrels is None
+    out_path = _output_path(output)
     if engine is not None:
         if duplicates != "error" or memory_limit or threads or temp_directory:
             raise SqlmetricsError("duplicates=, memory_limit=, threads= and temp_directory= are DuckDB's; with "
                                   "engine= the tables are evaluated where they live.")
         from .engines import evaluate_on
 
-        return evaluate_on(engine, measures, qrels=qrels, run=run, columns=columns, qrels_columns=qrels_columns,
-                           dialect=dialect, queries=queries, ties=ties, relevance_level=relevance_level,
-                           score_precision=score_precision)
+        res = evaluate_on(engine, measures, qrels=qrels, run=run, columns=columns, qrels_columns=qrels_columns,
+                          dialect=dialect, queries=queries, ties=ties, relevance_level=relevance_level,
+                          score_precision=score_precision, group_by=group_by, label=label, relevance=relevance)
+        if out_path is not None:
+            write_atomically(res.per_query, out_path)
+        return res
     options = Options(queries=queries, ties=ties, relevance_level=relevance_level, score_precision=score_precision)
     options.check()
     calls = parse_all(measures, relevance_level)  # fails on a bad name before any data is read
@@ -118,11 +259,19 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
     run_items = list(run.items()) if multi else [(None, run)]
     if multi and not run_items:
         raise SqlmetricsError("run: the dict of runs is empty.")
+    texts = [c.text for c in calls]
+    outs = output_columns(calls)
+    for g in segs:
+        if g in ("run", "query_id", "num_lists") or g in texts or g in outs:
+            raise SqlmetricsError(f"group_by= {g!r}: that name is taken by a result column; rename the column.")
+    log_mode = bool(segs) or labels
+    order_role = "rank_position" if ties == "rank" else "score"
 
     con = connect(memory_limit, threads, temp_directory)
     try:
-        q = inputs.load(con, qrels, "qrels", qrels_columns)
-        validate.check(con, q, "qrels")
+        if not labels:
+            q = inputs.load(con, qrels, "qrels", qrels_columns)
+            validate.check(con, q, "qrels")
         loaded_runs = []
         for name, item in run_items:
             loaded = inputs.load(con, item, "run", columns, None if name is None else str(name))
@@ -130,15 +279,54 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
                 raise SqlmetricsError(f"{loaded.label}: ties='rank' orders by a rank or position column, and it has none.")
             if ties != "rank" and "score" not in loaded.columns:
                 raise SqlmetricsError(f"{loaded.label}: has no score column; map one, or pass ties='rank' to order by rank.")
-            validate.check(con, loaded, "run", duplicates)
-            loaded_runs.append((name, _dedup(con, loaded, duplicates)))
-        _warn_missing(con, q, loaded_runs, queries)
+            if log_mode:
+                # Repeats are per list (segment + query), checked in _log_view; the rest of the checks here.
+                validate.check(con, loaded, "run", "max")
+                loaded_runs.append((name, loaded, _log_view(con, loaded, segs, label, relevance, order_role, duplicates)))
+            else:
+                validate.check(con, loaded, "run", duplicates)
+                loaded_runs.append((name, _dedup(con, loaded, duplicates), None))
+        if not labels:
+            _warn_missing(con, q, [(n, lr) for n, lr, _ in loaded_runs], "intersection" if segs else queries)
+        seg_cols = [f"seg_{i}" for i in range(1, len(segs) + 1)]
+        if ties == "rank":
+            for name, loaded, view in loaded_runs:
+                if view is not None:
+                    _warn_positions(con, view, [*seg_cols, "query_id"], loaded.label)
+                else:
+                    c = loaded.columns
+                    pos = inputs._fresh("pos")
+                    con.execute(f"CREATE TEMP VIEW {pos} AS SELECT {inputs._q(c['query_id'])} AS query_id, "
+                                f"{inputs._q(c['rank_position'])} AS rank_position FROM {loaded.view}")
+                    _warn_positions(con, pos, ["query_id"], loaded.label)
 
-        run_roles = ["query_id", "doc_id", "rank_position" if ties == "rank" else "score"]
-        if multi:
+        if labels:
+            for name, loaded, view in loaded_runs:
+                key = ", ".join([*seg_cols, "query_id"])
+                n = con.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {view} GROUP BY {key} "
+                                "HAVING COUNT(relevance) = 0)").fetchall()[0][0]
+                if n:
+                    warnings.warn(f"{loaded.label}: {n} list{'s have' if n > 1 else ' has'} no labelled row (every "
+                                  "label NULL); not averaged, like a query without judgments.",
+                                  SqlmetricsWarning, stacklevel=2)
+        run_roles = ["query_id", "doc_id", order_role]
+        if log_mode:
+            roles = [*seg_cols, *run_roles, *(["relevance"] if labels else [])]
+            options.group_by = tuple((f"seg_{i}", inputs._q(g)) for i, g in enumerate(segs, 1))
+            options.labels = labels
+            if multi:
+                options.run_key = ("run_name",)
+                parts = [f"SELECT {inputs._lit(str(name))} AS run_name, {', '.join(roles)} FROM {view}"
+                         for name, _, view in loaded_runs]
+                run_view = inputs._fresh("runs")
+                con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
+                run_source = Source(run_view, {r: r for r in ["run_name", *roles]})
+            else:
+                run_source = Source(loaded_runs[0][2], {r: r for r in roles})
+        elif multi:
             options.run_key = ("run_name",)
             parts = []
-            for name, loaded in loaded_runs:
+            for name, loaded, _ in loaded_runs:
                 cols = ", ".join(f"{inputs._q(loaded.columns[r])} AS {r}" for r in run_roles)
                 parts.append(f"SELECT {inputs._lit(str(name))} AS run_name, {cols} FROM {loaded.view}")
             run_view = inputs._fresh("runs")
@@ -147,7 +335,7 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
         else:
             loaded = loaded_runs[0][1]
             run_source = Source(loaded.view, {r: loaded.columns[r] for r in run_roles})
-        qrels_source = Source(q.view, {r: q.columns[r] for r in inputs.QRELS_ROLES})
+        qrels_source = None if labels else Source(q.view, {r: q.columns[r] for r in inputs.QRELS_ROLES})
         sql = render_duckdb(calls, qrels_source, run_source, options, per_query=True)
         try:
             per_list = con.sql(sql).to_arrow_table()
@@ -155,22 +343,28 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
             raise RuntimeError(f"sqlmetrics generated SQL that DuckDB rejected: {e}\n{sql}") from e
 
         keys = ["run_name"] if multi else []
-        aggregates = [(out, c.measure.aggregate) for out, c in zip(output_columns(calls), calls)]
+        aggregates = [(out, c.measure.aggregate) for out, c in zip(outs, calls)]
         con.register("per_list_result", per_list)
         agg = con.execute(aggregate_sql("per_list_result", aggregates, keys))
         rows = agg.fetchall()
+        per_group = None
+        if segs:
+            groups = [(inputs._q(g), inputs._q(g)) for g in segs]
+            per_group = con.sql(segment_aggregate_sql("per_list_result", aggregates, keys, groups)).to_arrow_table()
     finally:
         con.close()
 
-    texts = [c.text for c in calls]
     if multi:
         aggregate = {row[0]: dict(zip(texts, row[1:])) for row in rows}
         for name, _ in run_items:  # a run with no judged query at all still gets its (empty) values
             aggregate.setdefault(str(name), {t: None for t in texts})
-        names = ["run", "query_id", *texts]
+        names = ["run", *segs, "query_id", *texts]
     else:
         aggregate = dict(zip(texts, rows[0])) if rows else {t: None for t in texts}
-        names = ["query_id", *texts]
+        names = [*segs, "query_id", *texts]
     per_query = per_list.rename_columns(names)
-    return Results(aggregate=aggregate, per_query=per_query, measures=texts)
-
+    if per_group is not None:
+        per_group = per_group.rename_columns([*(["run"] if multi else []), *segs, *texts, "num_lists"])
+    if out_path is not None:
+        write_atomically(per_query, out_path)
+    return Results(aggregate=aggregate, per_query=per_query, measures=texts, per_group=per_group)

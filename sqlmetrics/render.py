@@ -45,6 +45,18 @@ class Options:
     relevance_level: int = 1
     score_precision: str = "float64"
     run_key: tuple = ()  # list-key columns before query_id, e.g. ("run_name",)
+    # Segment columns, part of the list key after run_key: each is (internal name, output name SQL); the
+    # internal names (seg_1, ...) are what the run source maps, the output names are the result columns.
+    group_by: tuple = ()
+    labels: bool = False  # judgments come from the run rows (role `relevance`), keyed by the whole list key
+
+    @property
+    def segment_key(self) -> tuple:
+        return tuple(internal for internal, _ in self.group_by)
+
+    @property
+    def list_key(self) -> tuple:
+        return (*self.run_key, *self.segment_key, "query_id")
 
     def check(self):
         for name, value, allowed in (
@@ -256,12 +268,15 @@ class Source:
     table: str
     columns: dict
     constants: dict = field(default_factory=dict)
+    expressions: dict = field(default_factory=dict)  # role -> checked sqlglot expression (logs.relevance_expression)
 
     def select(self, roles: dict) -> str:
         """SELECT list that renames and casts the roles: {role: SQL type}."""
         items = []
         for role, sql_type in roles.items():
-            if role in self.constants:
+            if role in self.expressions:
+                items.append(f"CAST(({self.expressions[role].sql(READ)}) AS {sql_type}) AS {role}")
+            elif role in self.constants:
                 value = exp.convert(self.constants[role]).sql(READ)
                 items.append(f"CAST({value} AS {sql_type}) AS {role}")
             else:
@@ -275,40 +290,58 @@ class Source:
         return table_reference(self.table, READ).sql(READ)
 
 
-def render_duckdb(calls: list[MeasureCall], qrels: Source, run: Source, options: Options, per_query: bool) -> str:
-    """The whole evaluation as one DuckDB statement (other dialects transpile from it)."""
+def render_duckdb(calls: list[MeasureCall], qrels: Source | None, run: Source, options: Options, per_query: bool) -> str:
+    """The whole evaluation as one DuckDB statement (other dialects transpile from it).
+
+    qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
+    relevance expression), and everything per query (R, the ideal ranking) is per list instead.
+    """
     options.check()
     plan = _plan(calls, options)
-    key = [*options.run_key, "query_id"]
+    key = list(options.list_key)
     key_sql = ", ".join(key)
     order = _order_by(options)
+    # The key the judgments are keyed by: the query (qrels) or the whole list (labels in the run).
+    stats_key = key if options.labels else ["query_id"]
+    stats_key_sql = ", ".join(stats_key)
 
-    run_roles = {k: "VARCHAR" for k in options.run_key}
+    run_roles = {k: "VARCHAR" for k in (*options.run_key, *options.segment_key)}
     run_roles.update({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
     run_roles["rank_position" if options.ties == "rank" else "score"] = "BIGINT" if options.ties == "rank" else "DOUBLE"
+    if options.labels:
+        run_roles["relevance"] = "DOUBLE"
     order_cols = ["rank_position"] if options.ties == "rank" else ["score"]
 
-    ctes = [
-        ("judgments", f"SELECT {qrels.select({'query_id': 'VARCHAR', 'doc_id': 'VARCHAR', 'relevance': 'DOUBLE'})} "
-                      f"FROM {qrels.table_sql()}"),
-        ("run_rows", f"SELECT {run.select(run_roles)} FROM {run.table_sql()}"),
-    ]
+    run_rows = ("run_rows", f"SELECT {run.select(run_roles)} FROM {run.table_sql()}")
+    if options.labels:
+        # A row without a label (NULL) is an unjudged document; a list with no labelled row is not averaged.
+        ctes = [run_rows, ("judgments", f"SELECT {', '.join([*key, 'doc_id', 'relevance'])} FROM run_rows "
+                                        "WHERE relevance IS NOT NULL")]
+    else:
+        ctes = [
+            ("judgments", f"SELECT {qrels.select({'query_id': 'VARCHAR', 'doc_id': 'VARCHAR', 'relevance': 'DOUBLE'})} "
+                          f"FROM {qrels.table_sql()}"),
+            run_rows,
+        ]
     stats = [f"{sql} AS {name}" for name, sql in plan.query.items()]
     if plan.ideal:
-        ctes.append(("ideal", "SELECT query_id, relevance, ROW_NUMBER() OVER (PARTITION BY query_id "
+        ctes.append(("ideal", f"SELECT {stats_key_sql}, relevance, ROW_NUMBER() OVER (PARTITION BY {stats_key_sql} "
                               "ORDER BY relevance DESC NULLS LAST, doc_id DESC NULLS LAST) AS ideal_rnk FROM judgments"))
         stats += [f"{sql} AS {name}" for name, sql in plan.ideal.items()]
-    ctes.append(("query_stats", f"SELECT {', '.join(['query_id', *stats])} FROM {'ideal' if plan.ideal else 'judgments'} "
-                                "GROUP BY query_id"))
+    ctes.append(("query_stats", f"SELECT {', '.join([*stats_key, *stats])} FROM {'ideal' if plan.ideal else 'judgments'} "
+                                f"GROUP BY {stats_key_sql}"))
     if plan.collection:
         ctes.append(("collection", "SELECT " + ", ".join(f"{sql} AS {n}" for n, sql in plan.collection.items())
                      + " FROM judgments"))
-    ctes.append(("judged_run",
-                 f"SELECT {', '.join('run_rows.' + c for c in key)}, run_rows.doc_id, "
-                 f"{', '.join('run_rows.' + c for c in order_cols)}, judgments.relevance "
-                 "FROM run_rows LEFT JOIN judgments "
-                 "ON run_rows.query_id = judgments.query_id AND run_rows.doc_id = judgments.doc_id "
-                 "WHERE run_rows.query_id IN (SELECT query_id FROM query_stats)"))
+    if options.labels:
+        ctes.append(("judged_run", f"SELECT {', '.join([*key, 'doc_id', *order_cols, 'relevance'])} FROM run_rows"))
+    else:
+        ctes.append(("judged_run",
+                     f"SELECT {', '.join('run_rows.' + c for c in key)}, run_rows.doc_id, "
+                     f"{', '.join('run_rows.' + c for c in order_cols)}, judgments.relevance "
+                     "FROM run_rows LEFT JOIN judgments "
+                     "ON run_rows.query_id = judgments.query_id AND run_rows.doc_id = judgments.doc_id "
+                     "WHERE run_rows.query_id IN (SELECT query_id FROM query_stats)"))
     ctes.append(("ranking",
                  f"SELECT {key_sql}, relevance, ROW_NUMBER() OVER (PARTITION BY {key_sql} ORDER BY {order}) AS rnk, "
                  f"COUNT(*) OVER (PARTITION BY {key_sql}) AS num_ret FROM judged_run"))
@@ -319,7 +352,10 @@ def render_duckdb(calls: list[MeasureCall], qrels: Source, run: Source, options:
                  f"SELECT {', '.join([key_sql, 'relevance', 'rnk', 'num_ret', *judged_cols])} FROM ranking"
                  + (" CROSS JOIN collection" if plan.ranking_reads_collection else "")
                  + " WHERE relevance IS NOT NULL OR rnk = 1"))
-    if options.queries == "intersection":
+    if options.labels:
+        ctes.append(("lists", f"SELECT {key_sql} FROM query_stats"))  # every list of the log
+    elif options.queries == "intersection" or options.group_by:
+        # With segments, which judged queries a segment should have seen is unknown: the lists present.
         ctes.append(("lists", f"SELECT {key_sql} FROM judged_ranking WHERE rnk = 1"))
     elif options.run_key:
         run_key = ", ".join(options.run_key)
@@ -334,21 +370,27 @@ def render_duckdb(calls: list[MeasureCall], qrels: Source, run: Source, options:
     for out, sql, empty in plan.values:
         values.append(f"COALESCE({sql}, {_number(empty)}) AS {out}" if empty is not None else f"{sql} AS {out}")
     join_on = " AND ".join(f"lists.{c} = judged_ranking.{c}" for c in key)
+    stats_on = " AND ".join(f"lists.{c} = query_stats.{c}" for c in stats_key)
     ctes.append(("list_values",
                  f"SELECT {', '.join('lists.' + c for c in key)}, {', '.join(values)} "
-                 "FROM lists JOIN query_stats ON lists.query_id = query_stats.query_id "
+                 f"FROM lists JOIN query_stats ON {stats_on} "
                  + ("CROSS JOIN collection " if plan.collection else "")
                  + f"LEFT JOIN judged_ranking ON {join_on} GROUP BY {', '.join(group)}"))
-    if per_query:
+    if per_query and not options.group_by:
         final = f"SELECT * FROM list_values ORDER BY {key_sql}"
+    elif per_query:
+        outs = [out for out, _, _ in plan.values]
+        items = [*options.run_key, *(f"{internal} AS {alias}" for internal, alias in options.group_by), "query_id", *outs]
+        final = f"SELECT {', '.join(items)} FROM list_values ORDER BY {key_sql}"
+    elif options.group_by:
+        final = segment_aggregate_sql("list_values", plan.aggregates, list(options.run_key), list(options.group_by))
     else:
         final = aggregate_sql("list_values", plan.aggregates, list(options.run_key))
     with_sql = ",\n".join(f"{name} AS (\n{sql}\n)" for name, sql in ctes)
     return f"WITH {with_sql}\n{final}"
 
 
-def aggregate_sql(table: str, aggregates: list, group: list) -> str:
-    """Per-list values -> one row per run: mean, sum, or trec_eval's geometric mean (floored at 1e-5)."""
+def _aggregate_items(aggregates: list) -> list:
     items = []
     for col, kind in aggregates:
         if kind == "sum":
@@ -357,5 +399,20 @@ def aggregate_sql(table: str, aggregates: list, group: list) -> str:
             items.append(f"EXP(AVG(LN(CASE WHEN {col} > 0.00001 THEN {col} ELSE 0.00001 END))) AS {col}")
         else:
             items.append(f"AVG({col}) AS {col}")
-    select = ", ".join([*group, *items])
+    return items
+
+
+def segment_aggregate_sql(table: str, aggregates: list, run_key: list, segments: list) -> str:
+    """Per-list values -> one row per (run and) segment, with the number of lists averaged (`num_lists`).
+
+    segments: (column in `table`, output name SQL) pairs."""
+    keys = [*run_key, *(internal for internal, _ in segments)]
+    select = [*run_key, *(f"{internal} AS {alias}" for internal, alias in segments), *_aggregate_items(aggregates),
+              "COUNT(*) AS num_lists"]
+    return f"SELECT {', '.join(select)} FROM {table} GROUP BY {', '.join(keys)} ORDER BY {', '.join(keys)}"
+
+
+def aggregate_sql(table: str, aggregates: list, group: list) -> str:
+    """Per-list values -> one row per run: mean, sum, or trec_eval's geometric mean (floored at 1e-5)."""
+    select = ", ".join([*group, *_aggregate_items(aggregates)])
     return f"SELECT {select} FROM {table}" + (f" GROUP BY {', '.join(group)} ORDER BY {', '.join(group)}" if group else "")
