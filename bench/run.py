@@ -185,6 +185,8 @@ def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
         env.update({k: (scratch if v == "<fresh>" else v) for k, v in tool.env.items()})
         if tool.worker == "cli":
             cmd = [CLI, "eval", qrels, run, "-f", "json", *(a for n in names.values() for a in ("-m", n))]
+            if os.environ.get("SQLMETRICS_BENCH_MEMORY_LIMIT"):
+                cmd += ["--memory-limit", os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"]]
         else:
             cmd = [PY, str(BENCH / "tools.py"), tool.worker, qrels, run, json.dumps(names)]
         r = run_child(cmd, env, args.timeout, int(args.max_rss_gb * 1024 * 1024))
@@ -358,7 +360,10 @@ def main() -> None:
                     help="kill a run whose RSS passes this (default 85%% of RAM)")
     ap.add_argument("--anchors-on-xl", action="store_true", help="also run pytrec_eval/ranx/ir_measures on XL")
     ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--memory-limit", help="sqlmetrics' DuckDB memory limit, e.g. 2GB (it spills past it)")
     args = ap.parse_args()
+    if args.memory_limit:  # read by the sqlmetrics workers (tools.py and the CLI command line)
+        os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"] = args.memory_limit
 
     data = BENCH / "data" / args.size
     if not (data / "meta.json").exists():

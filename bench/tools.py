@@ -14,10 +14,16 @@ import time
 
 
 def sqlmetrics_api(names):
+    import os
+
     import sqlmetrics
 
+    # run.py --memory-limit: DuckDB's limit, past which it spills to disk.
+    resources = {"memory_limit": os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"]} if os.environ.get(
+        "SQLMETRICS_BENCH_MEMORY_LIMIT") else {}
+
     def go(qrels, run):
-        res = sqlmetrics.evaluate(qrels, run, list(names.values()))
+        res = sqlmetrics.evaluate(qrels, run, list(names.values()), **resources)
         return {c: res.aggregate[n] for c, n in names.items()}, {}
     return go
 
