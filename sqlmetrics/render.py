@@ -14,6 +14,12 @@ Shape of the statement (CTEs, in order):
     lists        the lists to average (queries="qrels": every run x every judged query)
     list_values  one GROUP BY over lists x judged_ranking: every measure is one aggregate expression
 
+The list key is run_key + segment columns (group_by, internally seg_1, ...) + query_id; templates never
+name it. With segments and qrels, `lists` are the lists present (which judged queries a segment should
+have seen is unknown). Labelled lists (Options.labels, no qrels): run_rows carries `relevance` (a label
+column or a checked relevance expression, see logs.py) and comes first; judgments are its labelled rows,
+and query_stats / ideal are keyed by the whole list key, so R and the ideal DCG come from the list itself.
+
 Templates are parsed with sqlglot (DuckDB dialect); parameter placeholders (`:k`) are replaced on the
 parsed tree by literals or by the chosen option's SQL, never by pasting text; the column names a
 template reads decide which shared columns the prelude computes.
