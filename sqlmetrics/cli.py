@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a measure in any spelling (nDCG@10, P_10, map, ndcg_cut.10, mrr@10, ...); repeatable "
                         "or comma-separated. Default: trec_eval's official set plus nDCG@10")
     p.add_argument("-q", "--per-query", action="store_true", help="also print every query's values")
+    g = p.add_argument_group("logs (QRELS may be 'none': the judgments are in the run)")
+    g.add_argument("--group-by", action="append", metavar="COLUMN",
+                   help="a segment column (date, market, arm, ...); repeatable: one row per segment")
+    g.add_argument("--label", metavar="COLUMN", help="the run's column holding each document's grade")
+    g.add_argument("--relevance", metavar="EXPR",
+                   help="a grade computed from the run's columns, e.g. '2*purchased + clicked'")
     p.add_argument("-f", "--format", choices=EVAL_FORMATS, default="table",
                    help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl or markdown")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
@@ -335,7 +341,9 @@ def _eval_options(args) -> dict:
     return dict(queries=args.queries, ties=args.ties, relevance_level=args.relevance_level,
                 score_precision=args.score_precision, columns=_mapping(args.column, "--column"),
                 qrels_columns=_mapping(args.qrels_column, "--qrels-column"), duplicates=args.duplicates,
-                memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_directory)
+                memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_directory,
+                **{k: v for k, v in (("group_by", getattr(args, "group_by", None)), ("label", getattr(args, "label", None)),
+                                     ("relevance", getattr(args, "relevance", None))) if v})
 
 
 def _check_output(path: str | None) -> None:
@@ -455,9 +463,16 @@ def cmd_eval(args) -> tuple:
 
     from .evaluate import evaluate
 
+    qrels = None if args.qrels.lower() == "none" else args.qrels
+    if qrels is None and not (args.label or args.relevance):
+        raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
+    if args.group_by and args.format == "trec":
+        raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl or markdown.")
     label = f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
     with Progress(label):
-        res = evaluate(args.qrels, runs, wanted, **options)
+        res = evaluate(qrels, runs, wanted, **options)
+    if args.group_by:
+        return _rows(res.per_query if args.per_query else res.per_group, args.format), args.output
     table = EvalTable(res, list(runs), calls)
     if args.format == "trec":
         tags = {name: _trec_tag(path) or name for name, path in runs.items()}
@@ -465,6 +480,27 @@ def cmd_eval(args) -> tuple:
     render = {"table": table.table, "markdown": table.markdown, "csv": table.csv, "tsv": table.tsv,
               "json": table.json, "jsonl": table.jsonl}[args.format]
     return render(args.per_query), args.output
+
+
+def _rows(table, fmt: str) -> str:
+    """A results table (per segment, or per list with -q) in any format but trec: one row per table row."""
+    names = table.column_names
+    records = table.to_pylist()
+    if fmt in ("json", "jsonl"):
+        if fmt == "jsonl":
+            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    if fmt in ("csv", "tsv"):
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows([["" if v is None else v for v in r.values()] for r in records])
+        return buf.getvalue()
+    from .report import aligned, markdown
+
+    cells = [[f"{v:.4f}" if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
+    align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
+    return (markdown if fmt == "markdown" else aligned)([names, *cells], align) + "\n"
 
 
 def _trec_tag(path: str) -> str | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import scipy.stats as st
 
+import sqlmetrics
 from sqlmetrics import cli
 from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.names import parse
@@ -535,3 +536,42 @@ def test_piped_commands_print_nothing_extra():
                            "-m", "AP"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout == "measure       a\nAP       0.5312\n"
+
+
+# ---------------------------------------------------------------------------------------------- logs
+
+LOG = Path(sqlmetrics.__file__).parent / "demo" / "search_log.parquet"
+LOG_OPTIONS = ["--ties", "rank", "--column", "query_id=session", "--column", "doc_id=doc",
+               "--column", "rank_position=position"]
+
+
+def test_eval_segments_print_the_per_group_table(capsys):
+    code, out, err = run_cli(capsys, "eval", "none", LOG, "-m", "nDCG@5,RR", "--group-by", "arm",
+                             "--relevance", "2*purchased + clicked", "-f", "json", *LOG_OPTIONS)
+    assert code == 0, err
+    res = sqlmetrics.evaluate(None, LOG, ["nDCG@5", "RR"], group_by=["arm"], relevance="2*purchased + clicked",
+                              ties="rank", columns={"query_id": "session", "doc_id": "doc", "rank_position": "position"})
+    expected = {r["arm"]: r for r in res.per_group.to_pylist()}
+    got = {r["arm"]: r for r in json.loads(out)}
+    assert set(got) == set(expected) == {"control", "treatment"}
+    for arm, row in got.items():
+        assert row["nDCG@5"] == pytest.approx(expected[arm]["nDCG@5"], abs=1e-12)
+        assert row["num_lists"] == expected[arm]["num_lists"]
+
+
+def test_eval_none_qrels_needs_label_or_relevance(capsys):
+    code, out, err = run_cli(capsys, "eval", "none", LOG, "-m", "RR", *LOG_OPTIONS)
+    assert code == 2 and "--label or --relevance" in err and not out
+
+
+def test_sql_for_logs_writes_into_a_table(capsys):
+    code, out, err = run_cli(capsys, "sql", "-m", "nDCG@5", "--dialect", "snowflake", "--qrels", "none",
+                             "--run", "db.logs.search", "--group-by", "arm", "--label", "rating",
+                             "--into", "db.analytics.eval", *LOG_OPTIONS)
+    assert code == 0, err
+    assert "CREATE TABLE db.analytics.eval AS" in out
+
+
+def test_sql_rejects_a_relevance_that_is_not_an_expression(capsys):
+    code, out, err = run_cli(capsys, "sql", "-m", "AP", "--qrels", "none", "--relevance", "1; DROP TABLE x")
+    assert code == 2 and "one expression only" in err and not out
