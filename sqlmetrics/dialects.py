@@ -248,7 +248,8 @@ def render(measures, *, dialect="duckdb", qrels="qrels", run="run", columns=None
     and the aggregate has one row per segment with `num_lists`. qrels=None with label= (a column of the
     run) or relevance= (an expression or {column: grade}, see sqlmetrics.logs) reads the judgments from the
     run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="insert":
-    INSERT INTO ... SELECT).
+    INSERT INTO ... SELECT); ClickHouse tables get ENGINE = MergeTree ORDER BY tuple(), T-SQL is SELECT ... INTO,
+    and polars (whose SQLContext has no INSERT) accepts only into_mode="create".
     """
     info = dialect_info(dialect)
     if into_mode not in INTO_MODES:
@@ -256,11 +257,7 @@ def render(measures, *, dialect="duckdb", qrels="qrels", run="run", columns=None
     tree, calls = _statement(measures, info, qrels, run, columns, qrels_columns, per_query, queries, ties,
                              relevance_level, score_precision, group_by, label, relevance)
     if into is not None:
-        target = table_reference(into, info.sqlglot, info.fold_case)
-        if into_mode == "insert":
-            tree = exp.Insert(this=target, expression=tree)
-        else:
-            tree = exp.Create(this=target, kind="TABLE", expression=tree)
+        tree = _into(tree, into, into_mode, info)
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
     if not header:
         return sql
@@ -289,6 +286,23 @@ def render(measures, *, dialect="duckdb", qrels="qrels", run="run", columns=None
     if into is not None:
         lines.append(f"-- into: {table_reference(into, d, info.fold_case).sql(d)} ({into_mode})")
     return "\n".join(_clean(line) for line in lines) + "\n" + sql
+
+
+def _into(tree, into, into_mode: str, info) -> exp.Expression:
+    """The statement writing its rows to `into`: CREATE TABLE ... AS, or INSERT INTO ... SELECT."""
+    if into_mode == "insert" and info.name == "polars":
+        raise SqlmetricsError("into_mode='insert' is not available for polars: its SQLContext runs CREATE TABLE ... "
+                              "AS but has no INSERT; use into_mode='create' (or concatenate the frames in Python).")
+    target = table_reference(into, info.sqlglot, info.fold_case)
+    if into_mode == "insert":
+        return exp.Insert(this=target, expression=tree)
+    properties = None
+    if info.sqlglot == "clickhouse":
+        # ClickHouse needs a table engine: MergeTree, unsorted (ORDER BY tuple() also admits Nullable columns).
+        properties = exp.Properties(expressions=[
+            exp.EngineProperty(this=exp.to_identifier("MergeTree")),
+            exp.Order(expressions=[exp.Ordered(this=exp.Struct(), nulls_first=False)])])
+    return exp.Create(this=target, kind="TABLE", expression=tree, properties=properties)
 
 
 def _label_text(label, relevance, dialect) -> str:
@@ -534,6 +548,12 @@ def add_sql_command(subparsers, parents=()):
     p.add_argument("--score-precision", choices=SCORE_PRECISIONS, default="float64")
     p.add_argument("--no-header", action="store_true", help="leave out the comment block naming measures and options")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    g = p.add_argument_group("logs (--qrels none: the judgments are in the run table)")
+    g.add_argument("--group-by", action="append", metavar="COLUMN", help="a segment column; repeatable")
+    g.add_argument("--label", metavar="COLUMN", help="the run's column holding each document's grade")
+    g.add_argument("--relevance", metavar="EXPR", help="a grade from the run's columns, e.g. '2*purchased + clicked'")
+    g.add_argument("--into", metavar="TABLE", help="write the results to TABLE (CREATE TABLE ... AS)")
+    g.add_argument("--into-mode", choices=("create", "insert"), default="create", help="create the table, or insert into it")
     p.set_defaults(func=cmd_sql)
     return p
 
@@ -556,22 +576,13 @@ def _pairs(values, option: str) -> dict | None:
     return out
 
 
-def _measure_texts(values) -> list:
-    out = []
-    for value in values:
-        depth, start = 0, 0
-        for i, ch in enumerate(value):
-            depth += ch == "("
-            depth -= ch == ")"
-            if ch == "," and depth == 0:
-                out.append(value[start:i])
-                start = i + 1
-        out.append(value[start:])
-    return [m.strip() for m in out if m.strip()]
-
-
 def cmd_sql(args):
-    sql = render(_measure_texts(args.measure), dialect=args.dialect, qrels=args.qrels, run=args.run,
+    from .cli import _measure_list
+
+    logs = {"group_by": args.group_by, "label": args.label, "relevance": args.relevance, "into": args.into}
+    sql = render(_measure_list(args.measure), dialect=args.dialect,
+                 qrels=None if args.qrels.lower() == "none" else args.qrels, run=args.run,
+                 **{k: v for k, v in logs.items() if v}, **({"into_mode": args.into_mode} if args.into else {}),
                  columns=_pairs(args.column, "--column"), qrels_columns=_pairs(args.qrels_column, "--qrels-column"),
                  per_query=args.per_query, queries=args.queries, ties=args.ties,
                  relevance_level=args.relevance_level, score_precision=args.score_precision,
