@@ -310,11 +310,14 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
                                   "label NULL); not averaged, like a query without judgments.",
                                   SqlmetricsWarning, stacklevel=2)
         run_roles = ["query_id", "doc_id", order_role]
+        # One named run is evaluated as a plain run (no run_name in the list key, no scan for run names)
+        # and its results are labelled afterwards: the same numbers, a cheaper statement.
+        union = multi and len(loaded_runs) > 1
         if log_mode:
             roles = [*seg_cols, *run_roles, *(["relevance"] if labels else [])]
             options.group_by = tuple((f"seg_{i}", inputs._q(g)) for i, g in enumerate(segs, 1))
             options.labels = labels
-            if multi:
+            if union:
                 options.run_key = ("run_name",)
                 parts = [f"SELECT {inputs._lit(str(name))} AS run_name, {', '.join(roles)} FROM {view}"
                          for name, _, view in loaded_runs]
@@ -323,7 +326,7 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
                 run_source = Source(run_view, {r: r for r in ["run_name", *roles]})
             else:
                 run_source = Source(loaded_runs[0][2], {r: r for r in roles})
-        elif multi:
+        elif union:
             options.run_key = ("run_name",)
             parts = []
             for name, loaded, _ in loaded_runs:
@@ -342,7 +345,7 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
         except duckdb.Error as e:  # the inputs were checked, so this is ours, not the caller's
             raise RuntimeError(f"sqlmetrics generated SQL that DuckDB rejected: {e}\n{sql}") from e
 
-        keys = ["run_name"] if multi else []
+        keys = ["run_name"] if union else []
         aggregates = [(out, c.measure.aggregate) for out, c in zip(outs, calls)]
         con.register("per_list_result", per_list)
         agg = con.execute(aggregate_sql("per_list_result", aggregates, keys))
@@ -351,6 +354,13 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
         if segs:
             groups = [(inputs._q(g), inputs._q(g)) for g in segs]
             per_group = con.sql(segment_aggregate_sql("per_list_result", aggregates, keys, groups)).to_arrow_table()
+        if multi and not union:  # label the one named run's results
+            only = inputs._lit(str(run_items[0][0]))
+            rows = [(str(run_items[0][0]), *row) for row in rows]
+            per_list = con.sql(f"SELECT {only} AS run_name, * FROM per_list_result").to_arrow_table()
+            if per_group is not None:
+                con.register("per_group_result", per_group)
+                per_group = con.sql(f"SELECT {only} AS run_name, * FROM per_group_result").to_arrow_table()
     finally:
         con.close()
 

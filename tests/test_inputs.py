@@ -198,3 +198,10 @@ def test_trec_fast_path_falls_back_on_any_irregular_line(tmp_path, late_line):
     res = evaluate(tmp_path / "qrels", tmp_path / "run")
     rows = {r["query_id"]: r for r in res.per_query.to_pylist()}
     assert rows["q1"]["AP"] == pytest.approx(5 / 6) and rows["q2"]["AP"] == 0.0  # c is not judged
+
+
+def test_one_named_run_is_labelled_like_several():
+    res = evaluate(qrels_table(), {"base": run_table()})
+    assert res.aggregate == {"base": pytest.approx(EXPECTED)}
+    assert res.per_query.column_names == ["run", "query_id", "P@2", "AP"]
+    assert set(res.per_query.column("run").to_pylist()) == {"base"}
