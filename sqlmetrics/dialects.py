@@ -30,7 +30,7 @@ from sqlglot.dialects.dialect import Dialect as _SqlglotDialect
 
 from .errors import SqlmetricsError
 from .names import parse_all
-from .render import QUERY_SETS, SCORE_PRECISIONS, TIES, Options, Source, output_columns, render_duckdb
+from .statement import QUERY_SETS, SCORE_PRECISIONS, TIES, Options, Source, output_columns, render_duckdb
 
 __all__ = ["DIALECTS", "render", "table_reference", "column_identifier", "add_sql_command", "cmd_sql"]
 

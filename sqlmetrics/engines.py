@@ -14,7 +14,7 @@ import pyarrow as pa
 from .dialects import DIALECTS, dialect_info, render
 from .errors import SqlmetricsError
 from .names import parse_all
-from .render import aggregate_sql, output_columns, segment_aggregate_sql
+from .statement import aggregate_sql, output_columns, segment_aggregate_sql
 
 __all__ = ["evaluate_on", "engine_dialect"]
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 from . import inputs, validate
 from .errors import SqlmetricsError, SqlmetricsWarning
 from .names import parse_all
-from .render import Options, Source, aggregate_sql, output_columns, render_duckdb, segment_aggregate_sql
+from .statement import Options, Source, aggregate_sql, output_columns, render_duckdb, segment_aggregate_sql
 
 
 @dataclass

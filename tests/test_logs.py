@@ -486,7 +486,7 @@ def test_render_into_executes_on_engine(engine_name, loaded_logs, tmp_path):
     back holds evaluate()'s per-segment rows on DuckDB (twice after the insert)."""
     from sqlmetrics.engines import _fetch
     from sqlmetrics.names import parse_all
-    from sqlmetrics.render import output_columns
+    from sqlmetrics.statement import output_columns
 
     get, rows = loaded_logs
     engine, table = get(engine_name)

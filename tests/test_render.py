@@ -22,7 +22,7 @@ from sqlglot import exp
 import sqlmetrics
 from sqlmetrics.dialects import DIALECTS, add_sql_command, column_identifier, dialect_info, render, table_reference
 from sqlmetrics.errors import SqlmetricsError
-from sqlmetrics.render import Source
+from sqlmetrics.statement import Source
 
 GOLDEN = Path(__file__).parent / "golden" / "sql"
 REGEN = os.environ.get("SQLMETRICS_REGEN_GOLDEN") == "1"

@@ -1,4 +1,5 @@
-"""The renderer: measure templates + options -> ONE SQL statement.
+"""The statement builder: measure templates + options -> ONE SQL statement (DuckDB dialect; `render()` in
+dialects.py transpiles it to other engines, `evaluate()` runs it).
 
 Shape of the statement (CTEs, in order):
 
