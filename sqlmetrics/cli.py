@@ -678,27 +678,16 @@ class EvalTable:
 
 
 def _run_compare(args, qrels, runs: dict, measures: list) -> str:
-    from .compare import EVALUATE_DEFAULTS, analyse, _per_query_values, _check_options
-    from .names import parse_all
+    from .compare import compare
 
-    correction = None if args.correction == "none" else args.correction
-    _check_options(args.test, args.max_p, correction, args.seed, args.n_resamples)
     if args.digits < 0 or args.digits > 12:
         raise UsageError(f"--digits {args.digits}: give a number of decimals between 0 and 12.")
     if len(runs) < 2:
         raise UsageError(f"compare needs at least two runs, got {len(runs)}.")
-    calls = parse_all(measures, args.relevance_level)
-    options = _eval_options(args)
-
-    from .evaluate import evaluate
-
     with Progress(f"comparing {len(runs)} runs"):
-        res = evaluate(qrels, runs, [c.text for c in calls], **options)
-        queries, values = _per_query_values(res.per_query, list(runs), [c.text for c in calls])
-        info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
-        report = analyse(list(runs), info, queries, values, test=args.test, max_p=args.max_p,
-                         correction=correction, seed=args.seed, n_resamples=args.n_resamples,
-                         options={k: options[k] for k in EVALUATE_DEFAULTS})  # as compare() records them
+        report = compare(qrels, runs, measures, test=args.test, max_p=args.max_p,
+                         correction=None if args.correction == "none" else args.correction, seed=args.seed,
+                         n_resamples=args.n_resamples, **_eval_options(args))
     if args.format == "json":
         return report.to_json() + "\n"
     if args.format == "latex":
