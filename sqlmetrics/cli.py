@@ -338,12 +338,13 @@ def _runs(args) -> dict:
 
 
 def _eval_options(args) -> dict:
-    return dict(queries=args.queries, ties=args.ties, relevance_level=args.relevance_level,
-                score_precision=args.score_precision, columns=_mapping(args.column, "--column"),
-                qrels_columns=_mapping(args.qrels_column, "--qrels-column"), duplicates=args.duplicates,
-                memory_limit=args.memory_limit, threads=args.threads, temp_directory=args.temp_directory,
-                **{k: v for k, v in (("group_by", getattr(args, "group_by", None)), ("label", getattr(args, "label", None)),
-                                     ("relevance", getattr(args, "relevance", None))) if v})
+    """evaluate()'s keyword options from the flags; one the command does not have keeps evaluate()'s default."""
+    names = ("queries", "ties", "relevance_level", "score_precision", "duplicates", "memory_limit", "threads",
+             "temp_directory", "group_by", "label", "relevance")
+    options = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    options["columns"] = _mapping(getattr(args, "column", None), "--column")
+    options["qrels_columns"] = _mapping(getattr(args, "qrels_column", None), "--qrels-column")
+    return options
 
 
 def _check_output(path: str | None) -> None:
@@ -715,11 +716,6 @@ def cmd_demo(args) -> tuple:
     _check_output(args.output)
     qrels, run_paths = demo.paths()
     measures = _measure_list(args.measure) or list(DEMO_MEASURES)
-    for name, value in (("queries", "qrels"), ("ties", "docid_desc"), ("relevance_level", 1),
-                        ("score_precision", "float64"), ("column", None), ("qrels_column", None),
-                        ("duplicates", "error"), ("name", None), ("memory_limit", None), ("threads", None),
-                        ("temp_directory", None)):
-        setattr(args, name, value)
     runs = {Path(p).name.split(".")[0]: str(p) for p in run_paths}
     text = _run_compare(args, str(qrels), runs, measures)
     if args.format == "table" and not args.output:
