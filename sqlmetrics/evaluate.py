@@ -67,8 +67,11 @@ def _warn_missing(con, qrels: inputs.Loaded, runs: list, queries: str) -> None:
         r_col = inputs._q(loaded.columns["query_id"])
         ranked = f"SELECT DISTINCT CAST({r_col} AS VARCHAR) AS q FROM {loaded.view}"
         label = loaded.label
-        missing = [r[0] for r in con.execute(f"{judged} EXCEPT {ranked} ORDER BY q").fetchall()]
-        extra = [r[0] for r in con.execute(f"{ranked} EXCEPT {judged} ORDER BY q").fetchall()]
+        # One pass over each side: the queries on one side only.
+        unmatched = con.execute(f"SELECT j.q, r.q FROM ({judged}) AS j FULL OUTER JOIN ({ranked}) AS r ON j.q = r.q "
+                                "WHERE j.q IS NULL OR r.q IS NULL").fetchall()
+        missing = sorted(j for j, r in unmatched if r is None)
+        extra = sorted(r for j, r in unmatched if j is None)
         if missing and queries == "qrels":
             warnings.warn(f"{label} has no ranking for {len(missing)} qrels "
                           f"quer{'y' if len(missing) == 1 else 'ies'} ({_few(missing)}); they score 0 "
