@@ -92,6 +92,7 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
     fields = TREC_FIELDS[kind]
     keep = [f for f in fields if f in QRELS_ROLES + RUN_ROLES]
     view = _fresh(kind)
+    loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields))
     delim = _sniff_delimiter(path, len(fields))
     if delim is not None:
         columns = "{" + ", ".join(f"{_lit(f)}: 'VARCHAR'" for f in fields) + "}"
@@ -100,18 +101,28 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
             con.execute(f"CREATE TEMP TABLE {view} AS SELECT {', '.join(keep)}, {clean} AS well_formed FROM "
                         f"read_csv({_lit(str(path))}, delim = {_lit(delim)}, header = false, columns = {columns}, "
                         "quote = '', escape = '', auto_detect = false, strict_mode = true)")
-            if not con.execute(f"SELECT COUNT(*) FROM {view} WHERE NOT well_formed").fetchall()[0][0]:
-                return _trec_loaded(con, path, kind, label, view, keep)
+            if not _malformed(con, view):
+                return loaded
             con.execute(f"DROP TABLE {view}")
         except duckdb.Error:
             pass  # a line the single delimiter does not split into exactly the fields: the general path
-    lines = _trec_lines(path)
-    split = f"regexp_extract(line, {_trec_pattern(fields)}, [{', '.join(_lit(f) for f in fields)}])"
     matched = " AND ".join(f"f.{f} <> ''" for f in fields)  # regexp_extract gives '' when the line does not match
     con.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT {', '.join(f'f.{f} AS {f}' for f in keep)}, "
                 f"{matched} AS well_formed FROM "
-                f"(SELECT {split} AS f FROM {lines} WHERE line IS NOT NULL AND trim(line) <> '')")
-    return _trec_loaded(con, path, kind, label, view, keep)
+                f"(SELECT {_trec_split(fields)} AS f FROM {_trec_lines(path)} WHERE line IS NOT NULL AND trim(line) <> '')")
+    if _malformed(con, view):
+        line_no, line = con.execute(f"SELECT line_no, line FROM {loaded.numbered} WHERE {fields[-1]} = '' "
+                                    "ORDER BY line_no LIMIT 1").fetchall()[0]
+        raise SqlmetricsError(
+            f"{label}, line {line_no}: expected {len(fields)} whitespace-separated fields ({' '.join(fields)}), "
+            f"got {line!r}. Fix or remove that line"
+            + ("; is this a qrels file passed as a run?" if kind == "run" else ".")
+        )
+    return loaded
+
+
+def _malformed(con, view: str) -> int:
+    return con.execute(f"SELECT COUNT(*) FROM {view} WHERE NOT well_formed").fetchall()[0][0]
 
 
 def _trec_lines(path: Path) -> str:
@@ -119,26 +130,17 @@ def _trec_lines(path: Path) -> str:
             "quote = '', escape = '', auto_detect = false, strict_mode = false)")
 
 
-def _trec_pattern(fields) -> str:
-    return _lit(r"^\s*" + r"\s+".join([r"(\S+)"] * len(fields)))
+def _trec_split(fields) -> str:
+    """One line -> a struct of its first len(fields) whitespace-separated fields ('' when it has fewer)."""
+    pattern = _lit(r"^\s*" + r"\s+".join([r"(\S+)"] * len(fields)))
+    return f"regexp_extract(line, {pattern}, [{', '.join(_lit(f) for f in fields)}])"
 
 
-def _trec_loaded(con, path: Path, kind: str, label: str, view: str, keep: list) -> Loaded:
+def _trec_numbered(path: Path, fields) -> str:
     """Every line numbered as in an editor (blank ones too), read only to name a bad line in an error."""
-    fields = TREC_FIELDS[kind]
-    split = f"regexp_extract(line, {_trec_pattern(fields)}, [{', '.join(_lit(f) for f in fields)}])"
-    numbered = (f"(SELECT line_no, line, {', '.join(f'f.{f} AS {f}' for f in fields)} FROM (SELECT line_no, line, "
-                f"{split} AS f FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {_trec_lines(path)}) "
-                "WHERE line IS NOT NULL AND trim(line) <> ''))")
-    if con.execute(f"SELECT COUNT(*) FROM {view} WHERE NOT well_formed").fetchall()[0][0]:
-        line_no, line = con.execute(
-            f"SELECT line_no, line FROM {numbered} WHERE {fields[-1]} = '' ORDER BY line_no LIMIT 1").fetchall()[0]
-        raise SqlmetricsError(
-            f"{label}, line {line_no}: expected {len(fields)} whitespace-separated fields ({' '.join(fields)}), "
-            f"got {line!r}. Fix or remove that line"
-            + ("; is this a qrels file passed as a run?" if kind == "run" else ".")
-        )
-    return Loaded(view, {f: f for f in keep}, label, "line", numbered)
+    return (f"(SELECT line_no, line, {', '.join(f'f.{f} AS {f}' for f in fields)} FROM (SELECT line_no, line, "
+            f"{_trec_split(fields)} AS f FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {_trec_lines(path)}) "
+            "WHERE line IS NOT NULL AND trim(line) <> ''))")
 
 
 def _numbered(view: str, offset: int) -> str:

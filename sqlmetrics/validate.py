@@ -10,9 +10,9 @@ from .inputs import Loaded, _q
 DUPLICATE_POLICIES = ("error", "max", "first")
 
 
-def _locate(con, loaded: Loaded, condition: str) -> tuple:
-    row = con.execute(f"SELECT line_no, * FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()[0]
-    return row[0], row
+def _locate(con, loaded: Loaded, condition: str) -> int:
+    """The first line (or row) where `condition` holds."""
+    return con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()[0][0]
 
 
 def _where(loaded: Loaded, line_no: int) -> str:
@@ -52,7 +52,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error") -> None:
     for (problem, condition), count in zip(problems.items(), counts[1:]):
         if not count:
             continue
-        line_no, _ = _locate(con, loaded, condition)
+        line_no = _locate(con, loaded, condition)
         if problem == "empty id":
             raise SqlmetricsError(f"{_where(loaded, line_no)}: the query id or document id is empty.")
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
