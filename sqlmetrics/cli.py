@@ -462,7 +462,7 @@ def cmd_eval(args) -> tuple:
     hidden = args.format == "trec" and args.per_query and _HIDDEN_NUM_RET not in measures
     wanted = measures + ([_HIDDEN_NUM_RET] if hidden else [])
 
-    from .evaluate import evaluate
+    from .evaluate import evaluate, python_rows
 
     qrels = None if args.qrels.lower() == "none" else args.qrels
     if qrels is None and not (args.label or args.relevance):
@@ -471,7 +471,7 @@ def cmd_eval(args) -> tuple:
         raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl or markdown.")
     label = f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
     with Progress(label):
-        res = evaluate(qrels, runs, wanted, **options)
+        res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows)
     if args.group_by:
         return _rows(res.per_query if args.per_query else res.per_group, args.format), args.output
     table = EvalTable(res, list(runs), calls)
@@ -483,10 +483,10 @@ def cmd_eval(args) -> tuple:
     return render(args.per_query), args.output
 
 
-def _rows(table, fmt: str) -> str:
-    """A results table (per segment, or per list with -q) in any format but trec: one row per table row."""
-    names = table.column_names
-    records = table.to_pylist()
+def _rows(table: tuple, fmt: str) -> str:
+    """A results table (per segment, or per list with -q) as (column names, rows), in any format but trec."""
+    names, rows = table
+    records = [dict(zip(names, row)) for row in rows]
     if fmt in ("json", "jsonl"):
         if fmt == "jsonl":
             return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
@@ -554,11 +554,10 @@ class EvalTable:
         self.measures = [c.text for c in calls]
         self.counts = {c.text for c in calls if c.measure.aggregate == "sum"}
         self.aggregate = res.aggregate
-        pq = res.per_query
-        cols = {name: pq.column(name).to_pylist() for name in pq.column_names}
+        names, rows = res.per_query  # ["run", "query_id", measures...], Python rows
         self.per_query: dict = {r: {} for r in run_names}  # run -> {qid: {measure: value}}
-        for i, (r, q) in enumerate(zip(cols["run"], cols["query_id"])):
-            self.per_query[r][q] = {m: cols[m][i] for m in pq.column_names[2:]}
+        for r, q, *values in rows:
+            self.per_query[r][q] = dict(zip(names[2:], values))
         self.queries = sorted({q for per in self.per_query.values() for q in per})
 
     # values -------------------------------------------------------------------------------------

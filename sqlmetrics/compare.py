@@ -56,7 +56,7 @@ def compare(qrels, runs, measures, *, test="student", max_p=0.01, correction=Non
 
     Keyword options of evaluate() (queries, ties, relevance_level, ...) are passed through.
     """
-    from .evaluate import evaluate
+    from .evaluate import evaluate, python_rows
     from .names import parse_all
 
     unknown = sorted(set(evaluate_options) - set(EVALUATE_OPTIONS))
@@ -67,7 +67,7 @@ def compare(qrels, runs, measures, *, test="student", max_p=0.01, correction=Non
     if isinstance(measures, str):
         measures = [measures]
     calls = parse_all(measures, evaluate_options.get("relevance_level", 1))
-    results = evaluate(qrels, named, [c.text for c in calls], **evaluate_options)
+    results = evaluate(qrels, named, [c.text for c in calls], **evaluate_options, _fetch=python_rows)
     queries, values = _per_query_values(results.per_query, list(named), [c.text for c in calls])
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
     options = {**EVALUATE_DEFAULTS, **{k: v for k, v in evaluate_options.items() if k in EVALUATE_DEFAULTS}}
@@ -144,11 +144,11 @@ def _named_runs(runs) -> dict:
     return named
 
 
-def _per_query_values(per_query, run_names: list, measures: list):
-    """(common query ids, {measure: [[value per common query] per run]}) from evaluate()'s per_query table."""
-    runs = per_query.column("run").to_pylist()
-    qids = per_query.column("query_id").to_pylist()
-    columns = {m: per_query.column(m).to_pylist() for m in measures}
+def _per_query_values(per_query: tuple, run_names: list, measures: list):
+    """(common query ids, {measure: [[value per common query] per run]}) from evaluate()'s per-query rows."""
+    names, rows = per_query
+    columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    runs, qids = columns["run"], columns["query_id"]
     row_of: dict = {name: {} for name in run_names}
     for i, (r, q) in enumerate(zip(runs, qids)):
         row_of[r][q] = i

@@ -9,8 +9,6 @@ the caller's business.
 """
 from __future__ import annotations
 
-import pyarrow as pa
-
 from .dialects import DIALECTS, dialect_info, render
 from .errors import SqlmetricsError
 from .names import parse_all
@@ -156,6 +154,8 @@ def evaluate_on(engine, measures, *, qrels="qrels", run="run", columns=None, qre
         raise
     except Exception as e:  # the engine's own error type; the statement is what the caller needs to see
         raise SqlmetricsError(f"{kind} rejected the evaluation statement: {e}\n{sql}") from e
+
+    import pyarrow as pa
 
     nkeys = (2 if multi else 1) + len(segs)
     # Byte order of the keys, as evaluate() returns them, whatever order the engine sorted in.

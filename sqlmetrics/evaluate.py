@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from . import inputs, validate
 from .errors import SqlmetricsError, SqlmetricsWarning
@@ -31,6 +30,16 @@ class Results:
     per_query: pa.Table
     measures: list
     per_group: pa.Table | None = field(default=None)
+
+
+def _arrow(con, query: str, names: list):
+    return con.sql(query).to_arrow_table().rename_columns(names)
+
+
+def python_rows(con, query: str, names: list) -> tuple:
+    """For evaluate(_fetch=python_rows): per_query and per_group as (column names, list of row tuples)
+    instead of Arrow tables. The command line prints these, and never imports pyarrow (~0.15 s)."""
+    return names, con.execute(query).fetchall()
 
 
 def _is_run_dict(run) -> bool:
@@ -221,7 +230,7 @@ def _warn_positions(con, view: str, key: list, label: str) -> None:
 def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", relevance_level=1,
              score_precision="float64", columns=None, qrels_columns=None, duplicates="error",
              memory_limit=None, threads=None, temp_directory=None, engine=None, dialect=None,
-             group_by=None, label=None, relevance=None, output=None) -> Results:
+             group_by=None, label=None, relevance=None, output=None, _fetch=_arrow) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement on DuckDB.
 
     columns / qrels_columns map roles (query_id, doc_id, score, rank_position / relevance) to the run's and
@@ -344,26 +353,25 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
         qrels_source = None if labels else Source(q.view, {r: q.columns[r] for r in inputs.QRELS_ROLES})
         sql = render_duckdb(calls, qrels_source, run_source, options, per_query=True)
         try:
-            per_list = con.sql(sql).to_arrow_table()
+            con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
         except duckdb.Error as e:  # the inputs were checked, so this is ours, not the caller's
             raise RuntimeError(f"sqlmetrics generated SQL that DuckDB rejected: {e}\n{sql}") from e
 
         keys = ["run_name"] if union else []
         aggregates = [(out, c.measure.aggregate) for out, c in zip(outs, calls)]
-        con.register("per_list_result", per_list)
-        agg = con.execute(aggregate_sql("per_list_result", aggregates, keys))
-        rows = agg.fetchall()
+        rows = con.execute(aggregate_sql("per_list_result", aggregates, keys)).fetchall()
+        # One named run's results get its name as their first column.
+        named = f"{inputs._lit(str(run_items[0][0]))} AS run_name, " if multi and not union else ""
+        run_col = ["run"] if multi else []
+        per_list = _fetch(con, f"SELECT {named}* FROM per_list_result", [*run_col, *segs, "query_id", *texts])
         per_group = None
         if segs:
             groups = [(inputs._q(g), inputs._q(g)) for g in segs]
-            per_group = con.sql(segment_aggregate_sql("per_list_result", aggregates, keys, groups)).to_arrow_table()
-        if multi and not union:  # label the one named run's results
-            only = inputs._lit(str(run_items[0][0]))
+            con.execute("CREATE TEMP TABLE per_group_result AS "
+                        + segment_aggregate_sql("per_list_result", aggregates, keys, groups))
+            per_group = _fetch(con, f"SELECT {named}* FROM per_group_result", [*run_col, *segs, *texts, "num_lists"])
+        if multi and not union:
             rows = [(str(run_items[0][0]), *row) for row in rows]
-            per_list = con.sql(f"SELECT {only} AS run_name, * FROM per_list_result").to_arrow_table()
-            if per_group is not None:
-                con.register("per_group_result", per_group)
-                per_group = con.sql(f"SELECT {only} AS run_name, * FROM per_group_result").to_arrow_table()
     finally:
         con.close()
 
@@ -371,13 +379,8 @@ def evaluate(qrels, run, measures, *, queries="qrels", ties="docid_desc", releva
         aggregate = {row[0]: dict(zip(texts, row[1:])) for row in rows}
         for name, _ in run_items:  # a run with no judged query at all still gets its (empty) values
             aggregate.setdefault(str(name), {t: None for t in texts})
-        names = ["run", *segs, "query_id", *texts]
     else:
         aggregate = dict(zip(texts, rows[0])) if rows else {t: None for t in texts}
-        names = [*segs, "query_id", *texts]
-    per_query = per_list.rename_columns(names)
-    if per_group is not None:
-        per_group = per_group.rename_columns([*(["run"] if multi else []), *segs, *texts, "num_lists"])
     if out_path is not None:
-        write_atomically(per_query, out_path)
-    return Results(aggregate=aggregate, per_query=per_query, measures=texts, per_group=per_group)
+        write_atomically(per_list, out_path)
+    return Results(aggregate=aggregate, per_query=per_list, measures=texts, per_group=per_group)

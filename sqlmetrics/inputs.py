@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 from sqlglot import exp
 
 from .errors import SqlmetricsError
@@ -224,6 +223,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
 
 def _dict_table(obj: dict, kind: str, label: str) -> pa.Table:
     """{qid: {docid: value}} (ranx / pytrec_eval shape) -> an Arrow table."""
+    import pyarrow as pa
+
     qids, docs, values = [], [], []
     for qid, docs_of in obj.items():
         if not isinstance(docs_of, dict):
@@ -253,6 +254,14 @@ def _split_duckdb_target(text: str):
     return None
 
 
+def _arrow_types() -> tuple:
+    # pyarrow is imported here, not at the top: an object from pyarrow means it is loaded already, and
+    # the command line (files in, text out) never needs it (importing it costs ~0.15 s of start-up).
+    import pyarrow as pa
+
+    return pa.Table, pa.RecordBatchReader
+
+
 def load(con, obj, kind: str, columns: dict | None = None, name: str | None = None, fmt: str | None = None) -> Loaded:
     """Register one qrels or run input as a view on `con`."""
     what = kind if name is None else f"run {name!r}"
@@ -265,11 +274,13 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
         table, label = _dict_table(obj, kind, what), f"{what} (dict)"
     elif isinstance(obj, duckdb.DuckDBPyRelation):
         table, label = obj.to_arrow_table(), f"{what} (DuckDB relation)"
-    elif isinstance(obj, (pa.Table, pa.RecordBatchReader)):
+    elif type(obj).__module__.startswith("pyarrow") and isinstance(obj, _arrow_types()):
         table, label = obj, f"{what} (Arrow table)"
     elif type(obj).__module__.startswith("polars"):
         table, label = obj.to_arrow(), f"{what} (polars DataFrame)"
     elif type(obj).__module__.startswith("pandas"):
+        import pyarrow as pa
+
         table, label = pa.Table.from_pandas(obj, preserve_index=False), f"{what} (pandas DataFrame)"
     elif hasattr(obj, "to_dict") and type(obj).__module__.startswith("ranx"):
         table, label = _dict_table(obj.to_dict(), kind, f"{what} (ranx)"), f"{what} (ranx)"

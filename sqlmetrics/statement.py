@@ -9,7 +9,8 @@ Shape of the statement (CTEs, in order):
     query_stats  one row per judged query: R, N, ideal DCGs, ...
     [collection] one row: aggregates over all judgments (max grade)
     judged_run   each run row joined with its judgment once; only judged queries
-    ranking      each list ordered once: rank and list length, the only pass over every run row
+    ranking      each list ordered once: rank and last row, the only pass over every run row
+    list_ends    the judged rows, each list's first and last row; the list's length
     judged_ranking  the rows that can change a measure (judged ones, and each list's first row),
                  with running sums over them: an unjudged document adds nothing to any running value
     lists        the lists to average (queries="qrels": every run x every judged query)
@@ -349,14 +350,22 @@ def render_duckdb(calls: list[MeasureCall], qrels: Source | None, run: Source, o
                      "FROM run_rows LEFT JOIN judgments "
                      "ON run_rows.query_id = judgments.query_id AND run_rows.doc_id = judgments.doc_id "
                      "WHERE run_rows.query_id IN (SELECT query_id FROM query_stats)"))
+    # The list's length is the last row's rank: LEAD over the same window marks that row without a second
+    # pass (COUNT(*) OVER the partition costs DuckDB about 20% more than the ranking itself). ClickHouse's
+    # LEAD gives 0 past the end where others give NULL, and MariaDB's takes no default: hence COALESCE.
+    over = f"OVER (PARTITION BY {key_sql} ORDER BY {order})"
     ctes.append(("ranking",
-                 f"SELECT {key_sql}, relevance, ROW_NUMBER() OVER (PARTITION BY {key_sql} ORDER BY {order}) AS rnk, "
-                 f"COUNT(*) OVER (PARTITION BY {key_sql}) AS num_ret FROM judged_run"))
+                 f"SELECT {key_sql}, relevance, ROW_NUMBER() {over} AS rnk, COALESCE(LEAD(1) {over}, 0) AS has_next "
+                 "FROM judged_run"))
     # Running values only change at judged documents, so they are computed over those rows alone (a few
-    # per list instead of the whole run); the first row stays so that every ranked list has a row.
+    # per list instead of the whole run); the first row stays so that every ranked list has a row, and
+    # the last one only long enough to give the list's length.
+    ctes.append(("list_ends",
+                 f"SELECT {key_sql}, relevance, rnk, MAX(rnk) OVER (PARTITION BY {key_sql}) AS num_ret FROM ranking "
+                 "WHERE relevance IS NOT NULL OR rnk = 1 OR has_next = 0"))
     judged_cols = [f"{_with_window(sql, key_sql, 'rnk ASC NULLS FIRST')} AS {name}" for name, sql in plan.row.items()]
     ctes.append(("judged_ranking",
-                 f"SELECT {', '.join([key_sql, 'relevance', 'rnk', 'num_ret', *judged_cols])} FROM ranking"
+                 f"SELECT {', '.join([key_sql, 'relevance', 'rnk', 'num_ret', *judged_cols])} FROM list_ends"
                  + (" CROSS JOIN collection" if plan.ranking_reads_collection else "")
                  + " WHERE relevance IS NOT NULL OR rnk = 1"))
     if options.labels:

@@ -66,8 +66,21 @@ WITH judgments AS (
     query_id,
     relevance,
     ROW_NUMBER() OVER (PARTITION BY run_name, query_id ORDER BY rank_position ASC, doc_id DESC) AS rnk,
-    COUNT(*) OVER (PARTITION BY run_name, query_id) AS num_ret
+    COALESCE(
+      LEAD(1) OVER (PARTITION BY run_name, query_id ORDER BY rank_position ASC, doc_id DESC),
+      0
+    ) AS has_next
   FROM judged_run
+), list_ends AS (
+  SELECT
+    run_name,
+    query_id,
+    relevance,
+    rnk,
+    MAX(rnk) OVER (PARTITION BY run_name, query_id) AS num_ret
+  FROM ranking
+  WHERE
+    NOT relevance IS NULL OR rnk = 1 OR has_next = 0
 ), judged_ranking AS (
   SELECT
     run_name,
@@ -112,7 +125,7 @@ WITH judgments AS (
       ORDER BY rnk ASC
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS nonrel_so_far
-  FROM ranking
+  FROM list_ends
   CROSS JOIN collection
   WHERE
     NOT relevance IS NULL OR rnk = 1

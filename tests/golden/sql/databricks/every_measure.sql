@@ -63,8 +63,17 @@ WITH judgments AS (
     query_id,
     relevance,
     ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC) AS rnk,
-    COUNT(*) OVER (PARTITION BY query_id) AS num_ret
+    COALESCE(LEAD(1) OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC), 0) AS has_next
   FROM judged_run
+), list_ends AS (
+  SELECT
+    query_id,
+    relevance,
+    rnk,
+    MAX(rnk) OVER (PARTITION BY query_id) AS num_ret
+  FROM ranking
+  WHERE
+    NOT relevance IS NULL OR rnk = 1 OR has_next = 0
 ), judged_ranking AS (
   SELECT
     query_id,
@@ -107,7 +116,7 @@ WITH judgments AS (
         0
       )
     ) AS err_reach_1
-  FROM ranking
+  FROM list_ends
   CROSS JOIN collection
   WHERE
     NOT relevance IS NULL OR rnk = 1

@@ -72,8 +72,24 @@ WITH judgments AS (
       PARTITION BY run_name, query_id
       ORDER BY rank_position ASC NULLS FIRST, NLSSORT(doc_id, 'NLS_SORT=BINARY') DESC NULLS LAST
     ) AS rnk,
-    COUNT(*) OVER (PARTITION BY run_name, query_id) AS num_ret
+    COALESCE(
+      LEAD(1) OVER (
+        PARTITION BY run_name, query_id
+        ORDER BY rank_position ASC NULLS FIRST, NLSSORT(doc_id, 'NLS_SORT=BINARY') DESC NULLS LAST
+      ),
+      0
+    ) AS has_next
   FROM judged_run
+), list_ends AS (
+  SELECT
+    run_name,
+    query_id,
+    relevance,
+    rnk,
+    MAX(rnk) OVER (PARTITION BY run_name, query_id) AS num_ret
+  FROM ranking
+  WHERE
+    NOT relevance IS NULL OR rnk = 1 OR has_next = 0
 ), judged_ranking AS (
   SELECT
     run_name,
@@ -118,7 +134,7 @@ WITH judgments AS (
       ORDER BY rnk ASC NULLS FIRST
       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
     ) AS nonrel_so_far
-  FROM ranking
+  FROM list_ends
   CROSS JOIN collection
   WHERE
     NOT relevance IS NULL OR rnk = 1
