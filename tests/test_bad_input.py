@@ -39,6 +39,23 @@ def test_malformed_trec_run_line_names_file_and_line(files):
     assert "'q1 Q0 d2 2 0.5'" in msg
 
 
+@pytest.mark.parametrize("kind,bad", [
+    ("run", "q2 Q0 d3  0.7 t"),  # no rank: split on single spaces, the score would be read as the rank
+    ("run", "q2  d3 1 0.7 t"),  # no Q0
+    ("qrels", "q2 0  1"),  # no document id
+])
+def test_line_with_a_field_missing_behind_a_double_delimiter(files, kind, bad):
+    # Past the sniffed head, so the single-delimiter fast path reads it: a double space there gives an
+    # empty field, which must make the line malformed (as in trec_eval), never shift the fields.
+    filler = {"run": "".join(f"q9 Q0 f{i} {i} 0.1 t\n" for i in range(20000)),
+              "qrels": "".join(f"q9 0 f{i} 0\n" for i in range(20000))}[kind]
+    text = {"run": RUN, "qrels": QRELS}[kind] + filler + bad + "\n"
+    qrels, run = files("qrels", text if kind == "qrels" else QRELS), files("run", text if kind == "run" else RUN)
+    line = text.count("\n")
+    fields = {"run": 6, "qrels": 4}[kind]
+    fails(qrels, run, match=rf"{kind} file .*, line {line}: expected {fields} whitespace-separated fields")
+
+
 def test_qrels_passed_as_run(files):
     q = files("qrels", QRELS)
     fails(q, q, match="line 1: expected 6 .*qrels file passed as a run")
