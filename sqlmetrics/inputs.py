@@ -101,7 +101,10 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
         other = "chr(9)" if delim == " " else "' '"
         clean = " AND ".join(f"{f} IS NOT NULL AND NOT contains({f}, {other})" for f in fields)
         try:
-            con.execute(f"CREATE TEMP TABLE {view} AS SELECT {', '.join(keep)}, {clean} AS well_formed FROM "
+            # Scores and grades are parsed to numbers once, here; one that does not parse becomes NULL, which
+            # the input check reports with the line's text (read again from the file).
+            typed = [f"TRY_CAST({f} AS DOUBLE) AS {f}" if f in ("score", "relevance") else f for f in keep]
+            con.execute(f"CREATE TEMP TABLE {view} AS SELECT {', '.join(typed)}, {clean} AS well_formed FROM "
                         f"read_csv({_lit(str(path))}, delim = {_lit(delim)}, header = false, columns = {columns}, "
                         "quote = '', escape = '', auto_detect = false, strict_mode = true)")
             if not _malformed(con, view):

@@ -70,6 +70,12 @@ def test_non_numeric_score_names_csv_line_and_column(files):
     fails(files("qrels", QRELS), run, match=r"run file .*run.csv', line 3: column 'score' holds 'high'")
 
 
+@pytest.mark.parametrize("score", ["high", "nan", "1e999", "0x1G"])
+def test_bad_score_in_trec_run_names_line_and_text(files, score):
+    run = files("run.txt", RUN.replace("q1 Q0 d2 2 0.5 t", f"q1 Q0 d2 2 {score} t"))
+    fails(files("qrels", QRELS), run, match=rf"run file .*run.txt', line 2: column 'score' holds '{score}'")
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_nan_or_infinite_score(bad):
     run = pa.table({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [1.0, bad]})
