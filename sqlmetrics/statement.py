@@ -190,7 +190,10 @@ class _Plan:
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
-def _plan(calls: list[MeasureCall], options: Options) -> _Plan:
+def plan_measures(calls: list[MeasureCall], relevance_level: int) -> _Plan:
+    """The measures' templates bound and resolved into the prelude columns and value expressions: the
+    sqlglot work of rendering, which depends on nothing but the calls and the relevance level."""
+    options = Options(relevance_level=relevance_level)
     plan = _Plan()
     shared = shared_columns()
     local_names: dict[str, str] = {}  # rendered SQL of a window/ideal section -> its column name
@@ -298,14 +301,15 @@ class Source:
         return table_reference(self.table, READ).sql(READ)
 
 
-def render_duckdb(calls: list[MeasureCall], qrels: Source | None, run: Source, options: Options, per_query: bool) -> str:
+def render_duckdb(calls: list[MeasureCall], qrels: Source | None, run: Source, options: Options, per_query: bool,
+                  plan: _Plan | None = None) -> str:
     """The whole evaluation as one DuckDB statement (other dialects transpile from it).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
     """
     options.check()
-    plan = _plan(calls, options)
+    plan = plan or plan_measures(calls, options.relevance_level)
     key = list(options.list_key)
     key_sql = ", ".join(key)
     order = _order_by(options)
