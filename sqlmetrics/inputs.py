@@ -96,8 +96,8 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
     if delim is not None:
         columns = "{" + ", ".join(f"{_lit(f)}: 'VARCHAR'" for f in fields) + "}"
         # Two delimiters in a row give an empty field, which DuckDB reads as NULL: in whitespace-separated
-        # TREC that line has a field fewer (a malformed line, or every later field shifted). The other
-        # whitespace character inside a field (a tab when splitting on spaces) would split it in TREC.
+        # TREC that line has a field fewer, a malformed line (trec_eval rejects it). The other whitespace
+        # character inside a field (a tab when splitting on spaces) would split it in TREC.
         other = "chr(9)" if delim == " " else "' '"
         clean = " AND ".join(f"{f} IS NOT NULL AND NOT contains({f}, {other})" for f in fields)
         try:

@@ -40,13 +40,14 @@ def test_malformed_trec_run_line_names_file_and_line(files):
 
 
 @pytest.mark.parametrize("kind,bad", [
-    ("run", "q2 Q0 d3  0.7 t"),  # no rank: split on single spaces, the score would be read as the rank
+    ("run", "q2 Q0 d3  0.7 t"),  # no rank
     ("run", "q2  d3 1 0.7 t"),  # no Q0
     ("qrels", "q2 0  1"),  # no document id
 ])
 def test_line_with_a_field_missing_behind_a_double_delimiter(files, kind, bad):
-    # Past the sniffed head, so the single-delimiter fast path reads it: a double space there gives an
-    # empty field, which must make the line malformed (as in trec_eval), never shift the fields.
+    # Past the sniffed head, so the single-delimiter fast path reads it. Split on single spaces, the
+    # double space gives an empty field and the line looks complete; in whitespace-separated TREC it has
+    # a field fewer, which trec_eval (and our general path) rejects.
     filler = {"run": "".join(f"q9 Q0 f{i} {i} 0.1 t\n" for i in range(20000)),
               "qrels": "".join(f"q9 0 f{i} 0\n" for i in range(20000))}[kind]
     text = {"run": RUN, "qrels": QRELS}[kind] + filler + bad + "\n"
