@@ -234,15 +234,13 @@ def _warn_positions(con, view: str, key: list, label: str) -> None:
     """ties='rank': lists whose positions are not exactly 1..n are renumbered; say how many, never silently."""
     k = ", ".join(key)
     row = con.execute(
-        "SELECT COUNT(*), SUM(CASE WHEN repeated THEN 1 ELSE 0 END), SUM(CASE WHEN gap THEN 1 ELSE 0 END) FROM ("
+        "SELECT COUNT(*), SUM(CASE WHEN repeated THEN 1 ELSE 0 END), SUM(CASE WHEN gap THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN repeated OR gap THEN 1 ELSE 0 END) FROM ("
         "SELECT COUNT(DISTINCT rank_position) < COUNT(*) AS repeated, "
         "MIN(rank_position) <> 1 OR MAX(rank_position) <> COUNT(DISTINCT rank_position) AS gap "
         f"FROM {view} GROUP BY {k})").fetchall()[0]
-    total, repeated, gaps = row[0], row[1] or 0, row[2] or 0
-    if repeated or gaps:
-        bad = con.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {view} GROUP BY {k} HAVING COUNT(DISTINCT "
-                          "rank_position) < COUNT(*) OR MIN(rank_position) <> 1 OR MAX(rank_position) <> "
-                          "COUNT(DISTINCT rank_position))").fetchall()[0][0]
+    total, repeated, gaps, bad = row[0], row[1] or 0, row[2] or 0, row[3] or 0
+    if bad:
         warnings.warn(
             f"{label}: {bad} of {total} lists have positions that are not 1..n ({gaps} with gaps or not starting "
             f"at 1, {repeated} with repeated positions); ties='rank' renumbers each list 1..n by position, then "
