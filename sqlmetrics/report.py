@@ -295,15 +295,18 @@ def aligned(rows: list, align: list) -> str:
 
 
 def markdown(rows: list, align: list) -> str:
-    """A GitHub-flavoured Markdown table: the first row is the header."""
+    """A GitHub-flavoured Markdown table: the first row is the header. A `|` in any cell is escaped here."""
     sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(map(str, rows[0])) + " |", "|" + "|".join(sep) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows[1:]]
-    return "\n".join(lines)
+
+    def line(row) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
+
+    return "\n".join([line(rows[0]), "|" + "|".join(sep) + "|", *map(line, rows[1:])])
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+    """A name as literal Markdown text: no emphasis from `*` or `_` (markdown() escapes `|`)."""
+    return text.replace("*", "\\*").replace("_", "\\_")
 
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",

@@ -373,3 +373,11 @@ def test_run_names_from_paths():
     assert cmp.unique_names(["a/run.txt", "b/run.txt"]) == ["a/run.txt", "b/run.txt"]
     assert cmp.unique_names(["run.txt", "run.txt"]) == ["run.txt", "run.txt#2"]
     assert cmp.unique_names([{"q": {}}, {"q": {}}]) == ["run1", "run2"]
+
+
+def test_markdown_escapes_a_pipe_in_a_run_name_once():
+    rep = analyse(["x|y", "b_c"], _info(), ["q1", "q2", "q3"], {"m": [[0.1, 0.2, 0.3], [0.2, 0.3, 0.5]]})
+    rows = rep.to_markdown().splitlines()
+    assert rows[2].startswith("| a | x\\|y | ") and "\\\\|" not in rows[2]  # one backslash: a literal pipe
+    assert rows[3].startswith("| b | b\\_c | ")
+    assert all(len(r.replace("\\|", "").split("|")) == 5 for r in rows[:4])  # 3 cells in every row
