@@ -263,7 +263,7 @@ def render(measures, *, dialect="duckdb", qrels="qrels", run="run", columns=None
         return sql
     run_map, qrels_map = _role_columns(columns, qrels_columns, ties)
     outs = output_columns(calls)
-    segs = list(group_by or [])
+    segs = list(check_log_options(qrels, group_by, label, relevance))  # group_by="date" is one column
     keys = (["run_name"] if "run_name" in run_map else []) + segs + (["query_id"] if per_query else [])
     d = info.sqlglot
 

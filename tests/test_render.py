@@ -224,6 +224,11 @@ def test_header_lists_measures_and_options():
     assert not render(["AP"], header=False).startswith("--")
 
 
+def test_header_names_a_single_group_by_column():
+    sql = render(["AP"], per_query=False, group_by="date")
+    assert "-- one row per date: date, ap, num_lists" in sql.splitlines()
+
+
 # ---------------------------------------------------------------------------------------------- per-dialect fixes
 
 
