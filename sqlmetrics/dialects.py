@@ -30,7 +30,8 @@ from sqlglot.dialects.dialect import Dialect as _SqlglotDialect
 
 from .errors import SqlmetricsError
 from .names import parse_all
-from .statement import QUERY_SETS, SCORE_PRECISIONS, TIES, Options, Source, output_columns, render_duckdb
+from .statement import (QRELS_ROLES, QUERY_SETS, SCORE_PRECISIONS, TIES, Options, Source, output_columns,
+                        render_duckdb)
 
 __all__ = ["DIALECTS", "render", "table_reference", "column_identifier", "add_sql_command", "cmd_sql"]
 
@@ -71,7 +72,6 @@ ALIASES = {"postgresql": "postgres", "pg": "postgres", "mariadb": "mysql", "chdb
 
 ID_ROLES = ("run_name", "query_id", "doc_id")
 RUN_ROLES = ("run_name", "query_id", "doc_id", "score", "rank_position")
-QRELS_ROLES = ("query_id", "doc_id", "relevance")
 
 # Placeholder names the DuckDB statement is rendered with; replaced on the parsed tree, never pasted.
 _HOLD = "sqlm_hold_"

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-from sqlglot import exp
 
 from .errors import SqlmetricsError
+from .statement import QRELS_ROLES
+from .statement import quote_identifier as _q
+from .statement import sql_literal as _lit
 
-QRELS_ROLES = ("query_id", "doc_id", "relevance")
 RUN_ROLES = ("query_id", "doc_id", "score", "rank_position")
 
 # Column names recognised without a mapping (case-insensitive). A role is guessed only when exactly one
@@ -39,14 +40,6 @@ TABULAR = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"
 DUCKDB_FILES = (".duckdb", ".ddb", ".db")
 
 _counter = itertools.count()
-
-
-def _q(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("duckdb")
-
-
-def _lit(value) -> str:
-    return exp.convert(value).sql("duckdb")
 
 
 @dataclass

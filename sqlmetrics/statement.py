@@ -40,6 +40,7 @@ from .errors import SqlmetricsError
 from .names import MeasureCall
 
 READ = "duckdb"
+QRELS_ROLES = ("query_id", "doc_id", "relevance")
 LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "num_rel", "num_nonrel")
 TIES = ("docid_desc", "docid_asc", "rank")
 QUERY_SETS = ("qrels", "intersection")
@@ -263,8 +264,14 @@ def _with_window(sql: str, partition: str, order: str) -> str:
     return tree.sql(READ)
 
 
-def _ident(name: str) -> str:
+def quote_identifier(name: str) -> str:
+    """A column or table name as one quoted DuckDB identifier, whatever characters it holds."""
     return exp.to_identifier(name, quoted=True).sql(READ)
+
+
+def sql_literal(value) -> str:
+    """A Python value as a DuckDB literal, bound by sqlglot."""
+    return exp.convert(value).sql(READ)
 
 
 @dataclass(frozen=True)
@@ -288,10 +295,10 @@ class Source:
             if role in self.expressions:
                 items.append(f"CAST(({self.expressions[role].sql(READ)}) AS {sql_type}) AS {role}")
             elif role in self.constants:
-                value = exp.convert(self.constants[role]).sql(READ)
+                value = sql_literal(self.constants[role])
                 items.append(f"CAST({value} AS {sql_type}) AS {role}")
             else:
-                items.append(f"CAST({_ident(self.columns[role])} AS {sql_type}) AS {role}")
+                items.append(f"CAST({quote_identifier(self.columns[role])} AS {sql_type}) AS {role}")
         return ", ".join(items)
 
     def table_sql(self) -> str:
