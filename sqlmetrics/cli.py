@@ -6,8 +6,8 @@
     sqlmetrics demo
 
 Exit status: 0 on success, 2 on bad usage or bad input (one paragraph on stderr, no traceback unless
---debug), 1 on an internal error. Warnings about the data go to stderr, one line each. Only what a command
-needs is imported: listing the catalogue loads neither DuckDB nor scipy.
+--debug), 1 on an internal error. Warnings about the data go to stderr, one line each. Beyond DuckDB and
+sqlglot, only what a command uses is imported: scipy, pandas and pyarrow load only on the paths that need them.
 """
 from __future__ import annotations
 
@@ -506,13 +506,11 @@ def _rows(table: tuple, fmt: str) -> str:
 
 def _trec_tag(path: str) -> str | None:
     """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
-    from .inputs import DUCKDB_FILES, TABULAR
+    from .inputs import _split_duckdb_target, file_format
 
     p = Path(path)
-    suffixes = [s.lower() for s in p.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    if (suffixes and suffixes[-1] in TABULAR) or ":" in path and path.rsplit(":", 1)[0].lower().endswith(DUCKDB_FILES):
+    # Not TREC text, or compressed with zstd, which the standard library cannot read: no tag.
+    if _split_duckdb_target(path) or file_format(p) != "trec" or p.suffix.lower() == ".zst":
         return None
     try:
         import gzip

@@ -146,15 +146,20 @@ def _numbered(view: str, offset: int) -> str:
     return f"(SELECT ROW_NUMBER() OVER () + {offset} AS line_no, * FROM {view})"
 
 
+def file_format(path: Path) -> str:
+    """'trec', or the TABULAR format its suffix names (a .gz or .zst compression suffix skipped)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".zst"):
+        suffixes = suffixes[:-1]
+    return (TABULAR.get(suffixes[-1]) if suffixes else None) or "trec"
+
+
 def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt: str | None) -> Loaded:
     if not path.exists():
         raise SqlmetricsError(f"{label}: no such file. Check the path.")
     if path.is_dir():
         raise SqlmetricsError(f"{label}: is a folder, not a file.")
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".zst"):
-        suffixes = suffixes[:-1]
-    fmt = fmt or (TABULAR.get(suffixes[-1]) if suffixes else None) or "trec"
+    fmt = fmt or file_format(path)
     if fmt == "trec":
         if columns:
             raise SqlmetricsError(f"{label}: TREC text has fixed columns; columns= applies to CSV, Parquet and tables.")

@@ -577,3 +577,12 @@ def test_sql_for_logs_writes_into_a_table(capsys):
 def test_sql_rejects_a_relevance_that_is_not_an_expression(capsys):
     code, out, err = run_cli(capsys, "sql", "-m", "AP", "--qrels", "none", "--relevance", "1; DROP TABLE x")
     assert code == 2 and "one expression only" in err and not out
+
+
+def test_trec_tag_only_from_readable_trec_text(tmp_path):
+    line = "q1 Q0 d1 1 1.0 tagx\n"
+    for name in ("run.txt", "run.zst", "run.parquet", "run.csv.gz"):
+        (tmp_path / name).write_text(line)
+    assert cli._trec_tag(str(tmp_path / "run.txt")) == "tagx"
+    for name in ("run.zst", "run.parquet", "run.csv.gz", "eval.duckdb:run"):  # zstd, tabular, or a table
+        assert cli._trec_tag(str(tmp_path / name)) is None
