@@ -81,23 +81,26 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
 
+    from .statement import QUERY_SETS, SCORE_PRECISIONS, TIES
+    from .validate import DUPLICATE_POLICIES
+
     inputs = argparse.ArgumentParser(add_help=False)
     g = inputs.add_argument_group("evaluation options")
-    g.add_argument("--queries", choices=("qrels", "intersection"), default="qrels",
+    g.add_argument("--queries", choices=QUERY_SETS, default="qrels",
                    help="average over every judged query, missing ones scoring 0 (qrels: trec_eval -c, the "
                         "default) or only over queries in both (intersection: trec_eval without -c)")
-    g.add_argument("--ties", choices=("docid_desc", "docid_asc", "rank"), default="docid_desc",
+    g.add_argument("--ties", choices=TIES, default="docid_desc",
                    help="order within equal scores: trec_eval's document id descending (default), ascending, "
                         "or the run's own rank column")
     g.add_argument("-l", "--relevance-level", type=int, default=1, metavar="N",
                    help="grades >= N are relevant (trec_eval -l; default 1)")
-    g.add_argument("--score-precision", choices=("float64", "float32"), default="float64",
+    g.add_argument("--score-precision", choices=SCORE_PRECISIONS, default="float64",
                    help="float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do")
     g.add_argument("--column", action="append", metavar="ROLE=NAME",
                    help="map a run column to a role (query_id, doc_id, score, rank_position); repeatable")
     g.add_argument("--qrels-column", action="append", metavar="ROLE=NAME",
                    help="map a qrels column to a role (query_id, doc_id, relevance); repeatable")
-    g.add_argument("--duplicates", choices=("error", "max", "first"), default="error",
+    g.add_argument("--duplicates", choices=DUPLICATE_POLICIES, default="error",
                    help="a document ranked twice for a query: refuse (default, as trec_eval), keep the "
                         "highest score, or keep the first line")
     g.add_argument("--name", action="append", metavar="NAME",

@@ -25,6 +25,7 @@ from itertools import combinations
 from pathlib import Path
 
 from .errors import SqlmetricsError
+from .statement import GMAP_FLOOR
 
 TESTS = {
     "student": "paired Student's t-test",
@@ -34,7 +35,6 @@ TESTS = {
     "tukey": "Tukey's HSD test",
 }
 CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-Bonferroni correction"}
-GMAP_FLOOR = 1e-5  # trec_eval gm_map: AP is floored at 1e-5 before the logarithm
 _TIE = 1e-12  # per-query values closer than this (relative) are a tie in win/tie/loss counts
 _TOL = 1e-9  # resampled statistics this close (relative to sum |d|) to the observed one count as "as extreme"
 

@@ -553,7 +553,7 @@ def add_sql_command(subparsers, parents=()):
     g.add_argument("--label", metavar="COLUMN", help="the run's column holding each document's grade")
     g.add_argument("--relevance", metavar="EXPR", help="a grade from the run's columns, e.g. '2*purchased + clicked'")
     g.add_argument("--into", metavar="TABLE", help="write the results to TABLE (CREATE TABLE ... AS)")
-    g.add_argument("--into-mode", choices=("create", "insert"), default="create", help="create the table, or insert into it")
+    g.add_argument("--into-mode", choices=INTO_MODES, default="create", help="create the table, or insert into it")
     p.set_defaults(func=cmd_sql)
     return p
 

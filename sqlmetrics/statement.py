@@ -41,6 +41,7 @@ from .names import MeasureCall
 
 READ = "duckdb"
 QRELS_ROLES = ("query_id", "doc_id", "relevance")
+GMAP_FLOOR = 1e-5  # trec_eval gm_map: AP is floored at 1e-5 before the logarithm
 LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "num_rel", "num_nonrel")
 TIES = ("docid_desc", "docid_asc", "rank")
 QUERY_SETS = ("qrels", "intersection")
@@ -423,7 +424,8 @@ def _aggregate_items(aggregates: list) -> list:
         if kind == "sum":
             items.append(f"SUM({col}) AS {col}")
         elif kind == "geometric":
-            items.append(f"EXP(AVG(LN(CASE WHEN {col} > 0.00001 THEN {col} ELSE 0.00001 END))) AS {col}")
+            floor = f"{GMAP_FLOOR:.5f}"
+            items.append(f"EXP(AVG(LN(CASE WHEN {col} > {floor} THEN {col} ELSE {floor} END))) AS {col}")
         else:
             items.append(f"AVG({col}) AS {col}")
     return items
