@@ -2,11 +2,12 @@
 -- description: trec_eval's bpref: each relevant document scores 1 - min(judged non-relevant above it, R) / min(N, R); unjudged and negatively judged documents are skipped.
 -- reference: trec_eval bpref (Buckley & Voorhees 2004)
 -- param rel: level
--- aliases: bpref
+-- aliases: bpref (trec_eval)
 -- aggregate: mean
 -- range: 0..1
--- nonrel_so_far counts judged non-relevant documents (0 <= relevance < level) ranked above; it is > 0
--- only when N > 0, so min(N, R) is never 0 where it is used (NULLIF only keeps engines from erroring).
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 2/3
+-- note: nonrel_so_far counts judged non-relevant documents (0 <= relevance < level) ranked above; it is > 0
+--   only when N > 0, so min(N, R) is never 0 where it is used (NULLIF only keeps engines from erroring).
 SUM(
   CASE
     WHEN is_rel = 1 AND nonrel_so_far = 0 THEN 1

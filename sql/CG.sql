@@ -9,4 +9,6 @@
 -- at: k
 -- aggregate: mean
 -- range: 0..
+-- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 3
+-- example: (gain='exp')@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 4
 SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain ELSE 0 END)

@@ -7,9 +7,11 @@
 --   exp: POWER(2, relevance) - 1
 -- param rel: level = none
 -- at: k
--- aliases: dcg@{k}, dcg, dcg_burges@{k} [gain=exp], dcg_burges [gain=exp]
+-- aliases: dcg@{k} (ranx), dcg (ranx), dcg_burges@{k} [gain=exp] (ranx), dcg_burges [gain=exp] (ranx)
 -- aggregate: mean
 -- range: 0..
--- Gains count only positive grades (and only grades >= rel when rel= is given, as ranx -l does);
--- negative grades mean "pooled, not judged".
+-- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1.8613531161
+-- example: (gain='exp')@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2.2920296742
+-- note: Gains count only positive grades (and only grades >= rel when rel= is given, as ranx -l does);
+--   negative grades mean "pooled, not judged".
 SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END)

@@ -4,8 +4,10 @@
 -- param k: cutoff = none
 -- param rel: level
 -- at: k
--- aliases: f1@{k}, f1
+-- aliases: f1@{k} (ranx), f1 (ranx)
 -- aggregate: mean
 -- range: 0..1
--- P@k divides by k and SetP by the run length, so the denominator is k, or the run length without k.
+-- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2/5
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 4/7
+-- note: P@k divides by k and SetP by the run length, so the denominator is k, or the run length without k.
 2 * CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / NULLIF(COALESCE(:k, MAX(num_ret)) + num_rel, 0)

@@ -4,9 +4,12 @@
 -- param r: fraction
 -- param rel: level
 -- at: r
--- aliases: iprec_at_recall_{r}, iprec_at_recall.{r}
+-- aliases: iprec_at_recall_{r:.2f} (trec_eval), iprec_at_recall.{r:.2f} (trec_eval)
 -- aggregate: mean
 -- range: 0..1
--- The best precision is always reached at a relevant document, so ranks without one never win; a
--- threshold that no rank reaches leaves NULL, which the renderer turns into the empty value 0.
+-- example: @0.5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: @1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
+-- example: @0 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: The best precision is always reached at a relevant document, so ranks without one never win; a
+--   threshold that no rank reaches leaves NULL, which the renderer turns into the empty value 0.
 MAX(CASE WHEN rel_so_far >= FLOOR(CAST(:r AS DOUBLE) * num_rel + 0.9) THEN CAST(rel_so_far AS DOUBLE) / rnk END)

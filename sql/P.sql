@@ -4,7 +4,10 @@
 -- param k: cutoff
 -- param rel: level
 -- at: k
--- aliases: P_{k}, P.{k}, precision@{k}
+-- aliases: P_{k} (trec_eval), P.{k} (trec_eval), precision@{k} (ranx)
 -- aggregate: mean
 -- range: 0..1
+-- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: @5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2/5
+-- example: (rel=2)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/4
 CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / :k

@@ -8,7 +8,10 @@
 --   graded: CASE WHEN relevance > 0 THEN relevance / max_relevance ELSE 0 END
 -- param rel: level
 -- at: k
--- aliases: rbp{p}
+-- aliases: rbp{p} (ranx)
 -- aggregate: mean
 -- range: 0..1
+-- example: (p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 9/16
+-- example: (p=0.5,gain='graded') qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 5/16
+-- example: (p=0.5)@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
 (1 - :p) * SUM(CASE WHEN rnk <= :k THEN :gain * POWER(:p, rnk - 1) ELSE 0 END)

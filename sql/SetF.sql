@@ -3,8 +3,10 @@
 -- reference: trec_eval set_F
 -- param beta: number = 1
 -- param rel: level
--- aliases: set_F
+-- aliases: set_F (trec_eval)
 -- aggregate: mean
 -- range: 0..1
--- With P = hits/n and R = hits/num_rel the formula simplifies to (1+beta)*hits / (beta*num_rel + n).
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 4/7
+-- example: (beta=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 6/11
+-- note: With P = hits/n and R = hits/num_rel the formula simplifies to (1+beta)*hits / (beta*num_rel + n).
 (1 + :beta) * CAST(SUM(is_rel) AS DOUBLE) / NULLIF(:beta * num_rel + MAX(num_ret), 0)

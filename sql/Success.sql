@@ -4,7 +4,9 @@
 -- param k: cutoff = none
 -- param rel: level
 -- at: k
--- aliases: success_{k}, success.{k}, hit_rate@{k}, hit_rate
+-- aliases: success_{k} (trec_eval), success.{k} (trec_eval), hit_rate@{k} (ranx), hit_rate (ranx)
 -- aggregate: mean
 -- range: 0..1
+-- example: @1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 1/2
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 1
 CAST(MAX(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE)

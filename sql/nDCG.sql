@@ -7,8 +7,11 @@
 --   exp: POWER(2, relevance) - 1
 -- param rel: level = none
 -- at: k
--- aliases: ndcg_cut_{k}, ndcg_cut.{k}, ndcg@{k}, ndcg_burges@{k} [gain=exp], ndcg_burges [gain=exp]
+-- aliases: ndcg (trec_eval), ndcg_cut_{k} (trec_eval), ndcg_cut.{k} (trec_eval), ndcg@{k} (ranx), ndcg_burges@{k} [gain=exp] (ranx), ndcg_burges [gain=exp] (ranx)
 -- aggregate: mean
 -- range: 0..1
+-- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.5945049115
+-- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.3800937667
+-- example: (gain='exp')@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.2754115524
 -- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
 SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)

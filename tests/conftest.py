@@ -30,3 +30,8 @@ def trec_eval_dir() -> Path:
 @pytest.fixture(scope="session")
 def seed_examples_path() -> Path:
     return _need(SHARED / "data" / "seed_examples.json")
+
+
+@pytest.fixture(scope="session")
+def metrics_md_path() -> Path:
+    return _need(SHARED / "METRICS.md")

@@ -1,34 +1,187 @@
-"""The catalogue (sql/ headers), the names users type, and the README table generated from them."""
+"""The catalogue: strict template headers, a measure is one file, every template's worked examples (run on
+DuckDB and SQLite), and the names users type."""
+import re
+import shutil
+import sqlite3
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from sqlmetrics import SqlmetricsError, catalogue, names
-
-REPO = Path(__file__).resolve().parent.parent
-
-# METRICS.md's catalogue, all of it: a measure missing here is missing from the product.
-CONTRACT_MEASURES = {
-    "P", "SetP", "R", "SetR", "F1", "SetF", "Success", "Hits", "RR", "AP", "GMAP", "Rprec", "Bpref", "IPrec",
-    "DCG", "nDCG", "CG", "RBP", "ERR", "Judged", "NumQ", "NumRet", "NumRel", "NumRelRet", "FirstRank",
-    "ContextPrecision",
-}
+import sqlmetrics
+from sqlmetrics import SqlmetricsError
+from sqlmetrics.catalogue import measures, names, parse, parse_all, templates, trec_name
+from sqlmetrics.cli import main
+from sqlmetrics.dialects import DIALECTS
 
 
-def test_catalogue_is_the_contract():
-    assert set(catalogue.measures()) == CONTRACT_MEASURES
+# ---------------------------------------------------------------------------------------------- a copy of sql/
 
 
-def test_readme_table_is_generated_from_sql():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert catalogue.readme_with_table(readme) == readme, "run: python -m sqlmetrics.catalogue README.md"
+@pytest.fixture
+def catalogue_copy(tmp_path, monkeypatch):
+    """The catalogue read from a copy of sql/ that a test may edit (caches cleared before and after)."""
+    folder = tmp_path / "sql"
+    shutil.copytree(templates.sql_dir(), folder)
+
+    def clear():
+        for cached in (templates.measures, templates.shared_columns, names._aliases):
+            cached.cache_clear()
+
+    monkeypatch.setattr(templates, "sql_dir", lambda: folder)
+    clear()
+    yield folder
+    clear()
 
 
-def test_every_file_declares_description_reference_and_aggregate():
-    for m in catalogue.measures().values():
-        assert m.description and m.reference, m.path
-        assert m.aggregate in ("mean", "sum", "geometric"), m.path
-        assert m.better in ("higher", "lower"), m.path
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_a_new_measure_is_one_file(catalogue_copy, capsys):
+    """sql/APTwin.sql, copied from AP.sql with only its name changed and its aliases removed, is listed,
+    evaluates to AP's numbers locally and on SQLite, and renders for every dialect."""
+    twin = catalogue_copy / "APTwin.sql"
+    text = (catalogue_copy / "AP.sql").read_text(encoding="utf-8")
+    text = text.replace("-- measure: AP\n", "-- measure: APTwin\n")
+    twin.write_text(re.sub(r"^-- aliases:.*\n", "", text, flags=re.M), encoding="utf-8")
+
+    assert main(["list", "APTwin"]) == 0
+    assert "APTwin" in capsys.readouterr().out
+    qrels = {"q1": {"d1": 1, "d2": 0, "d3": 2}, "q2": {"d1": 1, "d4": 1}}
+    run = {"q1": {"d1": 0.3, "d2": 0.9, "d3": 0.5, "d5": 0.1}, "q2": {"d4": 0.7, "d9": 0.8}}
+    local = sqlmetrics.evaluate(qrels, run, ["AP", "APTwin", "AP@2", "APTwin@2"]).aggregate
+    assert local["APTwin"] == local["AP"] and local["APTwin@2"] == local["AP@2"]
+    con = _sqlite_tables(qrels, run)
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", ["AP", "APTwin@2"], engine=con).aggregate
+    assert on_sqlite["AP"] == pytest.approx(local["AP"], abs=1e-12)
+    assert on_sqlite["APTwin@2"] == pytest.approx(local["AP@2"], abs=1e-12)
+    for dialect in DIALECTS:
+        assert "aptwin" in sqlmetrics.render(["APTwin@10"], dialect=dialect, header=False).lower()
+
+
+def test_a_repeated_alias_is_refused_naming_both_files(catalogue_copy):
+    shutil.copy(catalogue_copy / "AP.sql", catalogue_copy / "APTwin.sql")
+    _edit(catalogue_copy / "APTwin.sql", "-- measure: AP\n", "-- measure: APTwin\n")
+    with pytest.raises(SqlmetricsError, match=r"APTwin\.sql:\d+: the alias 'map' is already AP's \(.*AP\.sql:\d+\)"):
+        measures()
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("-- param k: cutoff = none", "-- paramm: k", r"AP\.sql:4: unknown header key 'paramm'"),
+    ("-- param k: cutoff = none", "-- param k: cutof = none", r"AP\.sql:4: param k: unknown type 'cutof'"),
+    ("-- param k: cutoff = none", "-- param k: cutoff = 0", r"AP\.sql:4: param k: the default '0' is not a positive"),
+    ("-- param k: cutoff = none", "-- param k: cutoff = ten", r"AP\.sql:4: param k's default: 'ten' is not a number"),
+    ("-- aggregate: mean", "-- aggregate: median", r"AP\.sql:\d+: aggregate: 'median' is not one of"),
+    ("-- at: k", "-- at: kk", r"AP\.sql:\d+: at: 'kk' is not a parameter"),
+    ("-- measure: AP", "-- measure: Ap", r"AP\.sql:1: the measure is named 'Ap' but the file 'AP\.sql'"),
+    ("-- description: ", "-- descripton: ", r"AP\.sql:2: unknown header key 'descripton'"),
+    ("-- aliases: map (trec_eval)", "-- aliases: map (trec-eval)", r"AP\.sql:\d+: alias 'map': unknown tool"),
+    ("-- aliases: map (trec_eval)", "-- aliases: map_{kk}", r"AP\.sql:\d+: alias 'map_\{kk\}' names 'kk'"),
+    ("-- example: ", "-- example: qrels: q1 d1 run: q1 d1 1 => 1\n-- example: ", r"AP\.sql:\d+: example: each qrels entry"),
+    ("-- example: ", "-- example: @2 qrels: q1 d1 1 run: q1 d1 1 => one\n-- example: ", r"AP\.sql:\d+: example: the value 'one'"),
+    ("-- example: ", "-- example: AP@2 qrels: q1 d1 1 run: q1 d1 1 => 1\n-- example: ", r"AP\.sql:\d+: example: write"),
+])
+def test_headers_are_read_strictly(catalogue_copy, old, new, message):
+    _edit(catalogue_copy / "AP.sql", old, new)
+    with pytest.raises(SqlmetricsError, match=message):
+        measures()
+
+
+def test_a_missing_key_is_named(catalogue_copy):
+    path = catalogue_copy / "AP.sql"
+    path.write_text(re.sub(r"^-- reference:.*\n", "", path.read_text(encoding="utf-8"), flags=re.M), encoding="utf-8")
+    with pytest.raises(SqlmetricsError, match=r"AP\.sql:1: the header has no `reference:` line"):
+        measures()
+
+
+def test_list_exits_2_naming_the_file_and_line(catalogue_copy, capsys):
+    _edit(catalogue_copy / "AP.sql", "-- param k: cutoff = none", "-- paramm: k")
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert f"{catalogue_copy / 'AP.sql'}:4: unknown header key 'paramm'" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------- worked examples
+
+
+def _examples():
+    return [pytest.param(m, e, id=f"{m.name}:{e.line}") for m in measures().values() for e in m.examples]
+
+
+def _expected(text: str):
+    """(value, tolerance): a fraction exactly, a decimal to half a unit of its last written digit."""
+    if text == "null":
+        return None, 0
+    if "/" in text:
+        return float(Fraction(text)), 1e-12
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return float(text), 0.5 * 10 ** -decimals + 1e-12
+
+
+def _sqlite_tables(qrels: dict, run: dict):
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE qrels (query_id TEXT, doc_id TEXT, relevance REAL)")
+    con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
+    con.executemany("INSERT INTO qrels VALUES (?, ?, ?)", [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()])
+    con.executemany("INSERT INTO run VALUES (?, ?, ?)", [(q, d, s) for q, docs in run.items() for d, s in docs.items()])
+    return con
+
+
+def _as_dicts(rows) -> dict:
+    out: dict = {}
+    for q, d, v in rows:
+        out.setdefault(q, {})[d] = v
+    return out
+
+
+def test_every_template_has_an_example():
+    assert all(m.examples for m in measures().values())
+
+
+@pytest.mark.parametrize("measure, example", _examples())
+def test_examples_on_duckdb_and_sqlite(measure, example):
+    """Every `-- example:` line of every template: the hand-computed value, on DuckDB and on SQLite."""
+    assert parse(example.call).measure.name == measure.name, f"{measure.path}:{example.line} is not an example of it"
+    qrels, run = _as_dicts(example.qrels), _as_dicts(example.run)
+    want, tolerance = _expected(example.value)
+    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call]).aggregate[example.call]
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(qrels, run)).aggregate[example.call]
+    where = f"{measure.path}:{example.line}"
+    for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
+        if want is None:
+            assert got is None, f"{where}: {engine} gives {got}, the example says null"
+        else:
+            assert got is not None and abs(got - want) <= tolerance, f"{where}: {engine} gives {got}, the example {want}"
+
+
+# ---------------------------------------------------------------------------------------------- the contract
+
+
+def test_every_measure_of_the_contract_is_in_the_catalogue(metrics_md_path):
+    """METRICS.md's catalogue table (in ../shared) names the measures; each must be a template."""
+    text = metrics_md_path.read_text(encoding="utf-8")
+    table = text.split("## The catalogue", 1)[1].split("\n\n")[2]
+    named = set()
+    for row in table.splitlines()[2:]:
+        for name in re.findall(r"`([A-Za-z][A-Za-z0-9]*)", row.split("|")[1]):
+            named.add(name)
+    assert named and named <= set(measures()), sorted(named - set(measures()))
+
+
+def test_measure_reference_covers_every_template():
+    """docs/measures.md is generated from the templates; whether the committed copy is current is a step of
+    .ci/run (`python -m sqlmetrics.catalogue.reference --check`), so that adding a measure keeps this suite green."""
+    from sqlmetrics.catalogue import reference
+
+    doc = reference.document()
+    for m in measures().values():
+        assert f"\n## {m.name}\n" in doc and all(f"`{e.call}`" in doc for e in m.examples)
+
+
+# ---------------------------------------------------------------------------------------------- names
 
 
 # (spelling, canonical form, parameters) — METRICS.md "Names", every spelling listed there.
@@ -57,23 +210,38 @@ SPELLINGS = [
 
 @pytest.mark.parametrize("text, name, params", SPELLINGS)
 def test_spellings(text, name, params):
-    call = names.parse(text)
+    call = parse(text)
     assert call.measure.name == name
     for key, value in params.items():
         assert call.values[key] == value, key
 
 
+# trec_eval's own names (as it prints them in its output files), from the templates' (trec_eval) aliases.
+TREC_NAMES = [("nDCG@10", "ndcg_cut_10"), ("nDCG", "ndcg"), ("AP", "map"), ("AP@100", "map_cut_100"), ("P@5", "P_5"),
+              ("R@1000", "recall_1000"), ("RR", "recip_rank"), ("IPrec@0.1", "iprec_at_recall_0.10"),
+              ("IPrec@1", "iprec_at_recall_1.00"), ("GMAP", "gm_map"), ("SetF", "set_F"), ("NumRelRet", "num_rel_ret"),
+              ("Success@10", "success_10"), ("Bpref", "bpref"), ("Rprec", "Rprec"), ("P_10", "P_10"),
+              # no trec_eval counterpart, or a parameter trec_eval cannot express: as given
+              ("RR@10", "RR@10"), ("P(rel=2)@5", "P(rel=2)@5"), ("ndcg_burges@10", "ndcg_burges@10"),
+              ("SetF(beta=0.5)", "SetF(beta=0.5)")]
+
+
+@pytest.mark.parametrize("text, trec", TREC_NAMES)
+def test_trec_eval_names(text, trec):
+    assert trec_name(parse(text)) == trec
+
+
 def test_canonical_form_keeps_only_given_parameters():
-    assert names.parse("ndcg_burges@10").canonical == "nDCG(gain='exp')@10"
-    assert names.parse("P_10").canonical == "P@10"
-    assert names.parse("ndcg@10-l2").canonical == "nDCG(rel=2)@10"
+    assert parse("ndcg_burges@10").canonical == "nDCG(gain='exp')@10"
+    assert parse("P_10").canonical == "P@10"
+    assert parse("ndcg@10-l2").canonical == "nDCG(rel=2)@10"
 
 
 def test_relevance_level_is_the_default_rel():
-    assert names.parse("P@5", relevance_level=2).values["rel"] == 2
-    assert names.parse("P(rel=3)@5", relevance_level=2).values["rel"] == 3
+    assert parse("P@5", relevance_level=2).values["rel"] == 2
+    assert parse("P(rel=3)@5", relevance_level=2).values["rel"] == 3
 
 
 def test_same_string_twice_is_rejected():
     with pytest.raises(SqlmetricsError, match="listed twice"):
-        names.parse_all(["P@5", "P@5"])
+        parse_all(["P@5", "P@5"])

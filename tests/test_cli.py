@@ -7,6 +7,7 @@ cross-check the golden values with pytrec_eval and scipy, so a golden is never m
 import csv
 import io
 import json
+import math
 import os
 import stat
 import subprocess
@@ -18,9 +19,10 @@ import pytest
 import scipy.stats as st
 
 import sqlmetrics
-from sqlmetrics import cli
+from sqlmetrics.catalogue import parse, split_measure_list, trec_name
+from sqlmetrics.cli import common, main
+from sqlmetrics.cli import evaluate as eval_command
 from sqlmetrics.errors import SqlmetricsError
-from sqlmetrics.names import parse
 
 GOLDEN = Path(__file__).parent / "golden" / "cli"
 REGEN = os.environ.get("SQLMETRICS_REGEN_GOLDEN") == "1"
@@ -30,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run_cli(capsys, *argv):
-    code = cli.main([str(a) for a in argv])
+    code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -115,7 +117,7 @@ def test_golden_eval_values_equal_pytrec_eval():
         checked = 0
         for q, values in ref.items():  # pytrec_eval scores the queries in both (the golden has q4 for b too)
             for measure in golden["measures"]:
-                key = cli.trec_name(parse(measure))
+                key = trec_name(parse(measure))
                 if key in values:
                     assert per_query[q][measure] == pytest.approx(values[key], abs=1e-9), (run, q, measure)
                     checked += 1
@@ -209,26 +211,26 @@ def test_trec_names_round_trip():
                  "Rprec", "bpref", "gm_map", "IPrec@0.1", "iprec_at_recall_1.00", "num_q", "NumRelRet",
                  "SetP", "SetR", "SetF", "Success@5", "success_10", "map_cut_5"]:
         call = parse(text)
-        name = cli.trec_name(call)
+        name = trec_name(call)
         back = parse(name)
         assert (back.measure.name, back.params) == (call.measure.name, call.params), (text, name)
-    assert cli.trec_name(parse("RR@10")) == "RR@10"  # no trec_eval counterpart: as given
-    assert cli.trec_name(parse("P(rel=2)@5")) == "P(rel=2)@5"
-    assert cli.trec_name(parse("ndcg_burges@10")) == "ndcg_burges@10"
-    assert cli.trec_name(parse("FirstRank")) == "FirstRank"
+    assert trec_name(parse("RR@10")) == "RR@10"  # no trec_eval counterpart: as given
+    assert trec_name(parse("P(rel=2)@5")) == "P(rel=2)@5"
+    assert trec_name(parse("ndcg_burges@10")) == "ndcg_burges@10"
+    assert trec_name(parse("FirstRank")) == "FirstRank"
 
 
 # ---------------------------------------------------------------------------------------------- eval behaviour
 
 
 def test_default_measures_are_trec_eval_official_plus_ndcg10():
-    assert cli.DEFAULT_MEASURES[:4] == ["num_q", "num_ret", "num_rel", "num_rel_ret"]
-    assert "iprec_at_recall_0.00" in cli.DEFAULT_MEASURES and "P_1000" in cli.DEFAULT_MEASURES
-    assert cli.DEFAULT_MEASURES[-1] == "nDCG@10" and len(cli.DEFAULT_MEASURES) == 30
+    assert eval_command.DEFAULT_MEASURES[:4] == ["num_q", "num_ret", "num_rel", "num_rel_ret"]
+    assert "iprec_at_recall_0.00" in eval_command.DEFAULT_MEASURES and "P_1000" in eval_command.DEFAULT_MEASURES
+    assert eval_command.DEFAULT_MEASURES[-1] == "nDCG@10" and len(eval_command.DEFAULT_MEASURES) == 30
 
 
 def test_measure_lists_split_on_top_level_commas():
-    assert cli._measure_list(["map,P@10", "RBP(p=0.8,gain='graded')", " SetF(beta=0.5) "]) == [
+    assert split_measure_list(["map,P@10", "RBP(p=0.8,gain='graded')", " SetF(beta=0.5) "]) == [
         "map", "P@10", "RBP(p=0.8,gain='graded')", "SetF(beta=0.5)"]
 
 
@@ -237,15 +239,16 @@ def test_stdin_run_and_sniffed_formats(capsys, in_golden, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((GOLDEN / "a.run").read_bytes())))
     code, out, err = run_cli(capsys, "eval", "qrels.txt", "-", "-m", FEW)
     assert code == 0 and out == expected and err == ""
-    assert cli._sniff_suffix(b"qid,docid,score\nq1,d1,1\n") == ".csv"
-    assert cli._sniff_suffix(b"query_id\tdoc_id\tscore\n") == ".tsv"
-    assert cli._sniff_suffix(b'{"qid": "q1"}\n') == ".jsonl"
-    assert cli._sniff_suffix(b"PAR1....") == ".parquet"
+    assert common._sniff_suffix(b"qid,docid,score\nq1,d1,1\n") == ".csv"
+    assert common._sniff_suffix(b"query_id\tdoc_id\tscore\n") == ".tsv"
+    assert common._sniff_suffix(b'{"qid": "q1"}\n') == ".jsonl"
+    assert common._sniff_suffix(b"PAR1....") == ".parquet"
     import gzip
 
-    assert cli._sniff_suffix(gzip.compress(b"q1 Q0 d1 1 2.0 x\n")) == ".txt.gz"
+    assert common._sniff_suffix(gzip.compress(b"q1 Q0 d1 1 2.0 x\n")) == ".txt.gz"
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_stdin_csv_through_a_subprocess(tmp_path):
     data = "qid,docid,score\nq1,d1,3\nq1,d7,2\nq2,d10,1\nq9,d1,1\n"
     proc = subprocess.run([sys.executable, "-m", "sqlmetrics", "eval", str(GOLDEN / "qrels.txt"), "-", "-m", "P@1",
@@ -277,7 +280,7 @@ def test_output_failure_midway_leaves_nothing(capsys, in_golden, tmp_path, monke
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cli.os, "replace", broken_replace)
+    monkeypatch.setattr(common.os, "replace", broken_replace)
     code, out, err = run_cli(capsys, "eval", "qrels.txt", "a.run", "-o", target)
     assert code == 2 and "No space left on device" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
@@ -327,7 +330,7 @@ BAD = [
     (["eval", "qrels.txt", "{bad_score}"], "'abc', which is not a finite number"),
     (["eval", "qrels.txt", "{dup}"], "--duplicates max"),
     (["eval", "{empty}", "a.run"], "has no rows"),
-    (["eval", "qrels.txt", "a.run", "--column", "score"], "--column takes ROLE=COLUMN"),
+    (["eval", "qrels.txt", "a.run", "--column", "score"], "--column takes ROLE=NAME"),
     (["eval", "qrels.txt", "{csv}"], "no column for 'score'"),
     (["eval", "qrels.txt", "{csv}", "--column", "foo=bm"], "unknown role 'foo'"),
     (["eval", "qrels.txt", "{csv}", "--column", "score=bm25"], "maps 'score' to 'bm25', which is not a column"),
@@ -392,7 +395,7 @@ def test_bad_input_exits_2_with_one_paragraph(argv, message, capsys, in_golden, 
 ])
 def test_usage_errors_exit_2(argv, capsys, in_golden):
     with pytest.raises(SystemExit) as exc:
-        cli.main(argv)
+        main(argv)
     assert exc.value.code == 2
     out, err = capsys.readouterr()
     assert "usage:" in err and "Traceback" not in err
@@ -400,19 +403,20 @@ def test_usage_errors_exit_2(argv, capsys, in_golden):
 
 def test_debug_shows_the_traceback(in_golden):
     with pytest.raises(SqlmetricsError):
-        cli.main(["eval", "qrels.txt", "a.run", "-m", "foo", "--debug"])
+        main(["eval", "qrels.txt", "a.run", "-m", "foo", "--debug"])
 
 
 def test_internal_error_exits_1_without_traceback(capsys, in_golden, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("something broke\nsecond line")
 
-    monkeypatch.setattr(sys.modules["sqlmetrics.evaluate"], "evaluate", boom)
+    monkeypatch.setattr(eval_command, "evaluate", boom)
     code, out, err = run_cli(capsys, "eval", "qrels.txt", "a.run")
     assert code == 1 and "internal error: RuntimeError: something broke" in err and "Traceback" not in err
     assert "second line" not in err
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_bad_input_through_the_real_command_has_no_traceback():
     proc = subprocess.run([sys.executable, "-m", "sqlmetrics", "eval", str(GOLDEN / "qrels.txt"), str(GOLDEN / "qrels.txt")],
                           capture_output=True, text=True)
@@ -437,7 +441,8 @@ def test_broken_pipe_is_quiet():
 
 
 def test_list(capsys):
-    from sqlmetrics.catalogue import markdown_table, measures
+    from sqlmetrics.catalogue import measures
+    from sqlmetrics.catalogue.reference import table as markdown_table
 
     code, out, err = run_cli(capsys, "list")
     assert code == 0
@@ -448,7 +453,7 @@ def test_list(capsys):
     data = json.loads(out)
     assert [d["name"] for d in data] == list(measures())
     ap = next(d for d in data if d["name"] == "AP")
-    assert "map" in ap["aliases"] and ap["parameters"][0] == {
+    assert {"name": "map", "tool": "trec_eval"} in ap["aliases"] and ap["parameters"][0] == {
         "name": "k", "type": "cutoff", "default": "whole ranking", "required": False, "bound_by_at": True}
     code, out, err = run_cli(capsys, "list", "-f", "markdown")
     assert out == markdown_table() + "\n"
@@ -499,6 +504,7 @@ sys.exit(code)
 
 # Start-up is most of a small evaluation's time: the commands read files and print text, so they import
 # neither pyarrow (~0.15 s) nor the statistics and frame libraries (compare's tests are its own code).
+@pytest.mark.slow  # a fresh interpreter each
 @pytest.mark.parametrize("argv", [["demo"], ["eval", "{q}", "{r}"], ["eval", "{q}", "{r}", "-q", "-f", "csv"],
                                   ["compare", "{q}", "{r}", "{r2}", "--test", "fisher", "--n-resamples", "500"]])
 def test_commands_import_only_what_they_use(argv):
@@ -519,20 +525,21 @@ class FakeTTY(io.StringIO):
 
 def test_progress_shows_only_on_a_terminal_and_after_the_delay():
     tty = FakeTTY()
-    with cli.Progress("evaluating 2 runs", stream=tty, delay=0.05, interval=0.01) as p:
+    with common.Progress("evaluating 2 runs", stream=tty, delay=0.05, interval=0.01) as p:
         time.sleep(0.3)
     text = tty.getvalue()
     assert p.shown and "evaluating 2 runs" in text and text.endswith("\r\033[K")
     quick = FakeTTY()
-    with cli.Progress("x", stream=quick, delay=5):
+    with common.Progress("x", stream=quick, delay=5):
         pass
     assert quick.getvalue() == ""
     piped = io.StringIO()
-    with cli.Progress("x", stream=piped, delay=0) as p:
+    with common.Progress("x", stream=piped, delay=0) as p:
         time.sleep(0.05)
     assert piped.getvalue() == "" and p._thread is None
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_piped_commands_print_nothing_extra():
     proc = subprocess.run([sys.executable, "-m", "sqlmetrics", "eval", str(GOLDEN / "qrels.txt"), str(GOLDEN / "a.run"),
                            "-m", "AP"], capture_output=True, text=True)
@@ -547,18 +554,37 @@ LOG_OPTIONS = ["--ties", "rank", "--column", "query_id=session", "--column", "do
                "--column", "rank_position=position"]
 
 
+def _ndcg_at(gains_in_order: list, k: int) -> float:
+    """nDCG@k of one labelled list, its ideal ranking from its own labels (linear gain, log2 discount)."""
+    def dcg(gains):
+        return sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]) if g > 0)
+    ideal = dcg(sorted(gains_in_order, reverse=True))
+    return dcg(gains_in_order) / ideal if ideal > 0 else 0.0
+
+
 def test_eval_segments_print_the_per_group_table(capsys):
     code, out, err = run_cli(capsys, "eval", "none", LOG, "-m", "nDCG@5,RR", "--group-by", "arm",
                              "--relevance", "2*purchased + clicked", "-f", "json", *LOG_OPTIONS)
     assert code == 0, err
-    res = sqlmetrics.evaluate(None, LOG, ["nDCG@5", "RR"], group_by=["arm"], relevance="2*purchased + clicked",
-                              ties="rank", columns={"query_id": "session", "doc_id": "doc", "rank_position": "position"})
-    expected = {r["arm"]: r for r in res.per_group.to_pylist()}
+    # The expectation straight from the log, in Python: one list per (arm, session), in position order.
+    import pyarrow.parquet as pq
+
+    lists: dict = {}
+    for row in pq.read_table(LOG).to_pylist():
+        grade = 2 * int(row["purchased"]) + int(row["clicked"])
+        lists.setdefault((row["arm"], row["session"]), []).append((row["position"], grade))
+    expected: dict = {}
+    for (arm, _session), rows in lists.items():
+        gains = [g for _, g in sorted(rows)]
+        first = next((i + 1 for i, g in enumerate(gains) if g >= 1), None)
+        expected.setdefault(arm, []).append((_ndcg_at(gains, 5), 1 / first if first else 0.0))
     got = {r["arm"]: r for r in json.loads(out)}
     assert set(got) == set(expected) == {"control", "treatment"}
     for arm, row in got.items():
-        assert row["nDCG@5"] == pytest.approx(expected[arm]["nDCG@5"], abs=1e-12)
-        assert row["num_lists"] == expected[arm]["num_lists"]
+        values = expected[arm]
+        assert row["num_lists"] == len(values)
+        assert row["nDCG@5"] == pytest.approx(math.fsum(v[0] for v in values) / len(values), abs=1e-12)
+        assert row["RR"] == pytest.approx(math.fsum(v[1] for v in values) / len(values), abs=1e-12)
 
 
 def test_eval_none_qrels_needs_label_or_relevance(capsys):
@@ -583,6 +609,6 @@ def test_trec_tag_only_from_readable_trec_text(tmp_path):
     line = "q1 Q0 d1 1 1.0 tagx\n"
     for name in ("run.txt", "run.zst", "run.parquet", "run.csv.gz"):
         (tmp_path / name).write_text(line)
-    assert cli._trec_tag(str(tmp_path / "run.txt")) == "tagx"
+    assert eval_command._trec_tag(str(tmp_path / "run.txt")) == "tagx"
     for name in ("run.zst", "run.parquet", "run.csv.gz", "eval.duckdb:run"):  # zstd, tabular, or a table
-        assert cli._trec_tag(str(tmp_path / name)) is None
+        assert eval_command._trec_tag(str(tmp_path / name)) is None

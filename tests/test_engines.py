@@ -33,8 +33,10 @@ from sqlmetrics.catalogue import measures as catalogue
 from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.engines import evaluate_on
 
-# pyspark 4 warns on import that it has not caught up with pandas 3; it does not use pandas here.
-pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+# Servers, JVMs and drivers: left out of the fast suite (`pytest -m 'not slow'`), run by .ci/run. pyspark 4
+# warns on import that it has not caught up with pandas 3; it does not use pandas here.
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")]
 
 REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
 PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",

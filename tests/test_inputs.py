@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sqlmetrics
+from sqlmetrics import SqlmetricsError
 
 QRELS = [("q1", "d1", 1), ("q1", "d2", 0), ("q1", "d3", 2), ("q1", "d4", -1), ("q2", "a", 1), ("q2", "b", 1),
          ("q3", "x", 0)]
@@ -87,7 +88,11 @@ def test_trec_blank_lines_are_skipped(tmp_path):
 def test_csv_tsv_with_mapped_and_recognised_columns(tmp_path):
     pd.DataFrame(QRELS, columns=["qid", "docno", "label"]).to_csv(tmp_path / "qrels.csv", index=False)
     pd.DataFrame(RUN, columns=["q", "doc", "bm25"]).to_csv(tmp_path / "run.tsv", sep="\t", index=False)
-    check(evaluate(tmp_path / "qrels.csv", tmp_path / "run.tsv", columns={"query_id": "q", "score": "bm25"}))
+    # columns= maps both tables wherever the role exists; qrels_columns= overrides it for the qrels.
+    check(evaluate(tmp_path / "qrels.csv", tmp_path / "run.tsv", columns={"query_id": "q", "score": "bm25"},
+                   qrels_columns={"query_id": "qid"}))
+    with pytest.raises(SqlmetricsError, match="'q', which is not a column .*qrels_columns= overrides it"):
+        evaluate(tmp_path / "qrels.csv", tmp_path / "run.tsv", columns={"query_id": "q", "score": "bm25"})
 
 
 def test_parquet_and_jsonl(tmp_path):

@@ -62,7 +62,8 @@ def test_per_segment_equals_each_segment_alone(log, mode):
         kwargs.update(label="rating")
         qrels = None
     else:  # editor judgments per (query, doc) as qrels; the log's lists are keyed by session
-        qrels = duckdb.sql("SELECT DISTINCT query AS query_id, doc AS doc_id, rating AS relevance FROM log "
+        # Named as the log names them: columns= maps both tables.
+        qrels = duckdb.sql("SELECT DISTINCT query, doc, rating AS relevance FROM log "
                            "WHERE rating IS NOT NULL").to_arrow_table()
         log = log.drop_columns(["rating"])
         kwargs["columns"] = {**LOG_COLUMNS, "query_id": "query"}
@@ -431,6 +432,7 @@ def loaded_logs(engines, log):
                 pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(ENGINE_CASES))
 @pytest.mark.parametrize("engine_name", list(FACTORIES))
 def test_logs_on_engine_equal_duckdb(engine_name, case, loaded_logs):
@@ -480,13 +482,14 @@ def _into_target(engine, tmp_path) -> str:
     return engine.tables["run"][: -len("run")] + "sqlm_results"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine_name", list(FACTORIES))
 def test_render_into_executes_on_engine(engine_name, loaded_logs, tmp_path):
     """into= on every engine: CREATE TABLE ... AS, then INSERT INTO (where the engine has it); the table read
     back holds evaluate()'s per-segment rows on DuckDB (twice after the insert)."""
     from sqlmetrics.engines import _fetch
-    from sqlmetrics.names import parse_all
-    from sqlmetrics.statement import output_columns
+    from sqlmetrics.catalogue import parse_all
+    from sqlmetrics.plan import output_columns
 
     get, rows = loaded_logs
     engine, table = get(engine_name)

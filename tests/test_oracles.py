@@ -40,6 +40,10 @@ from hypothesis import strategies as st
 
 import sqlmetrics
 
+# Thousands of values against pytrec_eval, ranx (numba compiles at first use: about two minutes cold) and
+# ir_measures: the full suite's (`.ci/run`); the fast one keeps the hand-computed and trec_eval checks.
+pytestmark = pytest.mark.slow
+
 # Scale with SQLMETRICS_ORACLE_EXAMPLES for a longer soak; the default keeps the file near a minute and a half on 2 cores.
 _N = int(os.environ.get("SQLMETRICS_ORACLE_EXAMPLES", "30"))
 _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

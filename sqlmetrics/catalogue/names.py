@@ -1,0 +1,234 @@
+"""Measure names: the ir_measures grammar is canonical, trec_eval and ranx spellings are aliases.
+
+    nDCG@10   P(rel=2)@5   RBP(p=0.8)   SetF(beta=0.5)   nDCG(gain='exp')@10   IPrec@0.5
+    P_10  P.10  map_cut_100  ndcg_cut.10  iprec_at_recall_0.10  (trec_eval)
+    precision@5  ndcg_burges@10  rbp.95  r-precision  ndcg@10-l2  (ranx; -l2 sets rel=2)
+
+Every name is parsed and its parameters validated before any data is read.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import SqlmetricsError
+from .templates import ABSENT, PARAM_TYPES, Alias, Measure, Param, measures
+
+
+@dataclass(frozen=True)
+class MeasureCall:
+    """One requested measure: the string as the caller wrote it, its template and bound parameters."""
+
+    text: str
+    measure: Measure
+    params: tuple  # ((name, value), ...) for every declared parameter, defaults filled in
+    given: frozenset = frozenset()  # the parameters the caller wrote (the rest are defaults)
+
+    @property
+    def values(self) -> dict:
+        return dict(self.params)
+
+    @property
+    def canonical(self) -> str:
+        """The ir_measures spelling, with only the parameters that differ from their defaults."""
+        m, vals = self.measure, self.values
+        inner = []
+        for p in m.params.values():
+            if p.name == m.at or p.name not in self.given:
+                continue
+            v = vals[p.name]
+            inner.append(f"{p.name}={v!r}" if isinstance(v, str) else f"{p.name}={_fmt(v)}")
+        text = m.name + (f"({','.join(inner)})" if inner else "")
+        if m.at and vals[m.at] is not ABSENT:
+            text += f"@{_fmt(vals[m.at])}"
+        return text
+
+
+def _fmt(v) -> str:
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+_NUMBER = r"[0-9]*\.?[0-9]+"
+_CANONICAL = re.compile(r"^(?P<name>[A-Za-z_][\w-]*?)(?:\((?P<params>[^()]*)\))?(?:@(?P<at>[^@()]+))?$")
+_RANX_LEVEL = re.compile(r"^(?P<base>.+)-l(?P<rel>-?\d+)$")
+
+
+def _alias_regex(alias: Alias, measure: Measure) -> re.Pattern:
+    """`map_cut_{k}` -> a regex with a named group per parameter (`{r:.2f}` reads any number too)."""
+    regex = ""
+    for part in re.split(r"(\{\w+(?::[^}]*)?\})", alias.text):
+        name = re.fullmatch(r"\{(\w+)(?::[^}]*)?\}", part)
+        regex += rf"(?P<{name.group(1)}>{_NUMBER})" if name else re.escape(part)
+    return re.compile(f"^{regex}$", re.IGNORECASE)
+
+
+@lru_cache(maxsize=None)
+def _aliases() -> list:
+    return [(_alias_regex(a, m), a.fixed, m) for m in measures().values() for a in m.aliases]
+
+
+def _all_spellings() -> list[str]:
+    names = []
+    for m in measures().values():
+        names.append(f"{m.name}@k" if m.at and m.params[m.at].required else m.name)
+        names.extend(re.sub(r"\{\w+(?::[^}]*)?\}", "10", a.text) for a in m.aliases)
+    return names
+
+
+def _unknown(text: str, what: str) -> SqlmetricsError:
+    base = re.split(r"[@(_.]", text)[0] or text
+    close = difflib.get_close_matches(text, _all_spellings(), n=4, cutoff=0.5) or difflib.get_close_matches(
+        base, _all_spellings(), n=4, cutoff=0.5
+    )
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return SqlmetricsError(f"unknown measure {text!r}: {what}.{hint} `sqlmetrics list` shows the catalogue.")
+
+
+def _convert(measure: Measure, p: Param, raw, text: str):
+    """Validate one parameter value (from the name string or a default) against its type."""
+    where = f"measure {text!r}, parameter {p.name!r}"
+    if p.type == "choice":
+        value = str(raw).strip().strip("'\"")
+        if value not in p.options:
+            raise SqlmetricsError(f"{where}: {value!r} is not one of {', '.join(p.options)}.")
+        return value
+    if isinstance(raw, str):
+        raw = raw.strip().strip("'\"")
+        try:
+            raw = float(raw)
+        except ValueError:
+            raise SqlmetricsError(f"{where}: {raw!r} is not a number; it must be {PARAM_TYPES[p.type]}.") from None
+    value = float(raw)
+    if math.isnan(value) or math.isinf(value):
+        raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {raw!r}.")
+    if p.type in ("cutoff", "level"):
+        if not value.is_integer() or (p.type == "cutoff" and value < 1):
+            raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
+        return int(value)
+    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0}[p.type]
+    if not ok:
+        raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
+    return value
+
+
+def _bind(measure: Measure, given: dict, text: str, relevance_level: int) -> MeasureCall:
+    for name in given:
+        if name not in measure.params:
+            close = difflib.get_close_matches(name, list(measure.params), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            known = ", ".join(measure.params) or "none"
+            raise SqlmetricsError(
+                f"measure {text!r}: {measure.name} has no parameter {name!r} (its parameters: {known}).{hint}"
+            )
+    bound = []
+    for p in measure.params.values():
+        if p.name in given:
+            value = _convert(measure, p, given[p.name], text)
+        elif p.required:
+            if p.name == measure.at:
+                raise SqlmetricsError(
+                    f"measure {text!r}: {measure.name} needs a cutoff, e.g. {measure.name}@10"
+                    + (" (or SetP for set precision)" if measure.name == "P" else "")
+                    + (" (or SetR for set recall)" if measure.name == "R" else "")
+                    + "."
+                )
+            raise SqlmetricsError(f"measure {text!r}: parameter {p.name!r} is required.")
+        elif p.default == "relevance_level":
+            value = relevance_level
+        else:
+            value = p.default
+        bound.append((p.name, value))
+    return MeasureCall(text, measure, tuple(bound), frozenset(given))
+
+
+def _split_params(raw: str, text: str) -> dict:
+    given = {}
+    for pair in filter(None, (s.strip() for s in raw.split(","))):
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise SqlmetricsError(f"measure {text!r}: parameters are written name=value, got {pair!r}.")
+        given[key.strip()] = value.strip()
+    return given
+
+
+def parse(text: str, relevance_level: int = 1) -> MeasureCall:
+    """Parse one measure string, in any accepted spelling, into a bound MeasureCall."""
+    if not isinstance(text, str) or not text.strip():
+        raise SqlmetricsError(f"a measure must be a non-empty string such as 'nDCG@10', got {text!r}.")
+    s = text.strip()
+    catalogue = measures()
+    by_lower = {name.lower(): m for name, m in catalogue.items()}
+
+    given: dict = {}
+    base = s
+    if m := _RANX_LEVEL.match(s):  # ranx: ndcg@10-l2
+        base, given["rel"] = m.group("base"), m.group("rel")
+
+    # trec_eval and ranx aliases first: `map`, `P_10` and `ndcg_cut.10` are not canonical syntax.
+    for regex, fixed, measure in _aliases():
+        if m := regex.match(base):
+            captured = {k: v for k, v in m.groupdict().items() if v is not None}
+            if "p" in captured and "." not in captured["p"]:
+                captured["p"] = "0." + captured["p"]  # ranx rbp.95 means p = 0.95
+            return _bind(measure, {**fixed, **captured, **given}, text, relevance_level)
+
+    m = _CANONICAL.match(base)
+    if not m:
+        raise _unknown(text, "it is not of the form Name, Name@k or Name(param=value)@k")
+    name = m.group("name")
+    measure = catalogue.get(name) or by_lower.get(name.lower())
+    if measure is None:
+        raise _unknown(text, f"there is no measure called {name!r}")
+    if m.group("params"):
+        given.update(_split_params(m.group("params"), text))
+    if m.group("at") is not None:
+        if not measure.at:
+            raise SqlmetricsError(f"measure {text!r}: {measure.name} takes no @ value (it has no cutoff).")
+        given[measure.at] = m.group("at")
+    return _bind(measure, given, text, relevance_level)
+
+
+def parse_all(texts, relevance_level: int = 1) -> list[MeasureCall]:
+    if isinstance(texts, str):
+        texts = [texts]
+    calls = [parse(t, relevance_level) for t in texts]
+    seen = set()
+    for c in calls:
+        if c.text in seen:
+            raise SqlmetricsError(f"measure {c.text!r} is listed twice; results are keyed by the string as passed.")
+        seen.add(c.text)
+    return calls
+
+
+def trec_name(call: MeasureCall) -> str:
+    """trec_eval's name for a measure (nDCG@10 -> ndcg_cut_10), from the header's `(trec_eval)` aliases: the
+    first one whose placeholders are exactly the parameters the caller gave. Else the text as given."""
+    given = set(call.given)
+    for alias in call.measure.aliases:
+        if alias.tool == "trec_eval" and not alias.fixed and set(alias.captures) == given:
+            text = alias.text
+            for name, spec in alias.captures.items():
+                value = call.values[name]
+                shown = format(value, spec) if spec else _fmt(value)
+                text = re.sub(r"\{" + name + r"(?::[^}]*)?\}", shown, text)
+            return text
+    return call.text
+
+
+def split_measure_list(values) -> list:
+    """Measure strings from repeated and comma-separated options: `-m P@5,nDCG(gain='exp')@10 -m AP`
+    (commas inside parentheses belong to the measure)."""
+    out = []
+    for value in values or []:
+        depth, start = 0, 0
+        for i, ch in enumerate(value):
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch == "," and depth == 0:
+                out.append(value[start:i])
+                start = i + 1
+        out.append(value[start:])
+    return [m.strip() for m in out if m.strip()]

@@ -1,0 +1,112 @@
+"""The documents generated from declarations: docs/measures.md from the sql/ headers, and the README's
+option table from sqlmetrics.options.
+
+    python -m sqlmetrics.catalogue.reference           # rewrite both (in the current folder's checkout)
+    python -m sqlmetrics.catalogue.reference --check   # exit 1 when either is stale (CI)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..options import options_table
+from .templates import Measure, measures
+
+MEASURES_DOC = Path("docs") / "measures.md"
+README = Path("README.md")
+OPTIONS_START, OPTIONS_END = "<!-- options:start -->", "<!-- options:end -->"
+
+
+def _params(m: Measure) -> str:
+    return ", ".join(
+        f"`{'@' if p.name == m.at else ''}{p.name}`"
+        + (f" {'/'.join(p.options)}" if p.type == "choice" else f" {p.type}")
+        + f" ({p.describe_default()})"
+        for p in m.params.values()) or "–"
+
+
+def _aliases(m: Measure, tool) -> str:
+    return ", ".join(f"`{a.pattern}`" for a in m.aliases if a.tool == tool)
+
+
+def _range(m: Measure) -> str:
+    low, high = m.range
+    show = lambda v: "" if v is None else (str(int(v)) if float(v).is_integer() else str(v))  # noqa: E731
+    return f"{show(low)}..{show(high)}" if m.range != (None, None) else "–"
+
+
+def table() -> str:
+    """One row per measure: what `sqlmetrics list -f markdown` prints."""
+    rows = ["| measure | parameters (default) | aggregate | trec_eval | ranx | what it is |",
+            "|---|---|---|---|---|---|"]
+    for m in measures().values():
+        rows.append(f"| [`{m.name}`](#{m.name.lower()}) | {_params(m)} | {m.aggregate} | "
+                    f"{_aliases(m, 'trec_eval') or '–'} | {_aliases(m, 'ranx') or '–'} | {m.description} |")
+    return "\n".join(rows)
+
+
+def document() -> str:
+    parts = [
+        "# Measure reference",
+        "",
+        "Generated from the headers of `sql/*.sql` by `python -m sqlmetrics.catalogue.reference`; do not edit "
+        "by hand (CI fails when this file is stale). Names follow ir_measures (`nDCG@10`, `P(rel=2)@5`, "
+        "`RBP(p=0.9)`); the aliases are trec_eval's and ranx's spellings. `sqlmetrics list NAME` shows what "
+        "any spelling resolves to.",
+        "",
+        table(),
+    ]
+    for m in measures().values():
+        other = _aliases(m, None) + (", " if _aliases(m, None) and _aliases(m, "ir_measures") else "") \
+            + _aliases(m, "ir_measures")
+        parts += [
+            "", f"## {m.name}", "", m.description, "",
+            f"- parameters: {_params(m)}",
+            f"- aggregate over lists: {m.aggregate}; {m.better} is better; range {_range(m)}; "
+            f"a list with nothing ranked scores {'null' if m.empty is None else f'{m.empty:g}'}",
+            f"- trec_eval: {_aliases(m, 'trec_eval') or '–'}",
+            f"- ranx: {_aliases(m, 'ranx') or '–'}",
+            *([f"- also accepted: {other}"] if other else []),
+            f"- reference: {m.reference}",
+            "- worked examples (checked by the test suite on DuckDB and SQLite):",
+            *(f"  - `{e.call}` on qrels `{', '.join(' '.join(map(_cell, r)) for r in e.qrels)}` and run "
+              f"`{', '.join(' '.join(map(_cell, r)) for r in e.run)}` = **{e.value}**" for e in m.examples),
+            "",
+            f"```sql\n{m.body}\n```",
+        ]
+    return "\n".join(parts) + "\n"
+
+
+def _cell(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def readme_with_options(readme: str) -> str:
+    head, start, rest = readme.partition(OPTIONS_START)
+    _, end, tail = rest.partition(OPTIONS_END)
+    if not (start and end):
+        raise SystemExit(f"README.md has no {OPTIONS_START} ... {OPTIONS_END} block for the option table")
+    return f"{head}{OPTIONS_START}\n{options_table()}\n{OPTIONS_END}{tail}"
+
+
+def main(argv=None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    roots = [a for a in args if a != "--check"]
+    root = Path(roots[0]) if roots else Path(".")
+    readme = (root / README).read_text(encoding="utf-8")
+    wanted = {root / MEASURES_DOC: document(), root / README: readme_with_options(readme)}
+    stale = [path for path, text in wanted.items()
+             if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    if check:
+        for path in stale:
+            print(f"{path} is stale: run `python -m sqlmetrics.catalogue.reference`", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(wanted[path], encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

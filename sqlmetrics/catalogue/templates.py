@@ -1,0 +1,351 @@
+"""The measure templates: every `sql/<Name>.sql` file is one measure, its header comment is its metadata.
+
+A header is the block of `--` lines before the SQL body. Each line is one key, or an indented (`--   `)
+continuation of the key above it. Keys, parsed strictly (an unknown key, a missing required one or a bad
+value is an error naming the file and line):
+
+    measure: Name                          required; the file's name
+    description: text                      required
+    reference: text                        required: where the definition comes from
+    param NAME: TYPE [= DEFAULT]           a typed parameter (PARAM_TYPES); no default: required. A
+                                           `choice` lists its options on continuation lines `NAME: SQL`
+    at: NAME                               the parameter that `@` binds (`P@10` -> k=10, `IPrec@0.5` -> r)
+    aliases: A (tool), B [p=v], ...        other spellings: `{k}` captures a parameter (`{r:.2f}` also
+                                           says how trec_eval prints it), `[p=v]` fixes one, `(tool)` says
+                                           whose name it is (trec_eval, ranx, ir_measures)
+    aggregate: mean | sum | geometric      how per-list values become one number (default mean)
+    better: higher | lower                 (default higher)
+    empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
+    range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
+    window NAME: SQL                       a running value over the ranked list, read by the body as NAME
+    ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
+    note: text                             a remark about the SQL, for the reader (continuation lines)
+    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... => VALUE
+                                           required, repeatable: a hand-computed value of this measure with
+                                           PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
+                                           tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
+                                           a/b, or null)
+
+`sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import SqlmetricsError
+
+PARAM_TYPES = {
+    "cutoff": "a positive integer (a rank cutoff)",
+    "level": "an integer relevance grade",
+    "prob": "a number strictly between 0 and 1",
+    "fraction": "a number between 0 and 1",
+    "number": "a positive number",
+    "choice": "one of the listed options",
+}
+TOOLS = ("trec_eval", "ranx", "ir_measures")
+AGGREGATES = ("mean", "sum", "geometric")
+
+# `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
+# and `relevance_level` means the evaluation's relevance level.
+ABSENT = None
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: object  # a value, ABSENT, "relevance_level", or "max_relevance" (a column) for `number`
+    required: bool
+    options: dict = field(default_factory=dict)  # choice: option -> SQL fragment
+
+    def describe_default(self) -> str:
+        if self.required:
+            return "required"
+        if self.default is ABSENT:
+            return "whole ranking" if self.type == "cutoff" else "none"
+        if self.default == "relevance_level":
+            return "the evaluation's level"
+        return str(self.default)
+
+
+@dataclass(frozen=True)
+class Alias:
+    pattern: str  # as written, without its tool tag: `map_cut_{k}`, `ndcg_burges@{k} [gain=exp]`
+    tool: str | None  # whose spelling it is, when the header says so
+    line: int
+
+    @property
+    def text(self) -> str:
+        """The spelling without its fixed parameters."""
+        return self.pattern.split("[")[0].strip()
+
+    @property
+    def fixed(self) -> dict:
+        m = re.search(r"\[(.*)\]\s*$", self.pattern)
+        if not m:
+            return {}
+        return dict((k.strip(), v.strip()) for k, _, v in (p.partition("=") for p in m.group(1).split(",")))
+
+    @property
+    def captures(self) -> dict:
+        """{parameter: format spec} of the `{name}` / `{name:spec}` placeholders."""
+        return {m.group(1): m.group(2) or "" for m in re.finditer(r"\{(\w+)(?::([^}]*))?\}", self.text)}
+
+
+@dataclass(frozen=True)
+class Example:
+    line: int
+    call: str  # the measure string: the template's name and the example's parameters
+    qrels: tuple  # ((query, doc, grade), ...)
+    run: tuple  # ((query, doc, score), ...)
+    value: str  # as written: a decimal, a fraction a/b, or null
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    description: str
+    reference: str
+    params: dict  # name -> Param, in declaration order
+    at: str | None
+    aliases: tuple  # Alias, in order
+    aggregate: str
+    better: str
+    empty: float | None
+    range: tuple  # (low, high); high None: unbounded
+    body: str
+    windows: dict  # name -> SQL
+    ideals: dict  # name -> SQL
+    examples: tuple  # Example, in order
+    path: Path
+
+
+@dataclass(frozen=True)
+class SharedColumn:
+    name: str
+    scope: str  # row | window | query | collection
+    sql: str
+
+
+_LINE = re.compile(r"^--(.*)$")
+_KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>.*)$")
+_CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
+_SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range")
+_NAMED = ("param", "window", "ideal")
+_REPEATED = ("note", "example")
+_REQUIRED = ("measure", "description", "reference", "range", "example")
+_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)\s*=>\s*(?P<value>\S+)$")
+_VALUE = re.compile(r"^(null|-?\d+(\.\d+)?|-?\d+/\d+)$")
+_ALIAS_TAG = re.compile(r"^(?P<pattern>.+?)\s*\((?P<tool>[\w-]+)\)$")
+
+
+def _split(text: str) -> tuple[list[tuple[int, str]], str, int]:
+    """(numbered header lines, body, the body's first line number)."""
+    header = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _LINE.match(line)
+        if not m:
+            return header, "\n".join(lines[i:]).strip(), i + 1
+        header.append((i + 1, m.group(1)))
+    return header, "", len(lines) + 1
+
+
+class _Reader:
+    """Reads one template's header, failing at the first line it cannot read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, line: int, what: str) -> SqlmetricsError:
+        return SqlmetricsError(f"{self.path}:{line}: {what}")
+
+    def number(self, line, raw, what):
+        try:
+            return float(raw)
+        except ValueError:
+            raise self.fail(line, f"{what}: {raw!r} is not a number.") from None
+
+    def param(self, line: int, name: str, value: str) -> Param:
+        m = re.fullmatch(r"(\w+)\s*(?:=\s*(\S+))?", value.strip())
+        if not m:
+            raise self.fail(line, f"param {name}: write `param {name}: TYPE` or `param {name}: TYPE = DEFAULT`.")
+        ptype, raw = m.groups()
+        if ptype not in PARAM_TYPES:
+            raise self.fail(line, f"param {name}: unknown type {ptype!r}; the types are {', '.join(PARAM_TYPES)}.")
+        if raw is None:
+            if ptype == "level":
+                return Param(name, ptype, "relevance_level", False, {})
+            return Param(name, ptype, ABSENT, True, {})
+        if raw == "none":
+            return Param(name, ptype, ABSENT, False, {})
+        if raw == "relevance_level" and ptype == "level" or raw == "max_relevance" and ptype == "number":
+            return Param(name, ptype, raw, False, {})
+        if ptype == "choice":
+            return Param(name, ptype, raw, False, {})
+        value = self.number(line, raw, f"param {name}'s default")
+        ok = {"cutoff": value.is_integer() and value >= 1, "level": value.is_integer(), "prob": 0 < value < 1,
+              "fraction": 0 <= value <= 1, "number": value > 0}[ptype]
+        if not ok:
+            raise self.fail(line, f"param {name}: the default {raw!r} is not {PARAM_TYPES[ptype]}.")
+        return Param(name, ptype, int(value) if ptype in ("cutoff", "level") else value, False, {})
+
+    def aliases(self, line: int, value: str, params: dict) -> tuple:
+        out = []
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            tool = None
+            if m := _ALIAS_TAG.match(part):
+                part, tool = m.group("pattern"), m.group("tool")
+                if tool not in TOOLS:
+                    raise self.fail(line, f"alias {part!r}: unknown tool ({tool}); the tools are {', '.join(TOOLS)}.")
+            alias = Alias(part, tool, line)
+            for name in [*alias.captures, *alias.fixed]:
+                if name not in params:
+                    raise self.fail(line, f"alias {part!r} names {name!r}, which is not a parameter of this measure.")
+            out.append(alias)
+        return tuple(out)
+
+    def example(self, line: int, value: str) -> Example:
+        m = _EXAMPLE.match(value.strip())
+        if not m:
+            raise self.fail(line, "example: write `example: [@K or (P=V)@K] qrels: Q D GRADE, ... run: Q D SCORE, ... "
+                                  "=> VALUE`.")
+        tables = []
+        for what in ("qrels", "run"):
+            rows = []
+            for entry in m.group(what).split(","):
+                fields = entry.split()
+                if len(fields) != 3:
+                    raise self.fail(line, f"example: each {what} entry is `query doc number`, got {entry.strip()!r}.")
+                rows.append((fields[0], fields[1], self.number(line, fields[2], f"example {what} entry")))
+            tables.append(tuple(rows))
+        if not _VALUE.match(m.group("value")):
+            raise self.fail(line, f"example: the value {m.group('value')!r} is not a decimal, a fraction a/b or null.")
+        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"))
+
+    def read(self) -> Measure:
+        header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
+        single: dict = {}
+        params: dict = {}
+        sections: dict = {"window": {}, "ideal": {}}
+        examples = []
+        last = None  # (key, name) of the line a continuation belongs to
+        for line, text in header:
+            if m := _CONTINUATION.match(text):
+                if last is None:
+                    raise self.fail(line, "an indented line must continue a key above it.")
+                key, name = last
+                if key == "param" and params[name].type == "choice":
+                    option = re.fullmatch(r"(\w+)\s*:\s*(.+)", m.group("text"))
+                    if not option:
+                        raise self.fail(line, f"param {name}: each option is `--   NAME: SQL`.")
+                    params[name].options[option.group(1)] = option.group(2).strip()
+                elif key in ("note", "description"):
+                    if key == "description":
+                        single[key] = (single[key][0] + " " + m.group("text"), single[key][1])
+                else:
+                    raise self.fail(line, f"{key}: takes no continuation lines.")
+                continue
+            m = _KEY.match(text)
+            key = m.group("key") if m else None
+            if key not in (*_SINGLE, *_NAMED, *_REPEATED):
+                known = ", ".join((*_SINGLE, *(f"{k} NAME" for k in _NAMED), *_REPEATED))
+                raise self.fail(line, f"unknown header key {(key or text.strip())!r}; the keys are {known}.")
+            name, value = m.group("name"), m.group("value").strip()
+            if (key in _NAMED) != (name is not None):
+                raise self.fail(line, f"{key}: write `{key} NAME: ...`." if key in _NAMED else f"write `{key}: ...`.")
+            if key in _SINGLE:
+                if key in single:
+                    raise self.fail(line, f"{key} is given twice (first on line {single[key][1]}).")
+                single[key] = (value, line)
+            elif key == "param":
+                if name in params:
+                    raise self.fail(line, f"param {name} is declared twice.")
+                params[name] = self.param(line, name, value)
+            elif key in sections:
+                sections[key][name] = value
+            elif key == "example":
+                examples.append(self.example(line, value))
+            last = (key, name)
+        for key in _REQUIRED:
+            if key not in single and not (key == "example" and examples):
+                raise self.fail(1, f"the header has no `{key}:` line; every template needs one.")
+        for p in params.values():
+            if p.type == "choice" and (not p.options or p.default not in p.options):
+                raise self.fail(1, f"param {p.name}: a choice needs options, and its default among them.")
+        value = {k: v for k, (v, _) in single.items()}
+        line = {k: n for k, (_, n) in single.items()}
+        if value["measure"] != self.path.stem:
+            raise self.fail(line["measure"], f"the measure is named {value['measure']!r} but the file "
+                                             f"{self.path.name!r}: they must be the same.")
+        checks = (("aggregate", AGGREGATES), ("better", ("higher", "lower")))
+        for key, allowed in checks:
+            if key in value and value[key] not in allowed:
+                raise self.fail(line[key], f"{key}: {value[key]!r} is not one of {', '.join(allowed)}.")
+        if "at" in value and value["at"] not in params:
+            raise self.fail(line["at"], f"at: {value['at']!r} is not a parameter of this measure.")
+        empty = value.get("empty", "0")
+        empty = None if empty == "null" else self.number(line.get("empty", 1), empty, "empty")
+        low, sep, high = value.get("range", "..").partition("..")
+        if not sep:
+            raise self.fail(line["range"], "range: write LO..HI (HI may be left empty).")
+        bounds = (self.number(line.get("range"), low, "range") if low else None,
+                  self.number(line.get("range"), high, "range") if high else None)
+        if not body:
+            raise self.fail(body_line, "the template has no SQL body after its header.")
+        return Measure(
+            name=value["measure"], description=value["description"], reference=value["reference"],
+            params=params, at=value.get("at"),
+            aliases=self.aliases(line.get("aliases"), value.get("aliases", ""), params),
+            aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
+            range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
+            examples=tuple(examples), path=self.path)
+
+
+def sql_dir() -> Path:
+    """The catalogue folder: `sqlmetrics/sql` in a wheel, the top-level `sql/` in a checkout (or editable)."""
+    package = Path(__file__).resolve().parent.parent
+    return package / "sql" if (package / "sql").is_dir() else package.parent / "sql"
+
+
+def _alias_key(alias: Alias) -> str:
+    """What two aliases must not share: the spelling with every placeholder made the same."""
+    return re.sub(r"\{\w+(?::[^}]*)?\}", "{}", alias.text).lower()
+
+
+@lru_cache(maxsize=None)
+def measures() -> dict[str, Measure]:
+    """Every measure of sql/, by name. A bad header, or an alias two files claim, is an error."""
+    found: dict[str, Measure] = {}
+    claimed: dict[str, tuple] = {}  # alias key -> (path, line)
+    for path in sorted(sql_dir().glob("*.sql")):
+        if path.name.startswith("_"):
+            continue
+        m = _Reader(path).read()
+        for alias in m.aliases:
+            key = _alias_key(alias)
+            if key in claimed and claimed[key][0] != path:
+                other, other_line = claimed[key]
+                raise SqlmetricsError(f"{path}:{alias.line}: the alias {alias.text!r} is already {other.stem}'s "
+                                      f"({other}:{other_line}); an alias must name one measure.")
+            claimed[key] = (path, alias.line)
+        found[m.name] = m
+    lowered = {n.lower(): n for n in found}
+    for key, (path, line) in claimed.items():
+        if key in lowered and lowered[key] != path.stem:
+            raise SqlmetricsError(f"{path}:{line}: the alias {key!r} is the name of the measure {lowered[key]}.")
+    return found
+
+
+@lru_cache(maxsize=None)
+def shared_columns() -> dict[str, SharedColumn]:
+    header, _, _ = _split((sql_dir() / "_shared.sql").read_text(encoding="utf-8"))
+    cols = {}
+    for _line, text in header:
+        if m := re.match(r"^ ?(row|window|query|collection)\s+(\w+)\s*:\s*(.+)$", text):
+            scope, name, sql = m.groups()
+            cols[name] = SharedColumn(name, scope, sql)
+    return cols

@@ -1,0 +1,227 @@
+"""What the subcommands share: usage errors, option flags built from the declarations in
+sqlmetrics.options, runs from the command line (stdin too), atomic output, and a progress line."""
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..local.readers import KNOWN_NAMES
+from ..options import ROLES, taken_by
+from ..stats.compare import unique_names
+
+
+class UsageError(Exception):
+    """Bad command-line usage that argparse cannot see (exit status 2)."""
+
+
+def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The command's flags for every option declared as taken by it, grouped as declared."""
+    groups: dict = {}
+    for o in taken_by(command):
+        group = groups.get(o.group) or groups.setdefault(o.group, parser.add_argument_group(o.group))
+        shown = "none" if o.default is None else o.default
+        kwargs = {"help": o.help + (f" (default {shown})" if o.default is not None or o.choices else ""), "dest": o.name}
+        if o.metavar:
+            kwargs["metavar"] = o.metavar
+        if o.kind in ("mapping", "names"):
+            kwargs["action"] = "append"
+        elif o.choices:
+            kwargs.update(choices=["none" if c is None else c for c in o.choices],
+                          default="none" if o.default is None else o.default)
+        else:
+            kwargs.update(type={"int": int, "float": float}.get(o.kind, str), default=o.default)
+        group.add_argument(*o.cli_flags, **kwargs)
+
+
+def option_values(args, command: str) -> dict:
+    """The keyword options of the command's flags, ready for evaluate(), compare() or render()."""
+    values = {}
+    for o in taken_by(command):
+        value = getattr(args, o.name, None)
+        if o.kind == "mapping":
+            value = role_pairs(value, o.cli_flags[0])
+        elif value == "none" and None in o.choices:
+            value = None
+        if value is not None:
+            values[o.name] = value
+    return values
+
+
+def role_pairs(pairs, flag: str) -> dict | None:
+    """ROLE=NAME pairs (NAME=ROLE is taken too, when only the right side is a role)."""
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        left, eq, right = (s.strip() for s in pair.partition("="))
+        if not eq or not left or not right:
+            raise UsageError(f"{flag} takes ROLE=NAME, such as {flag} query_id=qid; got {pair!r}.")
+        if left not in ROLES and right in ROLES:
+            left, right = right, left
+        out[left] = right
+    return out
+
+
+def check_output(path: str | None) -> None:
+    """Fail before any work when --output cannot be written."""
+    if not path or path == "-":
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"--output {path!r} is a folder; give a file name.")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"--output {path!r}: the folder {str(folder)!r} does not exist.")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--output {path!r}: the folder {str(folder)!r} is not writable.")
+
+
+def write_output(text: str, path: str | None) -> None:
+    """Write to stdout, or atomically to a file: a temp file in the same folder, then os.replace."""
+    if not path or path == "-":
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # a terminal that cannot show superscripts or dashes: never fail on that
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", errors="replace"))
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException as e:
+        remove(Path(tmp))
+        if isinstance(e, OSError):
+            raise UsageError(f"cannot write --output {path!r}: {e.strerror or e}.") from None
+        raise
+
+
+class Progress:
+    """An elapsed-time line on stderr while something slow runs, only when stderr is a terminal.
+
+    Nothing is shown for the first `delay` seconds, nor ever when stderr is piped or redirected.
+    """
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, label: str, stream=None, delay: float = 2.0, interval: float = 0.1):
+        self.label, self.delay, self.interval = label, delay, interval
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._thread = None
+        self.shown = False
+
+    def _tty(self) -> bool:
+        try:
+            return bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            return False
+
+    def __enter__(self):
+        if self._tty():
+            self._start = time.monotonic()
+            self._thread = threading.Thread(target=self._run, name="sqlmetrics-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        i = 0
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - self._start
+            try:
+                self.stream.write(f"\r{self.FRAMES[i % len(self.FRAMES)]} {self.label} {elapsed:.0f} s ")
+                self.stream.flush()
+            except (OSError, ValueError):
+                return
+            self.shown = True
+            i += 1
+            self._stop.wait(self.interval)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            if self.shown:
+                try:
+                    self.stream.write("\r\033[K")
+                    self.stream.flush()
+                except (OSError, ValueError):
+                    pass
+
+
+def _sniff_suffix(head: bytes) -> str:
+    """A suffix for data arriving on stdin, so the reader picks the right format."""
+    if head.startswith(b"\x1f\x8b"):
+        try:
+            inner = gzip.decompress(head) if len(head) < 65536 else gzip.GzipFile(fileobj=io.BytesIO(head)).read(4096)
+        except (OSError, EOFError):
+            inner = b""
+        return _sniff_suffix(inner) + ".gz" if inner else ".txt.gz"
+    if head.startswith(b"PAR1"):
+        return ".parquet"
+    text = head[:4096].decode("utf-8", "replace").lstrip()
+    if text.startswith("{"):
+        return ".jsonl"
+    first = text.splitlines()[0] if text else ""
+    fields = [f.strip().strip('"').lower() for f in first.replace(",", "\t").split("\t")]
+    if any(f in KNOWN_NAMES["query_id"] for f in fields):  # a header row: tabular
+        return ".csv" if "," in first else ".tsv"
+    return ".txt"
+
+
+def spool_stdin(args) -> str:
+    data = sys.stdin.buffer.read()
+    if not data.strip():
+        raise UsageError("the run '-' (standard input) is empty: pipe a run into the command, "
+                         "e.g. `cat run.txt | sqlmetrics eval qrels.txt -`.")
+    folder = tempfile.mkdtemp(prefix="sqlmetrics-stdin-")
+    path = os.path.join(folder, "stdin" + _sniff_suffix(data[:65536]))
+    with open(path, "wb") as f:
+        f.write(data)
+    args._stdin_names[path] = "<stdin>"
+    return path
+
+
+def command_runs(args) -> dict:
+    """{name: path} for the command's runs; '-' is standard input, spooled to a temp file."""
+    if args.runs.count("-") > 1:
+        raise UsageError("standard input ('-') can hold only one run.")
+    names = unique_names(args.runs)
+    if args.name:
+        if len(args.name) != len(args.runs):
+            raise UsageError(f"--name was given {len(args.name)} time(s) for {len(args.runs)} run(s); "
+                             "give one name per run, in order.")
+        if len(set(args.name)) != len(args.name):
+            raise UsageError("--name: the run names must differ.")
+        names = list(args.name)
+    if args.qrels == "-":
+        raise UsageError("qrels cannot come from standard input ('-'); pass the qrels file, and the run as '-'.")
+    paths = [spool_stdin(args) if r == "-" else r for r in args.runs]
+    return dict(zip(names, paths))
+
+
+def remove(path: Path, folder: bool = False) -> None:
+    try:
+        path.rmdir() if folder else path.unlink()
+    except OSError:
+        pass
+
+

@@ -1,0 +1,240 @@
+"""`sqlmetrics eval`: evaluate runs against qrels, printed as a table, trec_eval's lines, CSV, TSV, JSON,
+JSON Lines or Markdown."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import gzip
+from pathlib import Path
+
+from ..catalogue import parse_all, split_measure_list, trec_name
+from ..evaluation import evaluate
+from ..local.evaluate import python_rows
+from ..local.readers import _split_duckdb_target, file_format
+from ..options import EVAL_CMD
+from ..stats.report import aligned, markdown
+from .common import Progress, UsageError, add_option_flags, check_output, command_runs, option_values
+
+# trec_eval's default ("official") measures, in its order, plus nDCG@10.
+DEFAULT_MEASURES = (
+    ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank"]
+    + [f"iprec_at_recall_{r / 10:.2f}" for r in range(11)]
+    + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    + ["nDCG@10"]
+)
+FORMATS = ("table", "trec", "csv", "tsv", "json", "jsonl", "markdown")
+_HIDDEN_NUM_RET = "NumRet()"  # asked for in `--format trec -q` to know which queries a run ranks
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("eval", parents=parents, help="evaluate runs against qrels",
+                       description="Evaluate one or more runs against qrels. Inputs: TREC text (.gz too), CSV, "
+                                   "TSV, Parquet, JSON Lines, or file.duckdb:table; '-' reads a run from stdin. "
+                                   "QRELS may be 'none' when the judgments are in the run (--label, --relevance).")
+    p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="one or more runs, named by file stem; '-' reads stdin")
+    p.add_argument("-m", "--measure", action="append", metavar="MEASURE",
+                   help="a measure in any spelling (nDCG@10, P_10, map, ndcg_cut.10, mrr@10, ...); repeatable "
+                        "or comma-separated. Default: trec_eval's official set plus nDCG@10")
+    p.add_argument("-q", "--per-query", action="store_true", help="also print every query's values")
+    p.add_argument("--name", action="append", metavar="NAME",
+                   help="name the runs in order (default: file stems); repeat once per run")
+    p.add_argument("-f", "--format", choices=FORMATS, default="table",
+                   help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl or markdown")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    add_option_flags(p, EVAL_CMD)
+    p.set_defaults(func=run)
+
+
+def run(args) -> tuple:
+    check_output(args.output)
+    measures = split_measure_list(args.measure) or list(DEFAULT_MEASURES)
+    calls = parse_all(measures, args.relevance_level)  # a bad name fails before any data is read
+    options = option_values(args, EVAL_CMD)
+    runs = command_runs(args)
+    hidden = args.format == "trec" and args.per_query and _HIDDEN_NUM_RET not in measures
+    wanted = measures + ([_HIDDEN_NUM_RET] if hidden else [])
+
+    qrels = None if args.qrels.lower() == "none" else args.qrels
+    if qrels is None and not (args.label or args.relevance):
+        raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
+    if args.group_by and args.format == "trec":
+        raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl or markdown.")
+    label = f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
+    with Progress(label):
+        res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows)
+    if args.group_by:
+        return _rows(res.per_query if args.per_query else res.per_group, args.format), args.output
+    table = EvalTable(res, list(runs), calls)
+    if args.format == "trec":
+        tags = {name: _trec_tag(path) or name for name, path in runs.items()}
+        return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
+    render = {"table": table.table, "markdown": table.markdown, "csv": table.csv, "tsv": table.tsv,
+              "json": table.json, "jsonl": table.jsonl}[args.format]
+    return render(args.per_query), args.output
+
+
+def _rows(table: tuple, fmt: str) -> str:
+    """A results table (per segment, or per list with -q) as (column names, rows), in any format but trec."""
+    names, rows = table
+    records = [dict(zip(names, row)) for row in rows]
+    if fmt in ("json", "jsonl"):
+        if fmt == "jsonl":
+            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    if fmt in ("csv", "tsv"):
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows([["" if v is None else v for v in r.values()] for r in records])
+        return buf.getvalue()
+    cells = [[f"{v:.4f}" if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
+    align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
+    return (markdown if fmt == "markdown" else aligned)([names, *cells], align) + "\n"
+
+
+def _trec_tag(path: str) -> str | None:
+    """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
+    p = Path(path)
+    # Not TREC text, or compressed with zstd, which the standard library cannot read: no tag.
+    if _split_duckdb_target(path) or file_format(p) != "trec" or p.suffix.lower() == ".zst":
+        return None
+    try:
+        opener = gzip.open if p.suffix.lower() == ".gz" else open
+        with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if fields:
+                    return fields[5] if len(fields) >= 6 else None
+    except (OSError, EOFError):
+        return None
+    return None
+
+
+class EvalTable:
+    """evaluate() results rendered in each output format of `sqlmetrics eval`."""
+
+    def __init__(self, res, run_names: list, calls: list):
+        self.runs = run_names
+        self.calls = calls
+        self.measures = [c.text for c in calls]
+        self.counts = {c.text for c in calls if c.measure.aggregate == "sum"}
+        self.aggregate = res.aggregate
+        names, rows = res.per_query  # ["run", "query_id", measures...], Python rows
+        self.per_query: dict = {r: {} for r in run_names}  # run -> {qid: {measure: value}}
+        for r, q, *values in rows:
+            self.per_query[r][q] = dict(zip(names[2:], values))
+        self.queries = sorted({q for per in self.per_query.values() for q in per})
+
+    # values -------------------------------------------------------------------------------------
+
+    def _value(self, measure: str, v):
+        """A JSON/CSV value: counts as integers, None for an undefined value."""
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if measure in self.counts and float(v).is_integer():
+            return int(v)
+        return float(v)
+
+    def _text(self, measure: str, v, digits: int = 4) -> str:
+        v = self._value(measure, v)
+        if v is None:
+            return "–"
+        return str(v) if isinstance(v, int) else f"{v:.{digits}f}"
+
+    def _records(self, per_query: bool) -> list:
+        """One record per run and query ('all' for the aggregate): run, query_id, one key per measure."""
+        out = []
+        for r in self.runs:
+            if per_query:
+                for q in sorted(self.per_query[r]):
+                    vals = self.per_query[r][q]
+                    out.append({"run": r, "query_id": q, **{m: self._value(m, vals[m]) for m in self.measures}})
+            agg = self.aggregate[r]
+            out.append({"run": r, "query_id": "all", **{m: self._value(m, agg[m]) for m in self.measures}})
+        return out
+
+    # formats ------------------------------------------------------------------------------------
+
+    def _grid(self, per_query: bool) -> tuple:
+        """Rows of measures (and queries with -q) by runs, for the table and Markdown formats."""
+        if not per_query:
+            header = ["measure", *self.runs]
+            rows = [[m, *(self._text(m, self.aggregate[r][m]) for r in self.runs)] for m in self.measures]
+            return header, rows, ["l"] + ["r"] * len(self.runs)
+        header = ["query", "measure", *self.runs]
+        rows = []
+        for q in self.queries:
+            for m in self.measures:
+                cells = [self._text(m, self.per_query[r][q][m]) if q in self.per_query[r] else "–" for r in self.runs]
+                rows.append([q, m, *cells])
+        for m in self.measures:
+            rows.append(["all", m, *(self._text(m, self.aggregate[r][m]) for r in self.runs)])
+        return header, rows, ["l", "l"] + ["r"] * len(self.runs)
+
+    def table(self, per_query: bool) -> str:
+        header, rows, align = self._grid(per_query)
+        return aligned([header, *rows], align) + "\n"
+
+    def markdown(self, per_query: bool) -> str:
+        header, rows, align = self._grid(per_query)
+        return markdown([header, *rows], align) + "\n"
+
+    def trec(self, tags: dict, per_query: bool, hidden: str | None = None) -> str:
+        """trec_eval's lines: `measure<TAB>query<TAB>value`, name padded to 22, 4 decimals, counts as integers.
+
+        Per query (-q) come first, only for queries the run ranks and without num_q and gm_map (as trec_eval
+        -c prints them), then `runid` and the `all` lines. Several runs: one such block per run.
+        """
+        names = {c.text: trec_name(c) for c in self.calls}
+        per_query_calls = [c for c in self.calls if c.measure.name != "NumQ" and c.measure.aggregate != "geometric"]
+        out = []
+
+        def line(name, q, measure, v):
+            v = self._value(measure, v)
+            if v is not None:
+                out.append(f"{name:<22}\t{q}\t{v if isinstance(v, int) else f'{v:6.4f}'}\n")
+
+        for r in self.runs:
+            if per_query:
+                for q in sorted(self.per_query[r]):
+                    vals = self.per_query[r][q]
+                    if hidden and not vals.get(hidden):
+                        continue  # the run does not rank this query: trec_eval prints nothing for it
+                    for c in per_query_calls:
+                        line(names[c.text], q, c.text, vals[c.text])
+            out.append(f"{'runid':<22}\tall\t{tags[r]}\n")
+            for c in self.calls:
+                line(names[c.text], "all", c.text, self.aggregate[r][c.text])
+        return "".join(out)
+
+    def _delimited(self, per_query: bool, delimiter: str) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+        writer.writerow(["run", "query_id", *self.measures])
+        for rec in self._records(per_query):
+            writer.writerow(["" if v is None else repr(v) if isinstance(v, float) else v for v in rec.values()])
+        return buf.getvalue()
+
+    def csv(self, per_query: bool) -> str:
+        return self._delimited(per_query, ",")
+
+    def tsv(self, per_query: bool) -> str:
+        return self._delimited(per_query, "\t")
+
+    def jsonl(self, per_query: bool) -> str:
+        return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in self._records(per_query))
+
+    def json(self, per_query: bool) -> str:
+        runs = {}
+        for r in self.runs:
+            entry = {"aggregate": {m: self._value(m, self.aggregate[r][m]) for m in self.measures}}
+            if per_query:
+                entry["per_query"] = {q: {m: self._value(m, v[m]) for m in self.measures}
+                                      for q, v in sorted(self.per_query[r].items())}
+            runs[r] = entry
+        return json.dumps({"measures": self.measures, "runs": runs}, indent=2, ensure_ascii=False) + "\n"
+
+

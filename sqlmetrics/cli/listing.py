@@ -1,0 +1,72 @@
+"""`sqlmetrics list`: the measure catalogue, or what given names resolve to."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+from ..catalogue import measures, parse, trec_name
+from ..catalogue.reference import table as markdown_table
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("list", parents=parents, help="the measure catalogue",
+                       description="The measures: names, aliases, parameters and defaults, what each is, and "
+                                   "its reference. With names, shows what each one resolves to.")
+    p.add_argument("names", metavar="NAME", nargs="*", help="measure names to resolve (any spelling)")
+    p.add_argument("-f", "--format", choices=("table", "json", "markdown"), default="table")
+    p.set_defaults(func=run)
+
+
+def _measure_dict(m) -> dict:
+    return {
+        "name": m.name,
+        "description": m.description,
+        "reference": m.reference,
+        "aggregate": m.aggregate,
+        "better": m.better,
+        "aliases": [{"name": a.pattern, "tool": a.tool} for a in m.aliases],
+        "parameters": [
+            {"name": p.name, "type": p.type, "default": p.describe_default(), "required": p.required,
+             "bound_by_at": p.name == m.at, **({"options": list(p.options)} if p.options else {})}
+            for p in m.params.values()
+        ],
+    }
+
+
+def _measure_text(m, width: int = 100) -> str:
+    pad = " " * 4
+    params = ", ".join(f"{'@' if p.name == m.at else ''}{p.name} "
+                       + ("/".join(p.options) if p.type == "choice" else p.type) + f" ({p.describe_default()})"
+                       for p in m.params.values()) or "none"
+    lines = [f"{m.name}  ({m.aggregate}, {m.better} is better)"]
+    for label, text in (("", m.description), ("parameters: ", params),
+                        ("aliases: ", ", ".join(a.pattern + (f" ({a.tool})" if a.tool else "") for a in m.aliases) or "none"), ("reference: ", m.reference)):
+        lines.append(textwrap.fill(label + text, width=width, initial_indent=pad,
+                                   subsequent_indent=pad + " " * len(label), break_on_hyphens=False))
+    return "\n".join(lines)
+
+
+def run(args) -> tuple:
+    catalogue = measures()
+    if args.names:
+        calls = [parse(n) for n in args.names]
+        if args.format == "json":
+            text = json.dumps([{"name": c.text, "canonical": c.canonical, "trec_eval": trec_name(c),
+                                "parameters": {k: v for k, v in c.params}, "measure": _measure_dict(c.measure)}
+                               for c in calls], indent=2, ensure_ascii=False) + "\n"
+        else:
+            blocks = []
+            for c in calls:
+                params = ", ".join(f"{k}={v}" for k, v in c.params if v is not None) or "none"
+                blocks.append(f"{c.text} = {c.canonical}  (parameters: {params}; trec_eval: {trec_name(c)})\n"
+                              + _measure_text(c.measure))
+            text = "\n\n".join(blocks) + "\n"
+    elif args.format == "json":
+        text = json.dumps([_measure_dict(m) for m in catalogue.values()], indent=2, ensure_ascii=False) + "\n"
+    elif args.format == "markdown":
+        text = markdown_table() + "\n"
+    else:
+        text = (f"{len(catalogue)} measures. Names follow ir_measures (nDCG@10, P(rel=2)@5, RBP(p=0.9)); the "
+                "aliases are trec_eval's and ranx's spellings.\n\n"
+                + "\n\n".join(_measure_text(m) for m in catalogue.values()) + "\n")
+    return text, None

@@ -1,0 +1,40 @@
+"""`sqlmetrics sql`: the evaluation as one SQL statement for a warehouse, over tables that live there."""
+from __future__ import annotations
+
+from ..catalogue import split_measure_list
+from ..dialects import DIALECTS, render
+from ..options import SQL_CMD
+from .common import UsageError, add_option_flags, option_values
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser(
+        "sql", parents=parents, help="print the evaluation as one SQL statement for a warehouse",
+        description="Print the whole evaluation as ONE SQL statement for another engine, over tables that live "
+                    "there. Names are bound as identifiers, never pasted: qualified tables (db.schema.table, "
+                    "BigQuery project.dataset.table) and mapped columns come out quoted where they must.")
+    p.add_argument("-m", "--measure", action="append", required=True, metavar="MEASURE",
+                   help="a measure in any spelling (nDCG@10, map, P_10, ...); repeatable or comma-separated")
+    p.add_argument("--dialect", default="duckdb", metavar="DIALECT",
+                   help=f"the engine's SQL: {', '.join(DIALECTS)} (default duckdb)")
+    p.add_argument("--qrels", default="qrels", metavar="TABLE",
+                   help="the qrels table (default qrels); 'none' when the judgments are in the run (--label, "
+                        "--relevance)")
+    p.add_argument("--run", default="run", metavar="TABLE", help="the run table (default run)")
+    p.add_argument("-q", "--per-query", action="store_true", help="one row per query (and run) instead of the means")
+    p.add_argument("--no-header", action="store_true", help="leave out the comment block naming measures and options")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_option_flags(p, SQL_CMD)
+    p.set_defaults(func=run)
+
+
+def run(args) -> tuple:
+    options = option_values(args, SQL_CMD)
+    if "into" not in options:
+        if args.into_mode != "create":
+            raise UsageError("--into-mode says how to write the results into --into TABLE; give --into too.")
+        options.pop("into_mode", None)
+    sql = render(split_measure_list(args.measure), dialect=args.dialect,
+                 qrels=None if args.qrels.lower() == "none" else args.qrels, run=args.run,
+                 per_query=args.per_query, header=not args.no_header, **options)
+    return sql + ";\n", args.output

@@ -1,0 +1,6 @@
+"""The evaluation rendered for other engines: which engines (info.py), how (render.py), and what sqlglot
+cannot know about them (portable.py)."""
+from .info import DIALECTS, DialectInfo, dialect_info
+from .render import render
+
+__all__ = ["DIALECTS", "DialectInfo", "dialect_info", "render"]

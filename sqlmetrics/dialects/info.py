@@ -1,0 +1,53 @@
+"""The engines sqlmetrics renders for: each one's sqlglot dialect and what it needs beyond sqlglot (see
+portable.py). Adding a dialect is one entry here, plus a fix in portable.py when it needs one."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SqlmetricsError
+
+
+@dataclass(frozen=True)
+class DialectInfo:
+    name: str
+    sqlglot: str  # the sqlglot dialect the SQL is generated in
+    ids: str | None  # how ids are forced to byte order (see _binary_id), None: the engine already does
+    float32: str | None  # the 4-byte float type name, None when the engine has none
+    fold_case: bool = True  # unquoted names are case-folded as sqlglot's dialect says (Polars: never)
+
+
+# Executed on the real engine in tests/test_engines.py: duckdb, sqlite, postgres, mysql (MySQL 8 and
+# MariaDB 10.4+), clickhouse (also chDB), spark (SparkSession.sql), datafusion (Apache DataFusion, through
+# the postgres dialect), polars (polars.SQLContext, through the duckdb dialect). The others are rendered
+# and parsed back in tests/test_render.py. tsql covers SQL Server, Azure SQL and Fabric.
+DIALECTS = {d.name: d for d in [
+    DialectInfo("duckdb", "duckdb", None, "FLOAT"),
+    DialectInfo("sqlite", "sqlite", "collate_binary", None),
+    DialectInfo("postgres", "postgres", "collate_c", "REAL"),
+    DialectInfo("mysql", "mysql", "binary", "FLOAT"),
+    DialectInfo("clickhouse", "clickhouse", None, "Float32"),
+    DialectInfo("spark", "spark", None, "FLOAT"),
+    DialectInfo("datafusion", "postgres", None, "REAL"),
+    DialectInfo("polars", "duckdb", None, "REAL", fold_case=False),
+    DialectInfo("databricks", "databricks", None, "FLOAT"),
+    DialectInfo("bigquery", "bigquery", None, None),
+    DialectInfo("snowflake", "snowflake", None, None),
+    DialectInfo("trino", "trino", None, "REAL"),
+    DialectInfo("presto", "presto", None, "REAL"),
+    DialectInfo("athena", "athena", None, "REAL"),
+    DialectInfo("redshift", "redshift", None, "REAL"),
+    DialectInfo("tsql", "tsql", "collate_bin2", "REAL"),
+    DialectInfo("oracle", "oracle", "nlssort", "BINARY_FLOAT"),
+]}
+ALIASES = {"postgresql": "postgres", "pg": "postgres", "mariadb": "mysql", "chdb": "clickhouse",
+           "sqlserver": "tsql", "mssql": "tsql", "spark2": "spark", "sparksql": "spark", "pyspark": "spark"}
+
+
+def dialect_info(dialect: str) -> DialectInfo:
+    key = str(dialect).lower()
+    key = ALIASES.get(key, key)
+    if key not in DIALECTS:
+        raise SqlmetricsError(f"dialect={dialect!r} is not supported: use one of {', '.join(DIALECTS)}.")
+    return DIALECTS[key]
+
+

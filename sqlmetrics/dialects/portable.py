@@ -1,0 +1,132 @@
+"""The differences between engines that sqlglot cannot know about, fixed on the statement's tree for the
+dialects that need them:
+
+- doc ids (and query ids, run names) must compare as bytes: PostgreSQL gets COLLATE "C" (its databases
+  often default to ICU or en_US collations), MySQL/MariaDB a cast to BINARY (their default collations are
+  case-insensitive and pad trailing spaces), SQLite COLLATE BINARY (a NOCASE column would otherwise keep
+  its collation through CAST), SQL Server Latin1_General_BIN2, Oracle NLSSORT(.., 'NLS_SORT=BINARY');
+- ClickHouse must fill outer-join misses with NULL: sqlglot's Nullable(...) casts already make the joined
+  judgment columns nullable, and SETTINGS join_use_nulls = 1 makes sure of it for every column;
+- score_precision="float32" needs a 4-byte float type, which SQLite, BigQuery and Snowflake do not have;
+- SQL Server's POWER returns the type of its first argument (POWER(0.8, 2) is 0.6 there): cast it to FLOAT;
+- Oracle cannot compare CLOBs, which is what sqlglot makes of an unbounded VARCHAR.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect as _SqlglotDialect
+
+from ..plan import output_columns
+from ..statement import Shape
+from .info import DialectInfo
+
+ID_ROLES = ("run_name", "query_id", "doc_id")
+RUN_ROLES = ("run_name", "query_id", "doc_id", "score", "rank_position")
+
+
+def _cte(tree: exp.Expression, name: str) -> exp.Select | None:
+    for cte in tree.find_all(exp.CTE):
+        if cte.alias == name:
+            return cte.this
+    return None
+
+
+def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per_query: bool) -> exp.Expression:
+    """The dialect fixes sqlglot cannot know about (see the module docstring)."""
+    # `SELECT lists.query_id` names its column `lists.query_id` on ClickHouse: alias every qualified column.
+    for select in tree.find_all(exp.Select):
+        select.set("expressions", [exp.alias_(e, e.name) if isinstance(e, exp.Column) and e.table else e
+                                   for e in select.expressions])
+    if per_query and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star):
+        # Name the output columns: the reader sees what comes out, and MySQL can turn the keys into text.
+        tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
+    # Ids compare as bytes (segment values too: they are part of the list key).
+    id_roles = {*ID_ROLES, *options.segment_key}
+    for cte_name in ("judgments", "run_rows"):
+        select = _cte(tree, cte_name)
+        for item in select.expressions:
+            if isinstance(item, exp.Alias) and item.alias in id_roles:
+                item.set("this", _binary_id(item.this, info))
+    if info.ids == "nlssort":
+        for ordered in list(tree.find_all(exp.Ordered)):
+            if isinstance(ordered.this, exp.Column) and ordered.this.name == "doc_id":
+                ordered.set("this", exp.func("NLSSORT", ordered.this.copy(), exp.Literal.string("NLS_SORT=BINARY")))
+    if info.ids == "binary":
+        _text_keys_out(tree, options)
+    # The final ORDER BY keys are never NULL: spell them as the dialect's default NULL order (no NULLS clause).
+    small = _SqlglotDialect.get_or_raise(info.sqlglot).NULL_ORDERING == "nulls_are_small"
+    for ordered in tree.args["order"].expressions if tree.args.get("order") else []:
+        ordered.set("nulls_first", small)
+
+    # 4-byte floats for score_precision="float32".
+    if options.score_precision == "float32":
+        for cast in list(tree.find_all(exp.Cast)):
+            if cast.to.this == exp.DataType.Type.FLOAT:
+                cast.set("to", exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=info.float32))
+
+    if info.name == "tsql":  # POWER's result has its first argument's type (POWER(0.8, 2) = 0.6)
+        for power in list(tree.find_all(exp.Pow)):
+            power.set("this", exp.cast(power.this.copy(), exp.DataType.build("DOUBLE")))
+    if info.name == "oracle":  # an unbounded VARCHAR becomes a CLOB, which cannot be compared or sorted
+        for cast in list(tree.find_all(exp.Cast)):
+            if cast.to.this in (exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT) and not cast.to.expressions:
+                cast.set("to", exp.DataType.build("VARCHAR(4000)"))
+    if info.name == "polars":
+        tree = tree.transform(_running_sum_before)
+    if info.name == "clickhouse":  # outer-join misses must be NULL, not 0 / ''
+        tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
+    return tree
+
+
+def _running_sum_before(node: exp.Expression) -> exp.Expression:
+    """Polars has no `ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING` frame: the sum of the rows above
+    is the running sum through the current row minus the current row (0 instead of NULL on the first row,
+    which every template reads through COALESCE(.., 0))."""
+    if not (isinstance(node, exp.Window) and isinstance(node.this, exp.Sum)):
+        return node
+    spec = node.args.get("spec")
+    if not (spec and spec.args.get("kind") == "ROWS" and spec.args.get("start") == "UNBOUNDED"
+            and spec.args.get("end_side") == "PRECEDING" and spec.args.get("end") == exp.Literal.number(1)):
+        return node
+    through = node.copy()
+    through.set("spec", exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"))
+    return exp.paren(exp.Sub(this=through, expression=exp.func("COALESCE", node.this.this.copy(), exp.Literal.number(0))))
+
+
+def _binary_id(node: exp.Expression, info: DialectInfo) -> exp.Expression:
+    if info.ids == "collate_c":
+        return exp.Collate(this=node, expression=exp.to_identifier("C", quoted=True))
+    if info.ids == "collate_binary":
+        return exp.Collate(this=node, expression=exp.var("BINARY"))
+    if info.ids == "collate_bin2":
+        if isinstance(node, exp.Cast):
+            node.set("to", exp.DataType.build("NVARCHAR(MAX)", dialect="tsql"))
+        return exp.Collate(this=node, expression=exp.var("Latin1_General_BIN2"))
+    if info.ids == "binary":
+        return exp.cast(node, exp.DataType.build("BINARY", dialect="mysql"))
+    return node
+
+
+def _text_keys_out(tree: exp.Expression, options: Shape) -> None:
+    """MySQL: ids travel as binary strings; the final SELECT turns its key columns back into text."""
+    keys = {*options.run_key, *options.segment_key, "query_id"}
+    source = tree.args["from_"].this if tree.args.get("from_") else None
+    table = source.alias_or_name if isinstance(source, exp.Table) else None
+    new = []
+    for item in tree.expressions:
+        if isinstance(item, exp.Alias) and isinstance(item.this, exp.Column) and item.this.name in keys:
+            new.append(exp.alias_(exp.cast(exp.column(item.this.name, table=table),
+                                           exp.DataType.build("CHAR", dialect="mysql")), item.args["alias"].copy()))
+        elif isinstance(item, exp.Column) and item.name in keys:
+            new.append(exp.alias_(exp.cast(exp.column(item.name, table=table), exp.DataType.build("CHAR", dialect="mysql")),
+                                  item.name))
+        else:
+            new.append(item)
+    tree.set("expressions", new)
+    for ordered in tree.args["order"].expressions if tree.args.get("order") else []:
+        if isinstance(ordered.this, exp.Column) and ordered.this.name in keys and not ordered.this.table:
+            ordered.set("this", exp.column(ordered.this.name, table=table))
+    group = tree.args.get("group")
+    if group:
+        group.set("expressions", [exp.column(e.name, table=table) if isinstance(e, exp.Column) and e.name in keys
+                                  else e for e in group.expressions])

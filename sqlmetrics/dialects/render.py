@@ -1,0 +1,150 @@
+"""The evaluation as ONE SQL statement for another engine, over tables that live there.
+
+    render(["nDCG@10", "AP"], dialect="snowflake", qrels="db.s.qrels", run="db.s.run")  -> one SQL statement
+    sqlmetrics sql -m nDCG@10 -m AP --dialect snowflake --qrels db.s.qrels --run db.s.run
+
+The statement is the tree evaluate() runs on DuckDB (statement.build_statement), generated for the target
+dialect. User-supplied names never become SQL text: they enter the tree as identifier and table nodes
+(identifiers.py), bound the way the engine reads them. What sqlglot cannot know about an engine is fixed
+on the tree in portable.py.
+"""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from ..catalogue import parse_all
+from ..errors import SqlmetricsError
+from ..identifiers import column_identifier, table_reference
+from ..options import RENDER, check_log_options, resolve, role_columns, signature
+from ..plan import output_columns, plan_measures
+from ..relevance import relevance_expression
+from ..statement import Shape, Source, build_statement
+from .info import DialectInfo, dialect_info
+from .portable import portable
+
+def _clean(text) -> str:
+    """Text for a `--` comment line: no line breaks or other control characters can end the comment."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+
+def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False, header=True, **options) -> str:
+    """The whole evaluation as ONE SQL statement for `dialect`, over tables that live in that engine.
+
+    qrels, run: table names, possibly qualified (`db.schema.table`, BigQuery `project.dataset.table`), or
+    tuples of parts. per_query: one row per (run and) query instead of the aggregate. header: a comment
+    block naming the measures, tables, columns and options. The options (sqlmetrics.options.OPTIONS) are
+    evaluate()'s: columns= maps both tables wherever the role exists (mapping run_name evaluates every run
+    of the table, one row per run), qrels_columns= overrides it for the qrels.
+
+    group_by: segment columns of the run (["date", "arm"]): each list is keyed by them plus the query id,
+    and the aggregate has one row per segment with `num_lists`. qrels=None with label= (a column of the
+    run) or relevance= (an expression or {column: grade}, see relevance.py) reads the judgments from the
+    run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="insert":
+    INSERT INTO ... SELECT); ClickHouse tables get ENGINE = MergeTree ORDER BY tuple(), T-SQL is SELECT ... INTO,
+    and polars (whose SQLContext has no INSERT) accepts only into_mode="create".
+    """
+    o = resolve(RENDER, options)
+    info = dialect_info(dialect)
+    tree, calls = _statement(measures, info, qrels, run, per_query, o)
+    if o.into is not None:
+        tree = _into(tree, o.into, o.into_mode, info)
+    sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    if not header:
+        return sql
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties)
+    outs = output_columns(calls)
+    segs = list(check_log_options(qrels, o.group_by, o.label, o.relevance))  # group_by="date" is one column
+    keys = (["run_name"] if "run_name" in run_map else []) + segs + (["query_id"] if per_query else [])
+    d = info.sqlglot
+
+    def source(table, mapping):
+        cols = ", ".join(f"{role}={column_identifier(col, d, info.fold_case).sql(d)}" for role, col in mapping.items())
+        return f"{table_reference(table, d, info.fold_case).sql(d)} ({cols})"
+
+    judged = (f"-- qrels: {source(qrels, qrels_map)}" if qrels is not None else
+              f"-- judgments: from the run, relevance = {_label_text(o.label, o.relevance, d)}, per list")
+    lines = [
+        f"-- sqlmetrics: ranked-retrieval evaluation, rendered for {info.name}",
+        f"-- measures: {', '.join(f'{out} = {c.text}' for out, c in zip(outs, calls))}",
+        judged,
+        f"-- run: {source(run, run_map)}",
+        f"-- options: queries={o.queries!r}, ties={o.ties!r}, relevance_level={o.relevance_level!r}, "
+        f"score_precision={o.score_precision!r}",
+        f"-- one row per {' and '.join(keys) if keys else 'evaluation'}: "
+        f"{', '.join([*keys, *outs, *(['num_lists'] if segs and not per_query else [])])}",
+    ]
+    if o.into is not None:
+        lines.append(f"-- into: {table_reference(o.into, d, info.fold_case).sql(d)} ({o.into_mode})")
+    return "\n".join(_clean(line) for line in lines) + "\n" + sql
+
+
+render.__signature__ = signature(RENDER, "measures, dialect='duckdb', qrels='qrels', run='run', per_query=False, "
+                                         "header=True")
+
+
+def _into(tree, into, into_mode: str, info) -> exp.Expression:
+    """The statement writing its rows to `into`: CREATE TABLE ... AS, or INSERT INTO ... SELECT."""
+    if into_mode == "insert" and info.name == "polars":
+        raise SqlmetricsError("into_mode='insert' is not available for polars: its SQLContext runs CREATE TABLE ... "
+                              "AS but has no INSERT; use into_mode='create' (or concatenate the frames in Python).")
+    target = table_reference(into, info.sqlglot, info.fold_case)
+    if into_mode == "insert":
+        return exp.Insert(this=target, expression=tree)
+    properties = None
+    if info.sqlglot == "clickhouse":
+        # ClickHouse needs a table engine: MergeTree, unsorted (ORDER BY tuple() also admits Nullable columns).
+        properties = exp.Properties(expressions=[
+            exp.EngineProperty(this=exp.to_identifier("MergeTree")),
+            exp.Order(expressions=[exp.Ordered(this=exp.Struct(), nulls_first=False)])])
+    return exp.Create(this=target, kind="TABLE", expression=tree, properties=properties)
+
+
+def _label_text(label, relevance, dialect) -> str:
+    if label is not None:
+        return column_identifier(label, dialect).sql(dialect)
+    if isinstance(relevance, dict):
+        return "highest of " + ", ".join(f"{c}={g}" for c, g in relevance.items())
+    return str(relevance)
+
+
+def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
+    options = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level,
+                    score_precision=o.score_precision)
+    label, relevance = o.label, o.relevance
+    segs = check_log_options(qrels, o.group_by, label, relevance)
+    calls = parse_all(measures, o.relevance_level)
+    if o.score_precision == "float32" and info.float32 is None:
+        raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
+                              "float type. Use score_precision='float64'.")
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties)
+    if "run_name" in run_map:
+        options.run_key = ("run_name",)
+    reserved = {"run_name", "query_id", "num_lists", *output_columns(calls)}
+    for seg in segs:
+        if seg in reserved or seg in run_map.values():
+            raise SqlmetricsError(f"group_by= {seg!r}: a segment column cannot be a list-key role, a measure "
+                                  "column or num_lists.")
+    d, fold = info.sqlglot, info.fold_case
+    run_cols = {r: column_identifier(col, d, fold) for r, col in run_map.items()}
+    for i, seg in enumerate(segs, 1):
+        run_cols[f"seg_{i}"] = column_identifier(seg, d, fold)
+    options.group_by = tuple((f"seg_{i}", column_identifier(seg, d, fold)) for i, seg in enumerate(segs, 1))
+    expressions = {}
+    qrels_source = None
+    if qrels is not None:
+        qrels_source = Source(table_reference(qrels, d, fold),
+                              {r: column_identifier(col, d, fold) for r, col in qrels_map.items()})
+    else:
+        options.labels = True
+        if label is not None:
+            run_cols["relevance"] = column_identifier(label, d, fold)
+        else:
+            tree, used = relevance_expression(relevance, None, d)
+            bound = {name: column_identifier(name, d, fold) for name in used}
+            expressions["relevance"] = tree.transform(
+                lambda n: exp.Column(this=bound[n.name].copy()) if isinstance(n, exp.Column) and n.name in bound else n)
+    run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions)
+    tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query)
+    return portable(tree, info, options, calls, per_query), calls

@@ -1,0 +1,53 @@
+"""evaluate(): the one entry point. Where the tables are decides where the statement runs: files, frames
+and dicts on an embedded DuckDB (local/), tables in another engine on that engine (engines/)."""
+from __future__ import annotations
+
+from .engines import evaluate_on
+from .errors import SqlmetricsError
+from .local.evaluate import evaluate_local, fetch_arrow
+from .local.output import output_path, write_atomically
+from .options import BY_NAME, EVALUATE, EVALUATE_ON, check_log_options, resolve, signature, taken_by
+from .results import Results
+
+_DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE) if EVALUATE_ON not in o.takers and o.name not in ("engine", "output")]
+
+
+def evaluate(qrels, run, measures, **options) -> Results:
+    """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement.
+
+    qrels, run: file paths (TREC text, CSV, TSV, Parquet, JSON Lines, `file.duckdb:table`), pyarrow
+    tables, pandas or polars frames, DuckDB relations, ranx objects or {query_id: {doc_id: value}} dicts.
+    measures: strings in any spelling (`nDCG@10`, `map`, `P_10`, `ndcg_cut.10`, `mrr@10`, ...).
+
+    The options are declared in sqlmetrics.options (`help(sqlmetrics.evaluate)` lists them): columns= maps
+    role names in both tables wherever the role exists (mapping run_name evaluates every run of the
+    table), qrels_columns= overrides it for the qrels. memory_limit ("2GB"), threads and temp_directory are
+    DuckDB's: past the limit it spills to disk instead of failing.
+
+    Logs: group_by=["date", "arm"] evaluates each (segment, query) list and adds Results.per_group;
+    qrels=None with label="rating" (a column of the run) or relevance="2*purchased + clicked" / {"purchased":
+    2, "clicked": 1} takes the judgments from the run itself, per list. output="results.parquet" (or .csv)
+    writes per_query atomically.
+
+    engine= (a DB-API connection, chdb session, DataFusion or Polars SQL context, SparkSession) runs the
+    same SQL where the tables live: qrels and run are then table names there (see evaluate_on).
+    """
+    fetch = options.pop("_fetch", fetch_arrow)  # the command line takes Python rows, not pyarrow
+    o = resolve(EVALUATE, options)
+    check_log_options(qrels, o.group_by, o.label, o.relevance)
+    out_path = output_path(o.output)
+    if o.engine is None:
+        results = evaluate_local(qrels, run, measures, o, fetch)
+    else:
+        given = [n for n in _DUCKDB_ONLY if getattr(o, n) != BY_NAME[n].default]
+        if given:
+            raise SqlmetricsError(f"{', '.join(n + '=' for n in given)} {'is' if len(given) == 1 else 'are'} "
+                                  "DuckDB's; with engine= the tables are evaluated where they live.")
+        engine_options = {opt.name: getattr(o, opt.name) for opt in taken_by(EVALUATE_ON) if opt.name in o.as_dict()}
+        results = evaluate_on(o.engine, measures, qrels=qrels, run=run, **engine_options)
+    if out_path is not None:
+        write_atomically(results.per_query, out_path)
+    return results
+
+
+evaluate.__signature__ = signature(EVALUATE, "qrels, run, measures")

@@ -1,0 +1,1 @@
+"""Evaluation on an embedded DuckDB: readers (inputs -> relations), checks, evaluate_local, output."""

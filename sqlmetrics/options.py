@@ -1,0 +1,235 @@
+"""Every option, declared once: its Python keyword, command-line flag, type, default, choices, help, and
+which functions and commands take it. evaluate(), compare(), render() and evaluate_on() resolve their
+keyword arguments here (`resolve`), the command line builds its flags here (`cli/`), and the README's
+option table is generated from here (`python -m sqlmetrics.catalogue.reference`).
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+from dataclasses import dataclass
+
+from .errors import SqlmetricsError
+
+QRELS_ROLES = ("query_id", "doc_id", "relevance")
+RUN_ROLES = ("run_name", "query_id", "doc_id", "score", "rank_position")
+ROLES = (*RUN_ROLES, "relevance")
+
+TESTS = {
+    "student": "paired Student's t-test",
+    "fisher": "Fisher's randomization test",
+    "bootstrap": "paired bootstrap test",
+    "wilcoxon": "Wilcoxon signed-rank test",
+    "tukey": "Tukey's HSD test",
+}
+CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-Bonferroni correction"}
+
+# Who takes an option: Python functions and command-line subcommands.
+EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
+EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD = "eval", "compare", "demo", "sql"
+_EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD})
+_LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD})
+_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD})
+_COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD})
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # the Python keyword
+    default: object
+    help: str
+    takers: frozenset  # functions and subcommands that take it
+    choices: tuple = ()
+    kind: str = "text"  # text | int | float | mapping (ROLE=NAME pairs) | names (repeatable)
+    flags: tuple = ()  # command-line spellings; default: --name-with-dashes
+    metavar: str | None = None
+    group: str = "evaluation options"
+    roles: tuple = ROLES  # a mapping's roles
+
+    @property
+    def cli_flags(self) -> tuple:
+        return self.flags or ("--" + self.name.replace("_", "-"),)
+
+    def check(self, value):
+        """The value, validated; an error names the keyword and what it takes."""
+        if value is None and self.default is None:
+            return None
+        if self.choices:
+            if value not in self.choices:
+                shown = ", ".join(repr(c) for c in self.choices)
+                raise SqlmetricsError(f"{self.name}={value!r} is not valid: use one of {shown}.")
+        elif self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SqlmetricsError(f"{self.name}={value!r} must be an integer. {self.help}")
+        elif self.kind == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SqlmetricsError(f"{self.name}={value!r} must be a number. {self.help}")
+        elif self.kind == "mapping":
+            if not isinstance(value, dict):
+                raise SqlmetricsError(f"{self.name}= must be a dict {{role: column}}, got {type(value).__name__}.")
+            for role, column in value.items():
+                if role not in self.roles:
+                    raise SqlmetricsError(f"{self.name}= names an unknown role {role!r}; the roles are "
+                                          f"{', '.join(self.roles)}.")
+                if not isinstance(column, str) or not column:
+                    raise SqlmetricsError(f"{self.name}= maps {role!r} to {column!r}; give a column name.")
+        return value
+
+
+OPTIONS = (
+    Option("queries", "qrels", "which queries are averaged: every judged query, missing ones scoring 0 ('qrels', "
+           "trec_eval -c) or only those in both qrels and run ('intersection', trec_eval without -c)",
+           _EVERYWHERE, choices=("qrels", "intersection")),
+    Option("ties", "docid_desc", "order within equal scores: document id descending (trec_eval), ascending, or "
+           "the run's own rank_position column ('rank')", _EVERYWHERE, choices=("docid_desc", "docid_asc", "rank")),
+    Option("relevance_level", 1, "grades >= this are relevant (trec_eval -l)", _EVERYWHERE, kind="int",
+           flags=("-l", "--relevance-level"), metavar="N"),
+    Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
+           _EVERYWHERE, choices=("float64", "float32")),
+    Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
+           "run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
+           _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
+    Option("qrels_columns", None, "the qrels' own column for a role, where it differs from the shared mapping",
+           _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=QRELS_ROLES),
+    Option("duplicates", "error", "a document ranked twice for a query: refuse (as trec_eval), keep the best-placed "
+           "row ('max'), or the first line ('first')", _LOCAL, choices=("error", "max", "first")),
+    Option("memory_limit", None, "DuckDB's memory limit, e.g. '2GB'; past it DuckDB spills to disk", _LOCAL,
+           metavar="SIZE", group="resources (DuckDB's)"),
+    Option("threads", None, "DuckDB's worker threads (default: all cores)", _LOCAL, kind="int", metavar="N",
+           group="resources (DuckDB's)"),
+    Option("temp_directory", None, "where DuckDB spills past the memory limit", _LOCAL, metavar="DIR",
+           group="resources (DuckDB's)"),
+    Option("group_by", None, "segment columns of the run (date, market, arm): one row per segment",
+           _LOGS, kind="names", metavar="COLUMN", group="logs"),
+    Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
+           metavar="COLUMN", group="logs"),
+    Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "
+           "{column: grade} (with qrels=None)", _LOGS, metavar="EXPR", group="logs"),
+    Option("test", "student", "the significance test", _COMPARING, choices=tuple(TESTS), group="comparison"),
+    Option("max_p", 0.01, "significance threshold", _COMPARING, kind="float", metavar="P", group="comparison"),
+    Option("correction", None, "multiple-comparison correction over the pairs of each measure", _COMPARING,
+           choices=tuple(CORRECTIONS), group="comparison"),
+    Option("seed", 42, "seed of the resampling tests", _COMPARING, kind="int", group="comparison"),
+    Option("n_resamples", 10000, "resamples of the fisher and bootstrap tests", _COMPARING, kind="int",
+           metavar="N", group="comparison"),
+    Option("engine", None, "a connection or session of another engine (sqlite3, psycopg, chdb, DataFusion, "
+           "polars SQLContext, SparkSession, ...): the tables are evaluated where they live",
+           frozenset({EVALUATE}), group="engines"),
+    Option("dialect", None, "the engine's SQL dialect, when it is not recognised from the connection's type",
+           frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
+    Option("output", None, "write the per-query table atomically to this .parquet or .csv file",
+           frozenset({EVALUATE}), group="output"),
+    Option("into", None, "write the results to this table (CREATE TABLE ... AS)", frozenset({RENDER, SQL_CMD}),
+           metavar="TABLE", group="logs"),
+    Option("into_mode", "create", "create the table, or insert into it", frozenset({RENDER, SQL_CMD}),
+           choices=("create", "insert"), group="logs"),
+)
+BY_NAME = {o.name: o for o in OPTIONS}
+
+
+def taken_by(taker: str) -> list[Option]:
+    return [o for o in OPTIONS if taker in o.takers]
+
+
+class UnknownOption(SqlmetricsError, TypeError):
+    """A keyword no option has: a TypeError, as Python says of any function, and one of ours."""
+
+
+class Settings:
+    """The resolved options of one call: every option its function takes, validated, defaults filled in."""
+
+    def __init__(self, values: dict):
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Settings are frozen; use replace()")
+
+    def replace(self, **changes) -> Settings:
+        return Settings({**self._values, **changes})
+
+    def as_dict(self) -> dict:
+        return dict(self._values)
+
+
+def resolve(taker: str, given: dict) -> Settings:
+    """The keyword options of `taker` (evaluate, compare, ...): unknown keywords are an error that
+    suggests the closest, each value is checked against its declaration."""
+    known = {o.name: o for o in taken_by(taker)}
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            elsewhere = f" ({name}= is not taken by {taker}().)" if name in BY_NAME else ""
+            raise UnknownOption(f"{taker}() got an unexpected keyword argument {name!r}.{hint}{elsewhere} "
+                                f"Its options: {', '.join(known)}.")
+    return Settings({n: o.check(given[n]) if n in given else o.default for n, o in known.items()})
+
+
+def signature(taker: str, leading: str) -> inspect.Signature:
+    """An inspect.Signature for help(): the leading positional parameters, then every option."""
+    params = [inspect.Parameter(p.strip(), inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+              for p, d in (_split_default(x) for x in leading.split(","))]
+    params += [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default) for o in taken_by(taker)]
+    return inspect.Signature(params)
+
+
+def _split_default(text: str):
+    name, eq, default = text.partition("=")
+    return name.strip(), (eval(default) if eq else inspect.Parameter.empty)  # noqa: S307 - our own literals
+
+
+def options_table() -> str:
+    """The README's option table."""
+    takers = [EVALUATE, COMPARE, RENDER, EVALUATE_ON]
+    rows = ["| keyword | command line | default | " + " | ".join(f"{t}()" for t in takers) + " | what it does |",
+            "|---|---|---|" + "---|" * len(takers) + "---|"]
+    for o in OPTIONS:
+        flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
+        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD}:
+            flag = "–"
+        choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""
+        marks = " | ".join("✓" if t in o.takers else "" for t in takers)
+        rows.append(f"| `{o.name}` | {flag} | `{o.default!r}` | {marks} | {o.help}{choices} |")
+    return "\n".join(rows)
+
+
+def check_log_options(qrels, group_by, label, relevance) -> tuple:
+    """Validate group_by / label / relevance against each other; returns group_by as a tuple of names."""
+    if group_by is None:
+        segs = ()
+    elif isinstance(group_by, str):
+        segs = (group_by,)
+    elif isinstance(group_by, (list, tuple)) and all(isinstance(g, str) and g for g in group_by):
+        segs = tuple(group_by)
+    else:
+        raise SqlmetricsError(f"group_by= takes column names, e.g. ['date', 'arm']; got {group_by!r}.")
+    if len(set(segs)) != len(segs):
+        raise SqlmetricsError(f"group_by= names a column twice: {list(segs)!r}.")
+    if label is not None and relevance is not None:
+        raise SqlmetricsError("label= and relevance= both say where the judgment is: pass one of them.")
+    if qrels is None and label is None and relevance is None:
+        raise SqlmetricsError("qrels=None needs the judgment in the run: label='<column>' or relevance='<expression>'.")
+    if qrels is not None and (label is not None or relevance is not None):
+        raise SqlmetricsError("label= and relevance= read the judgment from the run itself: pass qrels=None "
+                              "(with qrels, the judgments are the qrels').")
+    if label is not None and (not isinstance(label, str) or not label):
+        raise SqlmetricsError(f"label= takes the run's column holding the grade; got {label!r}.")
+    return segs
+
+
+def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, multi_run: bool = False):
+    """({role: column} of the run, {role: column} of the qrels): `columns` maps both tables wherever the
+    role exists, `qrels_columns` overrides it for the qrels; an unmapped role keeps its own name."""
+    columns = dict(columns or {})
+    qrels_map = {**columns, **(qrels_columns or {})}
+    order = "rank_position" if ties == "rank" else "score"
+    run = {r: columns.get(r, r) for r in ("query_id", "doc_id", order)}
+    if "run_name" in columns:
+        run = {"run_name": columns["run_name"], **run}
+    return run, {r: qrels_map.get(r, r) for r in QRELS_ROLES}

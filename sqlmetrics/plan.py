@@ -1,0 +1,196 @@
+"""Planning: the requested measures' templates bound to their parameters and resolved into what the
+statement must compute — the shared prelude columns (row, window, query, collection scope), the ideal
+ranking's aggregates, and one value expression per measure. Pure sqlglot work on the templates; it
+depends on nothing but the measure calls and the relevance level, so it can run while the data loads.
+
+Parameter placeholders (`:k`) are replaced on the parsed tree by literals or by the chosen option's SQL,
+never by pasting text; the column names a template reads decide which shared columns are computed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+from .catalogue import ABSENT, MeasureCall, shared_columns
+
+READ = "duckdb"  # the dialect templates are written in
+LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "num_rel", "num_nonrel")
+
+
+def column_name(text: str) -> str:
+    """A portable column name for a measure string: `nDCG(gain='exp')@10` -> `ndcg_gain_exp_at_10`."""
+    name = text.lower().replace("@", "_at_")
+    name = re.sub(r"[^a-z0-9]+", "_", name).strip("_")
+    return name if name and not name[0].isdigit() else f"m_{name}"
+
+
+def output_columns(calls: list[MeasureCall]) -> list[str]:
+    """One distinct portable column name per requested measure, in order."""
+    used, outs = set(), []
+    for c in calls:
+        out = column_name(c.text)
+        while out in used:
+            out += "_"
+        used.add(out)
+        outs.append(out)
+    return outs
+
+
+@lru_cache(maxsize=None)
+def _parsed(sql: str) -> exp.Expression:
+    return sqlglot.parse_one(sql, read=READ)
+
+
+def _parse(sql: str) -> exp.Expression:
+    """A fresh tree for a piece of template SQL (parsed once per process: parsing dominates rendering)."""
+    return _parsed(sql).copy()
+
+
+def _level_name(base: str, level: int, default_level: int) -> str:
+    if level == default_level:
+        return base
+    return f"{base}_at_{level}" if level >= 0 else f"{base}_at_minus_{-level}"
+
+
+def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expression:
+    """Replace `:name` placeholders by the call's values; an absent value makes its comparison TRUE."""
+    values = call.values
+    params = call.measure.params
+
+    def replace(node):
+        if isinstance(node, exp.Placeholder) and node.name in values:
+            value, param = values[node.name], params[node.name]
+            if param.type == "choice":
+                # Parenthesised: the option is spliced into a larger expression (`:gain / log2(...)`).
+                return exp.Paren(this=_bind_placeholders(_parse(param.options[value]), call))
+            if value is ABSENT:
+                return exp.Null()
+            if value == "max_relevance":
+                return exp.column("max_relevance")
+            return exp.Literal.number(_number(value))
+        if isinstance(node, exp.Placeholder):  # a template bug, not the caller's
+            raise RuntimeError(f"{call.measure.path.name}: placeholder :{node.name} is not a declared parameter")
+        return node
+
+    absent = {n for n, v in values.items() if v is ABSENT}
+
+    def drop_absent_comparisons(node):
+        if isinstance(node, (exp.LTE, exp.GTE, exp.LT, exp.GT, exp.EQ)):
+            if any(isinstance(side, exp.Placeholder) and side.name in absent for side in (node.left, node.right)):
+                return exp.true()
+        return node
+
+    tree = tree.transform(drop_absent_comparisons)
+    return _simplify(tree.transform(replace))
+
+
+def _number(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def _simplify(tree: exp.Expression) -> exp.Expression:
+    """Fold what binding an absent parameter leaves behind: `x AND TRUE`, `CASE WHEN TRUE`, COALESCE(NULL, x)."""
+
+    def fold(node):
+        if isinstance(node, exp.And):
+            if node.left == exp.true():
+                return node.right
+            if node.right == exp.true():
+                return node.left
+        if isinstance(node, exp.Case) and node.args.get("ifs"):
+            first = node.args["ifs"][0]
+            if first.this == exp.true():
+                return first.args["true"]
+        if isinstance(node, exp.Coalesce):
+            args = [node.this, *node.expressions]
+            while len(args) > 1 and isinstance(args[0], exp.Null):
+                args.pop(0)
+            if isinstance(args[0], exp.Literal) or len(args) == 1:
+                return args[0]
+        if isinstance(node, exp.Paren) and isinstance(node.this, (exp.Column, exp.Literal, exp.Boolean)):
+            return node.this
+        return node
+
+    return tree.transform(fold)
+
+
+@dataclass
+class Plan:
+    """What the prelude must compute for the requested measures."""
+
+    row: dict = field(default_factory=dict)  # column name -> expression (row and window scope, judged_ranking)
+    query: dict = field(default_factory=dict)  # column name -> expression (query_stats)
+    ideal: dict = field(default_factory=dict)  # column name -> expression (query_stats, over ideal)
+    collection: dict = field(default_factory=dict)
+    ranking_reads_collection: bool = False
+    values: list = field(default_factory=list)  # (output column, expression, empty value)
+    aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
+
+
+def plan_measures(calls: list[MeasureCall], relevance_level: int) -> Plan:
+    """The measures' templates bound and resolved into the prelude columns and value expressions: the
+    sqlglot work of rendering, which depends on nothing but the calls and the relevance level. The same
+    measures again (a notebook, compare(), a test) reuse the plan: it is read, never changed, by its users."""
+    key = (tuple((c.text, str(c.measure.path), c.measure.body, c.params) for c in calls), relevance_level)
+    if key not in _PLANS:
+        if len(_PLANS) >= 64:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = _plan(calls, relevance_level)
+    return _PLANS[key]
+
+
+_PLANS: dict = {}
+
+
+def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
+    plan = Plan()
+    shared = shared_columns()
+    local_names: dict[str, str] = {}  # a window/ideal section's SQL, bound -> its column name (one per distinct)
+
+    def need_shared(name: str, level: int) -> str:
+        col = shared[name]
+        target = _level_name(name, level, relevance_level) if name in LEVEL_COLUMNS else name
+        bucket = {"row": plan.row, "window": plan.row, "query": plan.query, "collection": plan.collection}[col.scope]
+        if target in bucket:
+            return target
+        bucket[target] = _parse(col.sql).transform(
+            lambda n: exp.Literal.number(level) if isinstance(n, exp.Placeholder) and n.name == "level" else n)
+        return target
+
+    def resolve_columns(tree: exp.Expression, level: int, sections: dict) -> exp.Expression:
+        def rename(node):
+            if isinstance(node, exp.Column) and not node.table:
+                if node.name in sections:
+                    return exp.column(sections[node.name])
+                if node.name in shared:
+                    return exp.column(need_shared(node.name, level))
+            return node
+
+        return tree.transform(rename)
+
+    for call, out in zip(calls, output_columns(calls)):
+        m = call.measure
+        level = call.values.get("rel", relevance_level)
+        if "rel" in m.params and m.params["rel"].default != "relevance_level":
+            level = relevance_level  # a gain threshold, not a relevance level: is_rel keeps the global one
+        sections: dict[str, str] = {}
+        for kind, defs in (("window", m.windows), ("ideal", m.ideals)):
+            for local, sql in defs.items():
+                tree = resolve_columns(_bind_placeholders(_parse(sql), call), level, {})
+                rendered = tree.sql(READ)
+                if rendered not in local_names:
+                    local_names[rendered] = f"{local}_{len(local_names) + 1}"
+                    (plan.row if kind == "window" else plan.ideal)[local_names[rendered]] = tree
+                sections[local] = local_names[rendered]
+        body = resolve_columns(_bind_placeholders(_parse(m.body), call), level, sections)
+        plan.values.append((out, body, m.empty))
+        plan.aggregates.append((out, m.aggregate))
+    plan.ranking_reads_collection = any(
+        c.name in plan.collection for tree in plan.row.values() for c in tree.find_all(exp.Column))
+    return plan

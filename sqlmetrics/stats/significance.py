@@ -1,0 +1,252 @@
+"""Significance tests on per-query differences, and multiple-comparison corrections.
+
+    student     paired Student's t-test                  (= scipy.stats.ttest_rel)
+    fisher      Fisher's randomization test: sign flips  (= scipy.stats.permutation_test, paired)
+    bootstrap   paired bootstrap test, percentile CI     (~ scipy.stats.bootstrap, method='percentile')
+    wilcoxon    Wilcoxon signed-rank test                (= scipy.stats.wilcoxon)
+    tukey       Tukey's HSD over all runs                (= scipy.stats.tukey_hsd)
+
+The two resampling tests run in DuckDB, not in a Python loop: every resample's sign flips (or bootstrap
+draws) come from a seeded integer hash of (seed, resample, position), so results are deterministic for a
+seed and identical on every platform and DuckDB version. When all 2^n sign patterns fit in n_resamples,
+the randomization test enumerates them and its p-value is exact (scipy does the same).
+
+`student`, `fisher` and `bootstrap` need nothing beyond the package's own dependencies; `wilcoxon` and
+`tukey` import scipy (the optional `stats` extra).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import duckdb
+
+from ..errors import SqlmetricsError
+
+_TOL = 1e-9  # resampled statistics this close (relative to sum |d|) to the observed one count as "as extreme"
+
+
+def adjust(p_values: list, correction) -> list:
+    """Bonferroni or Holm adjustment of one family of p-values (NaN entries are not part of the family)."""
+    valid = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    out = list(p_values)
+    m = len(valid)
+    if correction == "bonferroni":
+        for i in valid:
+            out[i] = min(1.0, p_values[i] * m)
+    elif correction == "holm":
+        running = 0.0
+        for rank, i in enumerate(sorted(valid, key=lambda i: p_values[i])):
+            running = max(running, min(1.0, (m - rank) * p_values[i]))
+            out[i] = running
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- closed-form tests
+
+
+def student(d: list) -> tuple:
+    """Paired t-test on the differences d: (t, two-sided p) as scipy.stats.ttest_rel, without scipy.
+
+    All-zero differences give (0, 1) (scipy: nan); constant non-zero differences give (+-inf, 0) as scipy.
+    """
+    n = len(d)
+    if n < 2:
+        return math.nan, math.nan
+    mean = math.fsum(d) / n
+    var = math.fsum((x - mean) ** 2 for x in d) / (n - 1)
+    if var == 0:
+        return (0.0, 1.0) if mean == 0 else (math.copysign(math.inf, mean), 0.0)
+    t = mean / math.sqrt(var / n)
+    df = n - 1
+    return t, min(1.0, _betai(df / 2, 0.5, df / (df + t * t)))
+
+
+def _betai(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (continued fraction, Numerical Recipes 6.4)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    tiny, eps = 1e-300, 1e-16
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return h
+
+
+def _scipy_stats(test: str):
+    try:
+        from scipy import stats
+    except ImportError:  # pragma: no cover - scipy is installed wherever the tests run
+        raise SqlmetricsError(f"test={test!r} needs scipy (pip install scipy); 'student', 'fisher' and "
+                              "'bootstrap' work without it.") from None
+    return stats
+
+
+def wilcoxon(d: list) -> tuple:
+    """Wilcoxon signed-rank test on the differences (scipy.stats.wilcoxon with its defaults)."""
+    if not d:
+        return math.nan, math.nan
+    if all(x == 0 for x in d):
+        return 0.0, 1.0
+    stats = _scipy_stats("wilcoxon")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.wilcoxon(d)
+    return float(res.statistic), float(res.pvalue)
+
+
+def tukey_hsd(scaled: list) -> tuple:
+    """Tukey's HSD over all runs (groups = runs' per-query values): (statistic[i][j], pvalue[i][j])."""
+    # the queries where every run has a value (FirstRank is undefined where nothing relevant is retrieved)
+    rows = [row for row in zip(*scaled) if all(v is not None for v in row)]
+    groups = [list(col) for col in zip(*rows)] if rows else [[] for _ in scaled]
+    k = len(groups)
+    nan = [[math.nan] * k for _ in range(k)]
+    if any(len(g) < 2 for g in groups):
+        return nan, nan
+    if all(v == groups[0][0] for g in groups for v in g):  # no variance at all: nothing differs
+        return [[0.0] * k for _ in range(k)], [[1.0] * k for _ in range(k)]
+    stats = _scipy_stats("tukey")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.tukey_hsd(*groups)
+    return res.statistic.tolist(), res.pvalue.tolist()
+
+
+# ---------------------------------------------------------------------------------------------- resampling in SQL
+
+# The hash: Chris Wellons' "lowbias32" integer mixer, on 32-bit values held in UBIGINT so every product fits.
+_M32 = "4294967296::UBIGINT"
+_MACROS = (
+    f"CREATE TEMP MACRO sqlm_mix1(x) AS (xor(x, x >> 16) * 2146121005::UBIGINT) % {_M32}",
+    f"CREATE TEMP MACRO sqlm_mix2(x) AS (xor(x, x >> 15) * 2221713035::UBIGINT) % {_M32}",
+    "CREATE TEMP MACRO sqlm_mix3(x) AS xor(x, x >> 16)",
+)
+_GOLDEN = 0x9E3779B9
+
+
+def mix32(x: int) -> int:
+    """The same hash in Python (for tests and for anyone reproducing a resample by hand)."""
+    x &= 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def resample_hash(seed: int, b: int, pos: int) -> int:
+    """h(seed, resample b, position pos): the bits behind sign flip (h & 1) and bootstrap draw (h % n)."""
+    return mix32(mix32(mix32(seed) ^ (b & 0xFFFFFFFF)) ^ mix32((pos + _GOLDEN) & 0xFFFFFFFF))
+
+
+def _hashed_grid(seed: int, n_resamples: int, n_positions: int) -> str:
+    """SQL for (b, pos, h) over range(n_resamples) x range(n_positions); mixing in stages, one per subquery."""
+    seed_mix = mix32(seed)
+    per_b = f"SELECT range AS b, xor({seed_mix}::UBIGINT, range::UBIGINT) AS x FROM range({n_resamples})"
+    per_b = f"SELECT b, sqlm_mix3(sqlm_mix2(sqlm_mix1(x))) AS hb FROM ({per_b})"
+    per_pos = (f"SELECT range AS pos, sqlm_mix3(sqlm_mix2(sqlm_mix1((range::UBIGINT + {_GOLDEN}::UBIGINT) "
+               f"% {_M32}))) AS hq FROM range({n_positions})")
+    x1 = f"SELECT b, pos, sqlm_mix1(xor(hb, hq)) AS x FROM ({per_b}) AS hb_t, ({per_pos}) AS hq_t"
+    x2 = f"SELECT b, pos, sqlm_mix2(x) AS x FROM ({x1})"
+    return f"SELECT b, pos, sqlm_mix3(x) AS h FROM ({x2})"
+
+
+def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99) -> list:
+    """p-values (and bootstrap percentile intervals) for many difference vectors in one DuckDB session.
+
+    fisher: p = share of sign patterns whose |sum of signed d| reaches the observed |sum d| (all 2^n
+    patterns when 2^n <= n_resamples: exact; else (count + 1) / (n_resamples + 1) over hashed patterns).
+    bootstrap: resample the differences with replacement (hashed indices); p = (count + 1) /
+    (n_resamples + 1) of resamples whose mean, shifted to the null, is at least as far from 0 as the
+    observed mean; the interval is the percentile interval of the resampled means.
+    """
+    out = [{"p": math.nan, "exact": None, "ci_low": math.nan, "ci_high": math.nan} for _ in jobs]
+    live = [(k, d) for k, d in enumerate(jobs) if d]
+    if not live:
+        return out
+    exact = {k: test == "fisher" and 2 ** len(d) <= n_resamples for k, d in live}
+    con = duckdb.connect()
+    try:
+        for macro in _MACROS:
+            con.execute(macro)
+        # plain INSERTs, not a pyarrow table: building one from Python lists imports pandas
+        con.execute("CREATE TEMP TABLE sqlm_jobs (job INTEGER, n INTEGER, dv DOUBLE[], obs DOUBLE, tol DOUBLE, "
+                    "exact BOOLEAN)")
+        records = [(k, len(d), [float(x) for x in d], math.fsum(d), _TOL * math.fsum(abs(x) for x in d), exact[k])
+                   for k, d in live]
+        for start in range(0, len(records), 200):
+            chunk = records[start:start + 200]
+            con.execute("INSERT INTO sqlm_jobs VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                        [v for rec in chunk for v in rec])
+        rows = []
+        if test == "fisher":
+            mc = [len(d) for k, d in live if not exact[k]]
+            if mc:
+                signs = (f"SELECT b, list(CASE WHEN h & 1::UBIGINT = 1 THEN -1.0::DOUBLE ELSE 1.0::DOUBLE END "
+                         f"ORDER BY pos) AS sg FROM ({_hashed_grid(seed, n_resamples, max(mc))}) GROUP BY b")
+                rows += con.execute(f"""
+                    SELECT j.job, SUM(CASE WHEN abs(list_dot_product(j.dv, s.sg[1:j.n])) >= abs(j.obs) - j.tol
+                                      THEN 1 ELSE 0 END) AS hits, FALSE AS exact
+                    FROM sqlm_jobs j, ({signs}) s WHERE NOT j.exact GROUP BY j.job""").fetchall()
+            if any(exact.values()):
+                # every sign pattern b in 0 .. 2^n - 1: position pos is flipped when bit pos of b is set
+                patterns = """
+                    SELECT n, b, list(CASE WHEN (b >> pos) & 1 = 1 THEN -1.0::DOUBLE ELSE 1.0::DOUBLE END ORDER BY pos) AS sg
+                    FROM (SELECT n, b, unnest(range(n)) AS pos
+                          FROM (SELECT n, unnest(range((1::BIGINT << n))) AS b FROM (SELECT DISTINCT n FROM sqlm_jobs WHERE exact)))
+                    GROUP BY n, b"""
+                rows += con.execute(f"""
+                    SELECT j.job, SUM(CASE WHEN abs(list_dot_product(j.dv, s.sg)) >= abs(j.obs) - j.tol
+                                      THEN 1 ELSE 0 END) AS hits, TRUE AS exact
+                    FROM sqlm_jobs j JOIN ({patterns}) s ON s.n = j.n WHERE j.exact GROUP BY j.job""").fetchall()
+            for job, hits, is_exact in rows:
+                n = len(jobs[job])
+                p = hits / 2**n if is_exact else (hits + 1) / (n_resamples + 1)
+                out[job].update(p=min(1.0, p), exact=bool(is_exact))
+        else:
+            alpha = (1 - confidence) / 2
+            sizes = sorted({len(d) for _, d in live})
+            draws = " UNION ALL ".join(
+                f"SELECT {n} AS n, b, list(CAST(h % {n}::UBIGINT AS BIGINT) + 1 ORDER BY pos) AS idx "
+                f"FROM ({_hashed_grid(seed, n_resamples, n)}) GROUP BY b" for n in sizes)
+            rows = con.execute(f"""
+                WITH means AS (
+                    SELECT j.job, j.obs / j.n AS obs_mean, j.tol / j.n AS tol, list_sum(list_select(j.dv, s.idx)) / j.n AS m
+                    FROM sqlm_jobs j JOIN ({draws}) s ON s.n = j.n)
+                SELECT job, SUM(CASE WHEN abs(m - obs_mean) >= abs(obs_mean) - tol THEN 1 ELSE 0 END),
+                       quantile_cont(m, {alpha!r}), quantile_cont(m, {1 - alpha!r})
+                FROM means GROUP BY job""").fetchall()
+            for job, hits, lo, hi in rows:
+                out[job].update(p=min(1.0, (hits + 1) / (n_resamples + 1)), exact=False, ci_low=lo, ci_high=hi)
+    finally:
+        con.close()
+    return out
+

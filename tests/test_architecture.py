@@ -1,0 +1,33 @@
+"""The package's shape: layers that only point down (import-linter's contracts in pyproject.toml), and no
+import of the package's own modules hidden inside a function to dodge a cycle."""
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sqlmetrics"
+
+
+def test_import_contracts_are_kept():
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    proc = subprocess.run([lint], cwd=PACKAGE.parent, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_no_package_import_inside_a_function():
+    """Lazy imports are for third-party modules only (optional drivers, and pyarrow, which the command line
+    never needs): the package's own modules are imported at the top, where import-linter sees them."""
+    hidden = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(func):
+                own = (isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("sqlmetrics"))) \
+                    or (isinstance(node, ast.Import) and any(a.name.startswith("sqlmetrics") for a in node.names))
+                if own:
+                    hidden.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not hidden, hidden
