@@ -25,9 +25,11 @@ def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
     """The command's flags for every option declared as taken by it, grouped as declared."""
     groups: dict = {}
     for o in taken_by(command):
-        group = groups.get(o.group) or groups.setdefault(o.group, parser.add_argument_group(o.group))
+        if o.group not in groups:
+            groups[o.group] = parser.add_argument_group(o.group)
         shown = "none" if o.default is None else o.default
-        kwargs = {"help": o.help + (f" (default {shown})" if o.default is not None or o.choices else ""), "dest": o.name}
+        default = f" (default {shown})" if o.default is not None or o.choices else ""
+        kwargs = {"help": o.help + default, "dest": o.name}
         if o.metavar:
             kwargs["metavar"] = o.metavar
         if o.kind in ("mapping", "names"):
@@ -37,7 +39,7 @@ def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
                           default="none" if o.default is None else o.default)
         else:
             kwargs.update(type={"int": int, "float": float}.get(o.kind, str), default=o.default)
-        group.add_argument(*o.cli_flags, **kwargs)
+        groups[o.group].add_argument(*o.cli_flags, **kwargs)
 
 
 def option_values(args, command: str) -> dict:
