@@ -112,8 +112,12 @@ def _and(*conditions) -> exp.Expression:
     return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
 
 
-def _equal_on(left: str, right: str, columns) -> exp.Expression:
-    return _and(*(exp.EQ(this=_c(c, left), expression=_c(c, right)) for c in columns))
+def _equal_on(left: str, right: str, columns, nullable=()) -> exp.Expression:
+    """left.c = right.c for each column; IS NOT DISTINCT FROM for the `nullable` ones (segment values may be
+    NULL, and a NULL segment is a segment of its own)."""
+    # Parenthesised: some engines read `a IS NOT DISTINCT FROM b AND c = d` as `a IS NOT DISTINCT FROM (b AND ...)`.
+    return _and(*(exp.paren(exp.NullSafeEQ(this=_c(c, left), expression=_c(c, right)), copy=False) if c in nullable
+                  else exp.EQ(this=_c(c, left), expression=_c(c, right)) for c in columns))
 
 
 @dataclass(frozen=True)
@@ -232,10 +236,11 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     group = [*_cols(key, "lists"), *_cols([*plan.query, *plan.ideal], "query_stats"),
              *_cols(plan.collection, "collection")]
     list_values = exp.select(*_cols(key, "lists"), *values).from_("lists", copy=False) \
-        .join("query_stats", on=_equal_on("lists", "query_stats", stats_key), copy=False)
+        .join("query_stats", on=_equal_on("lists", "query_stats", stats_key, options.segment_key), copy=False)
     if plan.collection:
         list_values = list_values.join("collection", join_type="CROSS", copy=False)
-    list_values = list_values.join("judged_ranking", on=_equal_on("lists", "judged_ranking", key), join_type="LEFT",
+    list_values = list_values.join("judged_ranking", on=_equal_on("lists", "judged_ranking", key, options.segment_key),
+                                   join_type="LEFT",
                                    copy=False).group_by(*group, copy=False)
     ctes.append(("list_values", list_values))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sqlite3
 import warnings
 from pathlib import Path
 
@@ -50,6 +51,28 @@ def _filter(table: pa.Table, **values) -> pa.Table:
         m = pc.equal(table[col], value)
         mask = m if mask is None else pc.and_(mask, m)
     return table.filter(mask)
+
+
+def test_a_null_segment_is_a_segment_of_its_own():
+    """Hand-computed: q1 (arm a) ranks its relevant document first: P@1 = RR = 1; q2 (no arm) second:
+    P@1 = 0, RR = 1/2. The NULL arm is its own row, and the aggregate averages both lists."""
+    log = pa.table({"arm": ["a", "a", None, None], "query_id": ["q1", "q1", "q2", "q2"], "doc_id": ["d1", "d2", "d1", "d2"],
+                    "rank": [1, 2, 1, 2], "grade": [1, 0, 0, 1]})
+    for qrels, options in ((None, {"label": "grade"}), ({"q1": {"d1": 1}, "q2": {"d2": 1}}, {})):
+        run = log if qrels is None else log.drop_columns(["grade"])
+        res = sqlmetrics.evaluate(qrels, run, ["P@1", "RR"], group_by=["arm"], ties="rank", **options)
+        assert res.per_group.to_pylist() == [{"arm": "a", "P@1": 1.0, "RR": 1.0, "num_lists": 1},
+                                             {"arm": None, "P@1": 0.0, "RR": 0.5, "num_lists": 1}]
+        assert res.aggregate == {"P@1": 0.5, "RR": 0.75}
+    # The same on SQLite, where a NULL segment once failed while sorting the rows.
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE log (arm TEXT, query_id TEXT, doc_id TEXT, rank INTEGER, grade INTEGER)")
+    con.executemany("INSERT INTO log VALUES (?, ?, ?, ?, ?)", [tuple(r.values()) for r in log.to_pylist()])
+    res = sqlmetrics.evaluate(None, "log", ["P@1", "RR"], engine=con, group_by=["arm"], label="grade", ties="rank",
+                              columns={"rank_position": "rank"})
+    assert res.per_query.to_pylist() == [{"arm": "a", "query_id": "q1", "P@1": 1.0, "RR": 1.0},
+                                         {"arm": None, "query_id": "q2", "P@1": 0.0, "RR": 0.5}]
+    assert res.aggregate == {"P@1": 0.5, "RR": 0.75}
 
 
 @pytest.mark.parametrize("mode", ["relevance", "label", "qrels"])

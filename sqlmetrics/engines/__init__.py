@@ -159,8 +159,9 @@ def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Result
     import pyarrow as pa  # not at the top: the command line never comes here and never pays its import
 
     nkeys = (2 if multi else 1) + len(segs)
-    # Byte order of the keys, as evaluate() returns them, whatever order the engine sorted in.
-    rows.sort(key=lambda r: tuple(_text(k).encode("utf-8") for k in r[:nkeys]))
+    # Byte order of the keys, as evaluate() returns them, whatever order the engine sorted in; a NULL
+    # segment value last, as DuckDB sorts it.
+    rows.sort(key=lambda r: tuple((k is None, b"" if k is None else _text(k).encode("utf-8")) for k in r[:nkeys]))
     outs = output_columns(calls)
     texts = [c.text for c in calls]
     key_names = (["run"] if multi else []) + segs + ["query_id"]

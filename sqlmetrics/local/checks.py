@@ -39,6 +39,8 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error") -> None:
         v = _col(loaded, role)
         number = f"TRY_CAST({v} AS DOUBLE)"
         problems[role] = f"{v} IS NULL OR {number} IS NULL OR isnan({number}) OR isinf({number})"
+        if role == "rank_position":  # a position is a whole number: 0.6 is not rounded or truncated to one
+            problems[role] += f" OR {number} <> floor({number})"
     # trec_eval refuses a document listed twice for one query; so do we, unless the caller chose a policy.
     # One statement: the problem counts, and the repeats' count as a scalar subquery beside them.
     repeats = kind == "qrels" or duplicates == "error"

@@ -2,6 +2,7 @@
 statement, return Results. Each step is a function below; evaluate_local() composes them."""
 from __future__ import annotations
 
+import shutil
 import threading
 import warnings
 from dataclasses import dataclass
@@ -241,7 +242,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
         con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {whole.view} WHERE {where}")
         numbered = f"(SELECT * FROM {whole.numbered} WHERE {where})"
         out.append((name, Loaded(view, roles, f"run {name!r} of {whole.label}", whole.row_word, numbered,
-                                  attached=whole.attached)))
+                                  attached=whole.attached, temporary=whole.temporary)))
     return out
 
 
@@ -310,6 +311,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         for alias in {i.attached for i in inputs if i.attached}:
             con.execute(f"DETACH {alias}")  # attachments belong to the database, which outlives the cursor
         con.close()
+        for folder in {i.temporary for i in inputs if i.temporary}:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _prepare(qrels, measures, o: Settings) -> _Job:

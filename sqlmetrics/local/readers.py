@@ -6,9 +6,13 @@ evaluation, and every problem is a SqlmetricsError naming the input, the line or
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import itertools
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +57,7 @@ class Loaded:
     numbered: str  # a relation with line_no and the view's columns, read only to locate a bad row
     fixed_columns: bool = False  # TREC text: its fields are positional, a column mapping does not apply
     attached: str | None = None  # a DuckDB file attached to read this table: detached after the evaluation
+    temporary: str | None = None  # a folder of ours (a link to the input): removed after the evaluation
 
 
 def _fresh(prefix: str) -> str:
@@ -119,6 +124,18 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
             f"got {line!r}. Fix or remove that line"
             + ("; is this a qrels file passed as a run?" if kind == "run" else ".")
         )
+    if kind == "qrels":
+        # A qrels line has exactly four fields: a longer one is most likely a run passed as qrels (which
+        # would otherwise evaluate every run to a perfect score), or a format that needs its own reader.
+        longer = rf"^\s*(\S+\s+){{{len(fields)}}}\S"
+        extra = con.execute(f"SELECT line_no, line FROM {_trec_numbered(path, fields)} WHERE regexp_matches(line, "
+                            f"{_lit(longer)}) ORDER BY line_no LIMIT 1").fetchall()
+        if extra:
+            line_no, line = extra[0]
+            raise SqlmetricsError(
+                f"{label}, line {line_no}: a qrels line has {len(fields)} fields ({' '.join(fields)}), this one has "
+                f"more: {line!r}. Is this a run (query Q0 doc rank score tag) passed as qrels? Pass the judgments "
+                "file first, then the runs.")
     return loaded
 
 
@@ -163,28 +180,56 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
     if path.is_dir():
         raise SqlmetricsError(f"{label}: is a folder, not a file.")
     fmt = fmt or file_format(path)
-    if fmt == "trec":
-        if columns and own_columns:
-            raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, Parquet "
-                                  "and tables.")
-        return _trec_view(con, path, kind, label)
-    readers = {
-        "parquet": f"read_parquet({_lit(str(path))})",
-        "csv": f"read_csv({_lit(str(path))}, header = true)",
-        "tsv": f"read_csv({_lit(str(path))}, header = true, delim = '\t')",
-        "jsonl": f"read_json({_lit(str(path))}, format = 'newline_delimited')",
-    }
-    if fmt not in readers:
-        raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet or jsonl.")
-    view = _fresh(kind)
+    source, temporary = _literal(path)
     try:
-        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {readers[fmt]}")
-        con.execute(f"SELECT * FROM {view} LIMIT 0")
-    except duckdb.Error as e:
-        raise SqlmetricsError(f"{label}: cannot be read as {fmt} ({_first_line(e)}).") from None
-    offset = 1 if fmt in ("csv", "tsv") else 0  # a CSV header is line 1
-    row_word = "row" if fmt == "parquet" else "line"
-    return Loaded(view, _map_columns(con, view, kind, label, columns), label, row_word, _numbered(view, offset))
+        if fmt == "trec":
+            if columns and own_columns:
+                raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, "
+                                      "Parquet and tables.")
+            return dataclasses.replace(_trec_view(con, source, kind, label), temporary=temporary)
+        # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
+        # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed.
+        readers = {
+            "parquet": f"read_parquet({_lit(str(source))})",
+            "csv": f"read_csv({_lit(str(source))}, header = true, all_varchar = true)",
+            "tsv": f"read_csv({_lit(str(source))}, header = true, delim = '\t', all_varchar = true)",
+            "jsonl": f"read_json({_lit(str(source))}, format = 'newline_delimited')",
+        }
+        if fmt not in readers:
+            raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet or jsonl.")
+        view = _fresh(kind)
+        try:
+            con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {readers[fmt]}")
+            con.execute(f"SELECT * FROM {view} LIMIT 0")
+        except duckdb.Error as e:
+            raise SqlmetricsError(f"{label}: cannot be read as {fmt} ({_first_line(e)}).") from None
+        offset = 1 if fmt in ("csv", "tsv") else 0  # a CSV header is line 1
+        row_word = "row" if fmt == "parquet" else "line"
+        return Loaded(view, _map_columns(con, view, kind, label, columns), label, row_word, _numbered(view, offset),
+                      temporary=temporary)
+    except BaseException:
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+_GLOB = re.compile(r"[*?\[\]{}]")
+
+
+def _literal(path: Path) -> tuple[Path, str | None]:
+    """(the path DuckDB is given, a temporary folder to remove afterwards or None). DuckDB reads a file name
+    as a glob, so a name holding * ? [ ] { } would open other files (`r[1].txt` opens `r1.txt`): such a
+    file is read through a link with a plain name in a folder of ours (a copy where links are refused)."""
+    if not _GLOB.search(str(path)):
+        return path, None
+    folder = tempfile.mkdtemp(prefix="sqlmetrics-input-")
+    suffixes = "".join(s for s in path.suffixes if not _GLOB.search(s))
+    link = Path(folder) / f"input{suffixes}"
+    try:
+        os.symlink(path.resolve(), link)
+    except OSError:
+        shutil.copyfile(path, link)
+    return link, folder
 
 
 def _first_line(e: Exception) -> str:
