@@ -390,7 +390,7 @@ def test_bad_input_exits_2_with_one_paragraph(argv, message, capsys, in_golden, 
 
 @pytest.mark.parametrize("argv", [
     ["eval"], ["eval", "qrels.txt"], ["eval", "qrels.txt", "a.run", "-f", "xml"], ["eval", "qrels.txt", "a.run", "-l", "x"],
-    ["compare", "qrels.txt", "a.run", "b.run", "--test", "ttest"], ["frobnicate"], [],
+    ["compare", "qrels.txt", "a.run", "b.run", "--test", "ttest"], ["frobnicate"],
     ["eval", "qrels.txt", "a.run", "--bogus"],
 ])
 def test_usage_errors_exit_2(argv, capsys, in_golden):

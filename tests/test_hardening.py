@@ -64,3 +64,35 @@ def test_positions_are_whole_numbers():
     run = pa.table({"query_id": ["q1", "q1"], "doc_id": ["a", "b"], "rank": [0.6, 1.2]})
     with pytest.raises(SqlmetricsError, match=r"row 1: column 'rank' holds '0.6', which is not an integer position"):
         sqlmetrics.evaluate({"q1": {"a": 1}}, run, ["P@1"], ties="rank")
+
+
+def test_a_parameter_given_twice_and_no_measure_are_errors():
+    with pytest.raises(SqlmetricsError, match="parameter 'k' is given twice"):
+        sqlmetrics.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["P(k=5,k=3)"])
+    with pytest.raises(SqlmetricsError, match="no measure was given"):
+        sqlmetrics.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, [])
+
+
+def test_command_line_slips(tmp_path, capsys):
+    qrels = write(tmp_path, "qrels.txt", QRELS)
+    run = write(tmp_path, "run.txt", "q1 Q0 d1 1 2.0 t\n")
+    # `-m ''` once ran the default measures; now it is a usage error.
+    assert main(["eval", str(qrels), str(run), "-m", ""]) == 2
+    assert "-m/--measure was given without a measure" in capsys.readouterr().err
+    # An abbreviated long option is refused (`--relevance-lev` is not --relevance-level).
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval", str(qrels), str(run), "--relevance-lev", "2"])
+    assert exit_.value.code == 2
+    capsys.readouterr()
+    # Bare `sqlmetrics` prints the help.
+    assert main([]) == 0
+    assert "usage: sqlmetrics" in capsys.readouterr().out
+
+
+def test_negative_zero_is_never_printed(tmp_path, capsys):
+    """DCG with a negative gain sum is clamped at 0 by the template; a -0.0 must still print as 0."""
+    qrels = write(tmp_path, "qrels.txt", "q1 0 d1 -1\n")
+    run = write(tmp_path, "run.txt", "q1 Q0 d1 1 2.0 t\n")
+    for fmt in ("table", "csv", "json"):
+        assert main(["eval", str(qrels), str(run), "-m", "DCG,nDCG", "-f", fmt]) == 0
+        assert "-0" not in capsys.readouterr().out

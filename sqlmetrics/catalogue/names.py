@@ -150,6 +150,8 @@ def _split_params(raw: str, text: str) -> dict:
         key, eq, value = pair.partition("=")
         if not eq or not key.strip():
             raise SqlmetricsError(f"measure {text!r}: parameters are written name=value, got {pair!r}.")
+        if key.strip() in given:
+            raise SqlmetricsError(f"measure {text!r}: parameter {key.strip()!r} is given twice; give it once.")
         given[key.strip()] = value.strip()
     return given
 
@@ -194,6 +196,9 @@ def parse(text: str, relevance_level: int = 1) -> MeasureCall:
 def parse_all(texts, relevance_level: int = 1) -> list[MeasureCall]:
     if isinstance(texts, str):
         texts = [texts]
+    texts = list(texts)
+    if not texts:
+        raise SqlmetricsError("no measure was given: pass at least one, e.g. ['nDCG@10', 'AP'].")
     calls = [parse(t, relevance_level) for t in texts]
     seen = set()
     for c in calls:

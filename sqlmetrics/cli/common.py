@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..catalogue import split_measure_list
 from ..local.readers import KNOWN_NAMES
 from ..options import ROLES, taken_by
 from ..stats.compare import unique_names
@@ -54,6 +55,18 @@ def option_values(args, command: str) -> dict:
         if value is not None:
             values[o.name] = value
     return values
+
+
+def measures_from(args, default) -> list:
+    """-m values (repeated or comma-separated), or the command's default when -m is not given; an empty
+    -m '' is a mistake, not a request for the defaults."""
+    if args.measure is None:
+        return list(default)
+    measures = split_measure_list(args.measure)
+    if not measures:
+        raise UsageError("-m/--measure was given without a measure; name one (e.g. -m nDCG@10) or leave -m out "
+                         "for the default set.")
+    return measures
 
 
 def role_pairs(pairs, flag: str) -> dict | None:

@@ -1,10 +1,10 @@
 """`sqlmetrics compare`: per-run means and a significance test for every pair of runs and measure."""
 from __future__ import annotations
 
-from ..catalogue import parse_all, split_measure_list
+from ..catalogue import parse_all
 from ..options import COMPARE_CMD
 from ..stats.compare import compare
-from .common import Progress, UsageError, add_option_flags, check_output, command_runs, option_values
+from .common import Progress, UsageError, add_option_flags, check_output, command_runs, measures_from, option_values
 
 DEFAULT_MEASURES = ["nDCG@10", "AP", "RR", "P@10", "R@1000"]
 FORMATS = ("table", "markdown", "latex", "json")
@@ -50,7 +50,7 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
 
 def run(args) -> tuple:
     check_output(args.output)
-    measures = split_measure_list(args.measure) or list(DEFAULT_MEASURES)
+    measures = measures_from(args, DEFAULT_MEASURES)
     parse_all(measures, args.relevance_level)
     runs = command_runs(args)
     return report_text(args, args.qrels, runs, measures), args.output

@@ -4,9 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import demo
-from ..catalogue import split_measure_list
 from ..options import DEMO_CMD
-from .common import add_option_flags, check_output
+from .common import add_option_flags, check_output, measures_from
 from .compare import add_report_flags, report_text
 
 DEFAULT_MEASURES = ["nDCG@10", "AP", "RR", "P@10", "R@100"]
@@ -27,7 +26,7 @@ def run(args) -> tuple:
         return f"{demo.folder()}\n", None
     check_output(args.output)
     qrels, run_paths = demo.paths()
-    measures = split_measure_list(args.measure) or list(DEFAULT_MEASURES)
+    measures = measures_from(args, DEFAULT_MEASURES)
     runs = {Path(p).name.split(".")[0]: str(p) for p in run_paths}
     text = report_text(args, str(qrels), runs, measures, DEMO_CMD)
     if args.format == "table" and not args.output:

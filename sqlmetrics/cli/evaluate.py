@@ -9,13 +9,13 @@ import math
 import gzip
 from pathlib import Path
 
-from ..catalogue import parse_all, split_measure_list, trec_name
+from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.evaluate import python_rows
 from ..local.readers import _split_duckdb_target, file_format
 from ..options import EVAL_CMD
 from ..stats.report import aligned, markdown
-from .common import Progress, UsageError, add_option_flags, check_output, command_runs, option_values
+from .common import Progress, UsageError, add_option_flags, check_output, command_runs, measures_from, option_values
 
 # trec_eval's default ("official") measures, in its order, plus nDCG@10.
 DEFAULT_MEASURES = (
@@ -50,7 +50,7 @@ def add_parser(sub, parents) -> None:
 
 def run(args) -> tuple:
     check_output(args.output)
-    measures = split_measure_list(args.measure) or list(DEFAULT_MEASURES)
+    measures = measures_from(args, DEFAULT_MEASURES)
     calls = parse_all(measures, args.relevance_level)  # a bad name fails before any data is read
     options = option_values(args, EVAL_CMD)
     runs = command_runs(args)
@@ -136,7 +136,7 @@ class EvalTable:
             return None
         if measure in self.counts and float(v).is_integer():
             return int(v)
-        return float(v)
+        return float(v) + 0.0  # never -0.0
 
     def _text(self, measure: str, v, digits: int = 4) -> str:
         v = self._value(measure, v)

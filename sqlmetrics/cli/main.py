@@ -13,6 +13,7 @@ sqlglot, only what a command uses is imported: scipy, pandas and pyarrow load on
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import os
 import re
@@ -31,12 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     parser = argparse.ArgumentParser(
-        prog="sqlmetrics",
+        prog="sqlmetrics", allow_abbrev=False,
         description="Ranked-retrieval evaluation as SQL on DuckDB, trec_eval-exact.",
         epilog="Try `sqlmetrics demo`. Each command has its own --help.",
     )
     parser.add_argument("--version", action="version", version=f"sqlmetrics {importlib.metadata.version('sqlmetrics')}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # Abbreviated long options are refused: `--relevance 2` once silently meant --relevance-level.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
     for command in COMMANDS:
         command.add_parser(sub, [common])
     return parser
@@ -44,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # bare `sqlmetrics`: what it can do, not an error
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     stdin_names: dict = {}

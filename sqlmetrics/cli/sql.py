@@ -1,10 +1,9 @@
 """`sqlmetrics sql`: the evaluation as one SQL statement for a warehouse, over tables that live there."""
 from __future__ import annotations
 
-from ..catalogue import split_measure_list
 from ..dialects import DIALECTS, render
 from ..options import SQL_CMD
-from .common import UsageError, add_option_flags, option_values
+from .common import UsageError, add_option_flags, measures_from, option_values
 
 
 def add_parser(sub, parents) -> None:
@@ -34,7 +33,7 @@ def run(args) -> tuple:
         if args.into_mode != "create":
             raise UsageError("--into-mode says how to write the results into --into TABLE; give --into too.")
         options.pop("into_mode", None)
-    sql = render(split_measure_list(args.measure), dialect=args.dialect,
+    sql = render(measures_from(args, ()), dialect=args.dialect,
                  qrels=None if args.qrels.lower() == "none" else args.qrels, run=args.run,
                  per_query=args.per_query, header=not args.no_header, **options)
     return sql + ";\n", args.output
