@@ -48,6 +48,8 @@ class Shape:
     # internal names (seg_1, ...) are what the run source maps, the output names are the result columns.
     group_by: tuple = ()
     labels: bool = False  # judgments come from the run rows (role `relevance`), keyed by the whole list key
+    # Sums in a fixed order (DuckDB, where the local evaluation runs): see _in_fixed_order.
+    fixed_order: bool = False
 
     @property
     def segment_key(self) -> tuple:
@@ -105,6 +107,18 @@ def _with_window(tree: exp.Expression, partition: list, order: list) -> exp.Expr
     for window in tree.find_all(exp.Window):
         window.set("partition_by", [p.copy() for p in partition])
         window.set("order", exp.Order(expressions=[o.copy() for o in order]))
+    return tree
+
+
+def _in_fixed_order(tree: exp.Expression, order: list) -> exp.Expression:
+    """Every SUM and AVG of `tree` (outside windows) adds its rows in `order`, a total order within each
+    group. Floating-point addition is not associative, and DuckDB's threads hand a group's rows to its
+    aggregate in whatever order they finish: without this, the same run gave per-query values 1 ULP
+    apart from one evaluation to the next. Windows already add in their ORDER BY."""
+    tree = tree.copy()
+    for agg in list(tree.find_all(exp.Sum, exp.Avg)):
+        if agg.find_ancestor(exp.Window) is None and not isinstance(agg.this, exp.Order):
+            agg.set("this", exp.Order(this=agg.this, expressions=[o.copy() for o in order]))
     return tree
 
 
@@ -178,13 +192,18 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     else:
         ctes += [("judgments", qrels.select({"query_id": "VARCHAR", "doc_id": "VARCHAR", "relevance": "DOUBLE"})),
                  run_rows]
-    stats = [exp.alias_(e.copy(), name, copy=False) for name, e in plan.query.items()]
+    def fixed(e, order):
+        return _in_fixed_order(e, order) if options.fixed_order else e.copy()
+
+    # query_stats reads the ideal ranking when there is one (ideal_rnk orders it), else the judgments.
+    stats_order = _by(["ideal_rnk" if plan.ideal else "doc_id"])
+    stats = [exp.alias_(fixed(e, stats_order), name, copy=False) for name, e in plan.query.items()]
     if plan.ideal:
         ideal_order = [_ordered(_c("relevance"), True, False), _ordered(_c("doc_id"), True, False)]
         ideal_rnk = _window(exp.func("ROW_NUMBER"), _cols(stats_key), ideal_order)
         ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"), exp.alias_(ideal_rnk, "ideal_rnk", copy=False))
                      .from_("judgments", copy=False)))
-        stats += [exp.alias_(e.copy(), name, copy=False) for name, e in plan.ideal.items()]
+        stats += [exp.alias_(fixed(e, stats_order), name, copy=False) for name, e in plan.ideal.items()]
     ctes.append(("query_stats", exp.select(*_cols(stats_key), *stats)
                  .from_("ideal" if plan.ideal else "judgments", copy=False).group_by(*_cols(stats_key), copy=False)))
     if plan.collection:
@@ -231,7 +250,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        value = exp.func("COALESCE", e.copy(), exp.Literal.number(_number(empty))) if empty is not None else e.copy()
+        e = fixed(e, [_ordered(_c("rnk", "judged_ranking"), False, True)])
+        value = exp.func("COALESCE", e, exp.Literal.number(_number(empty))) if empty is not None else e
         values.append(exp.alias_(value, out, copy=False))
     group = [*_cols(key, "lists"), *_cols([*plan.query, *plan.ideal], "query_stats"),
              *_cols(plan.collection, "collection")]
@@ -278,7 +298,8 @@ def _final(options: Shape, plan: Plan, key: list, per_query: bool) -> exp.Select
     return aggregate_select("list_values", plan.aggregates, list(options.run_key))
 
 
-def _aggregate_items(aggregates: list) -> list:
+def _aggregate_items(aggregates: list, order: list | None = None) -> list:
+    """order: add each run's (segment's) per-list values in this order (_in_fixed_order)."""
     items = []
     floor = exp.Literal.number(f"{GMAP_FLOOR:.5f}")
     for col, kind in aggregates:
@@ -290,23 +311,28 @@ def _aggregate_items(aggregates: list) -> list:
             value = exp.func("EXP", exp.func("AVG", exp.func("LN", floored)))
         else:
             value = exp.func("AVG", _c(col))
-        items.append(exp.alias_(value, col, copy=False))
+        items.append(exp.alias_(_in_fixed_order(value, order) if order else value, col, copy=False))
     return items
 
 
-def aggregate_select(table: str, aggregates: list, run_key: list, segments: list | None = None) -> exp.Select:
+def aggregate_select(table: str, aggregates: list, run_key: list, segments: list | None = None,
+                     list_key: list | None = None) -> exp.Select:
     """Per-list values -> one row per run (and segment): mean, sum, or trec_eval's geometric mean (floored
     at 1e-5). segments: (column in `table`, output name identifier) pairs; with them, `num_lists` counts
-    the lists of each segment."""
+    the lists of each segment. list_key: the columns identifying a list in `table`; given, the values are
+    added in that order (_in_fixed_order)."""
     keys = [*run_key, *(internal for internal, _ in segments or ())]
+    order = [exp.Ordered(this=exp.column(exp.to_identifier(c, quoted=True)), nulls_first=False)
+             for c in list_key] if list_key else None
     items = [*_cols(run_key), *(exp.alias_(_c(internal), alias.copy(), copy=False) for internal, alias in segments or ()),
-             *_aggregate_items(aggregates)]
+             *_aggregate_items(aggregates, order)]
     if segments:
         items.append(exp.alias_(exp.func("COUNT", exp.Star()), "num_lists", copy=False))
     select = exp.select(*items).from_(table, copy=False)
     return select.group_by(*_cols(keys), copy=False).order_by(*_by(keys), copy=False) if keys else select
 
 
-def aggregate_sql(table: str, aggregates: list, run_key: list, segments: list | None = None) -> str:
-    """aggregate_select as DuckDB SQL, for results already computed (local/, engines/)."""
-    return aggregate_select(table, aggregates, run_key, segments).sql(READ)
+def aggregate_sql(table: str, aggregates: list, run_key: list, list_key: list, segments: list | None = None) -> str:
+    """aggregate_select as DuckDB SQL, for per-list results already computed (local/, engines/), the values
+    added in list order so that the aggregates are the same on every run."""
+    return aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ)

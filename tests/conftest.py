@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sqlmetrics.cli import main
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SQLMETRICS_SHARED", REPO.parent / "shared"))
 
@@ -35,3 +37,19 @@ def seed_examples_path() -> Path:
 @pytest.fixture(scope="session")
 def metrics_md_path() -> Path:
     return _need(SHARED / "METRICS.md")
+
+
+@pytest.fixture
+def cli(capsys, tmp_path, monkeypatch):
+    """Run `sqlmetrics ARGV...` in-process from tmp_path: (exit status, stdout, stderr). Whatever the input,
+    the command line never shows a traceback or an "internal error" (a bug of ours): that is checked here."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*argv) -> tuple:
+        capsys.readouterr()
+        code = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err and "internal error" not in err, err
+        return code, out, err
+
+    return run

@@ -132,8 +132,8 @@ def test_golden_eval_values_equal_pytrec_eval():
 def test_golden_compare_values_equal_scipy():
     """compare_json.json's t statistics and p-values are scipy's on the golden per-query values."""
     report = json.loads((GOLDEN / "compare_json.json").read_text())
-    per_query = {json.loads(line)["run"] + "/" + json.loads(line)["query_id"]: json.loads(line)
-                 for line in (GOLDEN / "eval_jsonl_q.jsonl").read_text().splitlines()}
+    records = [json.loads(line) for line in (GOLDEN / "eval_jsonl_q.jsonl").read_text().splitlines()]
+    per_query = {f"{r['run']}/{r['query_id']}": r for r in records if r["query_id"] is not None}
     queries = ["q1", "q2", "q3", "q4"]
     for c in report["comparisons"]:
         m = c["measure"]
@@ -160,7 +160,7 @@ def test_golden_formats_agree_with_each_other():
                     row[key] == value if isinstance(value, str) else float(row[key]) == value)
     table = (GOLDEN / "eval_table_q.txt").read_text()
     for rec in records:
-        if rec["query_id"] == "all":
+        if rec["query_id"] is None:  # the aggregate
             assert f"{rec['AP']:.4f}" in table
 
 
@@ -254,7 +254,7 @@ def test_stdin_csv_through_a_subprocess(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sqlmetrics", "eval", str(GOLDEN / "qrels.txt"), "-", "-m", "P@1",
                            "--queries", "intersection", "-f", "csv"], input=data, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "stdin,all,1.0"
+    assert proc.stdout.splitlines()[-1] == "stdin,,1.0"  # the aggregate: no query id
     assert "/tmp" not in proc.stderr and "sqlmetrics-stdin" not in proc.stderr
     assert "run 'stdin' file <stdin>" in proc.stderr  # the warning names stdin, not the spool file
 

@@ -469,12 +469,16 @@ def test_engine_dialect_is_recognised_or_asked_for():
         engine_dialect(object())
 
 
-def test_engine_errors_show_the_statement():
-    import sqlite3
-
-    con = sqlite3.connect(":memory:")
-    with pytest.raises(SqlmetricsError, match="sqlite rejected the evaluation statement: no such table: qrels"):
-        evaluate_on(con, ["AP"])
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_a_missing_column_is_named_on_every_engine(engine_name, engines):
+    """Checked before the statement runs: SQLite once read a quoted name that is not a column as a string
+    literal, and every score was 0."""
+    engine = engines(engine_name)
+    kwargs = dict(qrels=engine.tables["qrels"], run=engine.tables["run"])
+    with pytest.raises(SqlmetricsError, match=r"run table .*: no column 'no_such_score' \(its columns: .*columns="):
+        evaluate_on(engine.con, ["AP"], columns={**COLUMNS, "score": "no_such_score"}, **kwargs)
+    with pytest.raises(SqlmetricsError, match=r"qrels table .*: no column 'no_such_grade' .*qrels_columns="):
+        evaluate_on(engine.con, ["AP"], columns=COLUMNS, qrels_columns={"relevance": "no_such_grade"}, **kwargs)
 
 
 def test_per_query_order_and_shape_match_evaluate(data, reference, engines):

@@ -87,6 +87,9 @@ def _unknown(text: str, what: str) -> SqlmetricsError:
     return SqlmetricsError(f"unknown measure {text!r}: {what}.{hint} `sqlmetrics list` shows the catalogue.")
 
 
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def _convert(measure: Measure, p: Param, raw, text: str):
     """Validate one parameter value (from the name string or a default) against its type."""
     where = f"measure {text!r}, parameter {p.name!r}"
@@ -97,13 +100,12 @@ def _convert(measure: Measure, p: Param, raw, text: str):
         return value
     if isinstance(raw, str):
         raw = raw.strip().strip("'\"")
-        try:
-            raw = float(raw)
-        except ValueError:
-            raise SqlmetricsError(f"{where}: {raw!r} is not a number; it must be {PARAM_TYPES[p.type]}.") from None
+        # A decimal number as C's strtod reads it: Python's float() would also take `1_000`, `inf`, `nan`.
+        if not _DECIMAL.fullmatch(raw):
+            raise SqlmetricsError(f"{where}: {raw!r} is not a number; it must be {PARAM_TYPES[p.type]}.")
     value = float(raw)
-    if math.isnan(value) or math.isinf(value):
-        raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {raw!r}.")
+    if math.isnan(value) or math.isinf(value):  # 1e309 reads as infinity
+        raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}, which is not finite.")
     if p.type in ("cutoff", "level"):
         if not value.is_integer() or (p.type == "cutoff" and value < 1):
             raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")

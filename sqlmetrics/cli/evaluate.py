@@ -145,7 +145,8 @@ class EvalTable:
         return str(v) if isinstance(v, int) else f"{v:.{digits}f}"
 
     def _records(self, per_query: bool) -> list:
-        """One record per run and query ('all' for the aggregate): run, query_id, one key per measure."""
+        """One record per run and query: run, query_id, one key per measure. The aggregate's query_id is
+        None (empty in CSV, null in JSON Lines), which no query can be: a query named 'all' stays itself."""
         out = []
         for r in self.runs:
             if per_query:
@@ -153,7 +154,7 @@ class EvalTable:
                     vals = self.per_query[r][q]
                     out.append({"run": r, "query_id": q, **{m: self._value(m, vals[m]) for m in self.measures}})
             agg = self.aggregate[r]
-            out.append({"run": r, "query_id": "all", **{m: self._value(m, agg[m]) for m in self.measures}})
+            out.append({"run": r, "query_id": None, **{m: self._value(m, agg[m]) for m in self.measures}})
         return out
 
     # formats ------------------------------------------------------------------------------------

@@ -17,8 +17,10 @@ import duckdb
 from ..catalogue import parse_all
 from ..dialects import DIALECTS, dialect_info, render
 from ..errors import SqlmetricsError
-from ..options import EVALUATE_ON, resolve, signature
+from ..identifiers import column_identifier, table_reference
+from ..options import EVALUATE_ON, resolve, role_columns, signature
 from ..plan import output_columns
+from ..relevance import relevance_expression
 from ..results import Results
 from sqlglot import exp
 
@@ -115,6 +117,42 @@ def _sqlite_math(con) -> None:
         con.create_function("FLOOR", 1, unary(lambda x: float(math.floor(x))), deterministic=True)
 
 
+def _check_tables(engine, info, qrels, run, o, segs: list) -> dict:
+    """{table reference: its columns}, after checking that each table can be read and has every column the
+    mapping names: an engine may otherwise read a quoted name that is not a column as a string (SQLite
+    does), and every score would be 0. One probe per table that reads no row."""
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties)
+    wanted_run = [*run_map.values(), *segs, *([o.label] if o.label is not None else [])]
+    if o.relevance is not None:
+        wanted_run += relevance_expression(o.relevance, None, info.sqlglot)[1]
+    tables = [("run", run, wanted_run)] + ([("qrels", qrels, list(qrels_map.values()))] if qrels is not None else [])
+    columns = {}
+    for what, table, wanted in tables:
+        ref = table_reference(table, info.sqlglot, info.fold_case)
+        shown = ref.sql(info.sqlglot)
+        probe = exp.select(exp.Star()).from_(ref).where(exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0)))
+        try:
+            _rows, present = _fetch(engine, info.name, probe.sql(info.sqlglot))
+        except Exception as e:  # noqa: BLE001 - the engine's own error type: no such table, no permission
+            raise SqlmetricsError(f"{info.name} {what} table {shown}: cannot be read ({_first_line(e)}). "
+                                  f"Check the name{'' if what == 'run' else ' (qrels=)'} and the connection.") from None
+        present = columns[shown] = [str(c) for c in present]
+        for name in dict.fromkeys(wanted):
+            ident = column_identifier(name, info.sqlglot, info.fold_case)
+            found = ident.name in present if ident.quoted else ident.name.lower() in {c.lower() for c in present}
+            if not found:
+                option = "qrels_columns=" if what == "qrels" else "columns="
+                raise SqlmetricsError(
+                    f"{info.name} {what} table {shown}: no column {name!r} (its columns: "
+                    f"{', '.join(present)}); map the role to one of them with {option}.")
+    return columns
+
+
+def _first_line(e: Exception) -> str:
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
 def _arrow_rows(table) -> tuple[list, list]:
     return [list(r.values()) for r in table.to_pylist()], table.column_names
 
@@ -149,12 +187,18 @@ def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Result
     calls = parse_all(measures, o.relevance_level)
     multi = "run_name" in (o.columns or {})
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
+    tables = _check_tables(engine, dialect_info(kind), qrels, run, o, segs)
     try:
         rows, _names = _fetch(engine, kind, sql)
-    except SqlmetricsError:
-        raise
-    except Exception as e:  # the engine's own error type; the statement is what the caller needs to see
-        raise SqlmetricsError(f"{kind} rejected the evaluation statement: {e}\n{sql}") from e
+    except Exception as e:  # noqa: BLE001 - the engine's own error type
+        # One line and the tables' columns, not the whole statement; the statement is kept on the error
+        # (`error.sql`, or render() with the same arguments prints it).
+        error = SqlmetricsError(
+            f"{kind} rejected the evaluation statement: {_first_line(e)} (tables: "
+            + "; ".join(f"{t}: {', '.join(cols)}" for t, cols in tables.items())
+            + "). The statement is the error's .sql; render() with the same arguments prints it.")
+        error.sql = sql
+        raise error from e
 
     import pyarrow as pa  # not at the top: the command line never comes here and never pays its import
 
@@ -173,16 +217,15 @@ def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Result
     aggregates = [(out, c.measure.aggregate) for out, c in zip(outs, calls)]
     con = duckdb.connect()
     try:
-        per_list = pa.table({**({"run_name": per_query["run"]} if multi else {}),
-                             **{out: per_query[t] for out, t in zip(outs, texts)}})
-        con.register("per_list_result", per_list)
-        agg_rows = con.execute(aggregate_sql("per_list_result", aggregates, ["run_name"] if multi else [])).fetchall()
+        run_key = ["run_name"] if multi else []
+        list_key = [*run_key, *segs, "query_id"]
+        con.register("per_list_result", pa.table({**({"run_name": per_query["run"]} if multi else {}),
+                                                  **{k: per_query[k] for k in list_key if k != "run_name"},
+                                                  **{out: per_query[t] for out, t in zip(outs, texts)}}))
+        agg_rows = con.execute(aggregate_sql("per_list_result", aggregates, run_key, list_key)).fetchall()
         per_group = None
         if segs:
-            con.register("per_list_keys", pa.table({**({"run_name": per_query["run"]} if multi else {}),
-                                                    **{g: per_query[g] for g in segs},
-                                                    **{out: per_query[t] for out, t in zip(outs, texts)}}))
-            per_group = con.sql(aggregate_sql("per_list_keys", aggregates, ["run_name"] if multi else [],
+            per_group = con.sql(aggregate_sql("per_list_result", aggregates, run_key, list_key,
                                               [(g, exp.to_identifier(g, quoted=True)) for g in segs])).to_arrow_table()
             per_group = per_group.rename_columns([*(["run"] if multi else []), *segs, *texts, "num_lists"])
     finally:

@@ -4,7 +4,9 @@ A failed check looks up the first offending line or row so the message can name 
 """
 from __future__ import annotations
 
-from ..errors import SqlmetricsError
+import warnings
+
+from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..identifiers import quote_identifier as _q
 from ..options import BY_NAME
 from .readers import Loaded
@@ -23,32 +25,51 @@ def _col(loaded: Loaded, role: str) -> str:
     return _q(loaded.columns[role])
 
 
-def check(con, loaded: Loaded, kind: str, duplicates: str = "error") -> None:
-    """Empty input, missing ids, non-numeric or NaN values, repeated documents: an error naming the line.
+# The magnitudes the statement can hold: a position is a BIGINT (below 2^63), a float32 score a FLOAT.
+POSITION_LIMIT = 2 ** 63
+MAX_FLOAT32 = 3.4028234663852886e38
 
+
+def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role: str = "score",
+          float32: bool = False) -> None:
+    """Empty input, missing ids, values that are not numbers, repeated documents: an error naming the line.
+
+    Only the values evaluation reads are checked: the grade (qrels), and the run's score or, with
+    ties='rank', its position (a TREC run's rank field is otherwise ignored, as trec_eval ignores it).
     Repeats are found by hashing (query, doc); only when two hashes are equal is the exact (slower) search
     run, which also rules out a hash collision.
     """
     BY_NAME["duplicates"].check(duplicates)
     q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
-    value_roles = ["relevance"] if kind == "qrels" else [r for r in ("score", "rank_position") if r in loaded.columns]
+    value_role = "relevance" if kind == "qrels" else order_role
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {loaded.view})").fetchall())
     problems = {
         "empty id": f"{q} IS NULL OR {d} IS NULL OR CAST({q} AS VARCHAR) = '' OR CAST({d} AS VARCHAR) = ''",
     }
-    for role in value_roles:
-        v = _col(loaded, role)
-        number = f"TRY_CAST({v} AS DOUBLE)"
-        problems[role] = f"{v} IS NULL OR {number} IS NULL OR isnan({number}) OR isinf({number})"
-        if role == "rank_position":  # a position is a whole number: 0.6 is not rounded or truncated to one
-            problems[role] += f" OR {number} <> floor({number})"
+    v = _col(loaded, value_role)
+    number = f"TRY_CAST({v} AS DOUBLE)"
+    bad = [f"{v} IS NULL", f"{number} IS NULL", f"isnan({number})", f"isinf({number})"]
+    if types[loaded.columns[value_role]] == "VARCHAR":
+        # DuckDB's cast reads `1_000` as 1000; trec_eval (strtod) stops at the underscore. Refuse it.
+        bad.append(f"contains({v}, '_')")
+    if value_role == "rank_position":  # a whole number that fits a BIGINT: 0.6 is not rounded to a position
+        bad += [f"{number} <> floor({number})", f"abs({number}) >= {float(POSITION_LIMIT)!r}"]
+    elif kind == "qrels" and loaded.fixed_columns:
+        # trec_eval reads a TREC grade as an integer: 0.5 would silently be 0 there.
+        bad.append(f"{number} <> floor({number})")
+    elif float32:  # score_precision='float32': a score past the float range would become infinite
+        bad.append(f"abs({number}) > {MAX_FLOAT32!r}")
+    problems[value_role] = " OR ".join(bad)
     # trec_eval refuses a document listed twice for one query; so do we, unless the caller chose a policy.
-    # One statement: the problem counts, and the repeats' count as a scalar subquery beside them.
+    # One statement: the problem counts, the repeats' count as a scalar subquery beside them, and whether
+    # every score is the same (the tie rule alone would then decide the order).
     repeats = kind == "qrels" or duplicates == "error"
     counts = con.execute(
         "SELECT COUNT(*), " + ", ".join(f"SUM(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in problems.values())
-        + (f", ({_equal_hash_neighbours(loaded)})" if repeats else ", 0") + f" FROM {loaded.view}"
+        + (f", ({_equal_hash_neighbours(loaded)})" if repeats else ", 0")
+        + f", MIN({number}) = MAX({number}), MIN({number}) FROM {loaded.view}"
     ).fetchall()[0]
-    *counts, repeated = counts
+    *counts, repeated, all_equal, only_score = counts
     if counts[0] == 0:
         raise SqlmetricsError(f"{loaded.label}: has no rows. " + (
             "Qrels are needed to evaluate: pass the judgments file." if kind == "qrels" else "The run is empty."))
@@ -61,14 +82,24 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error") -> None:
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
                             f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
-        what = {"relevance": "an integer relevance grade", "score": "a finite number",
-                "rank_position": "an integer position"}[problem]
+        what = {"relevance": "an integer relevance grade" if loaded.fixed_columns else "a finite number",
+                "score": "a finite number" + (" within the 32-bit float range (score_precision='float32')"
+                                              if float32 else ""),
+                "rank_position": "a whole number below 2^63 (a position)"}[problem]
         raise SqlmetricsError(
             f"{_where(loaded, line_no)}: column {column!r} holds {value!r}, which is not {what} "
             f"({count} such {'row' if count == 1 else 'rows'}). Fix the value or map another column."
         )
     if repeated:
         _report_duplicate(con, loaded, kind)
+    if kind == "run" and order_role == "score" and all_equal and counts[0] > 1:
+        warnings.warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
+                      "by the tie rule alone (document id descending). If the rows are in rank order, pass "
+                      "ties='rank' to use the rank column.", SqlmetricsWarning, stacklevel=5)
+
+
+def _shown(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 def _equal_hash_neighbours(loaded: Loaded) -> str:

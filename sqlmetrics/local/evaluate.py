@@ -155,22 +155,17 @@ def _log_view(con, loaded: Loaded, segs: tuple, label, relevance, order_role: st
     items += [f"{_q(c[r])} AS {r}" for r in ("query_id", "doc_id", order_role)]
     if label is not None:
         col = _q(_resolve_column(label, present, loaded.label, "label"))
+        number = f"TRY_CAST({col} AS DOUBLE)"
         bad = con.execute(f"SELECT MIN(line_no), COUNT(*) FROM {loaded.numbered} WHERE {col} IS NOT NULL AND "
-                          f"(TRY_CAST({col} AS DOUBLE) IS NULL OR isnan(TRY_CAST({col} AS DOUBLE)))").fetchall()[0]
+                          f"({number} IS NULL OR NOT isfinite({number}) OR contains(CAST({col} AS VARCHAR), '_'))"
+                          ).fetchall()[0]
         if bad[1]:
             raise SqlmetricsError(f"{loaded.label}, {loaded.row_word} {bad[0]}: the label column {label!r} is not a "
-                                  f"number there ({bad[1]} such rows). Labels are grades; NULL means unjudged.")
+                                  f"finite number there ({bad[1]} such {'row' if bad[1] == 1 else 'rows'}). Labels are grades; "
+                                  "NULL means unjudged.")
         items.append(f"CAST({col} AS DOUBLE) AS relevance")
     elif relevance is not None:
-        tree, _used = relevance_expression(relevance, present)
-        expr = f"CAST(({tree.sql('duckdb')}) AS DOUBLE)"
-        try:
-            con.execute(f"SELECT COUNT({expr}) FROM {loaded.view}").fetchall()
-        except duckdb.Error as e:
-            raise SqlmetricsError(f"relevance={relevance!r} cannot be computed over {loaded.label}: "
-                                  f"{_first_line(e)} (boolean columns: CAST(x AS INT), or a "
-                                  "{column: grade} mapping).") from None
-        items.append(f"{expr} AS relevance")
+        items.append(f"{_relevance_sql(con, loaded, relevance, present)} AS relevance")
     key = [f"seg_{i}" for i in range(1, len(segs) + 1)] + ["query_id", "doc_id"]
     base = f"(SELECT line_no, {', '.join(items)} FROM {loaded.numbered})"
     view = _fresh("log")
@@ -192,9 +187,50 @@ def _log_view(con, loaded: Loaded, segs: tuple, label, relevance, order_role: st
     return view
 
 
+def _relevance_sql(con, loaded: Loaded, relevance, present: list) -> str:
+    """relevance= over one log as DuckDB SQL, checked: it computes, and never gives NaN or infinity.
+
+    Text columns (CSV and TSV are read as text, so that ids stay as written) are typed first: a column
+    whose every value is a number is read as DOUBLE, one of true/false values as BOOLEAN."""
+    tree, used = relevance_expression(relevance, present)
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {loaded.view})").fetchall())
+    text = [c for c in used if types[c] == "VARCHAR"]
+    if text:
+        tests = [f"bool_and({_q(c)} IS NULL OR TRY_CAST({_q(c)} AS {t}) IS NOT NULL)" for c in text
+                 for t in ("DOUBLE", "BOOLEAN")]
+        typed = con.execute(f"SELECT {', '.join(tests)} FROM {loaded.view}").fetchall()[0]
+        cast = {c: t for i, c in enumerate(text) for t, ok in zip(("DOUBLE", "BOOLEAN"), typed[2 * i:2 * i + 2])
+                if ok and not (t == "BOOLEAN" and typed[2 * i])}
+        tree = tree.transform(lambda node: exp.cast(node.copy(), cast[node.name])
+                              if isinstance(node, exp.Column) and node.name in cast else node)
+    expr = f"CAST(({tree.sql('duckdb')}) AS DOUBLE)"
+    try:
+        bad = con.execute(f"SELECT MIN(line_no) FILTER (WHERE NOT isfinite({expr})), COUNT(*) FILTER (WHERE NOT "
+                          f"isfinite({expr})), COUNT(*) FILTER (WHERE {expr} IS NULL), COUNT(*) "
+                          f"FROM {loaded.numbered}").fetchall()[0]
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"relevance={relevance!r} cannot be computed over {loaded.label}: "
+                              f"{_first_line(e)} (boolean columns: CAST(x AS INT), or a "
+                              "{column: grade} mapping).") from None
+    first, infinite, null, total = bad
+    if infinite:
+        value = con.execute(f"SELECT {expr} FROM {loaded.numbered} WHERE line_no = {first}").fetchall()[0][0]
+        raise SqlmetricsError(
+            f"{loaded.label}, {loaded.row_word} {first}: relevance={relevance!r} is {value} there ({infinite} such "
+            f"{'row' if infinite == 1 else 'rows'}), not a grade: a division by zero? Guard it, e.g. "
+            "CASE WHEN d > 0 THEN n / d ELSE 0 END, or NULLIF(d, 0) to leave those rows unjudged.")
+    if null:
+        warnings.warn(f"{loaded.label}: relevance={relevance!r} is NULL in {null} of {total} rows; those documents "
+                      "are unjudged (no grade), as a NULL label is.", SqlmetricsWarning, stacklevel=6)
+    return expr
+
+
 def _warn_positions(con, view: str, key: list, label: str) -> None:
     """ties='rank': lists whose positions are not exactly 1..n are renumbered; say how many, never silently."""
     k = ", ".join(key)
+    # Positions may be text (a TREC rank field, CSV): compared as numbers, not as '10' < '9'. The checks
+    # made sure each is a whole number that fits a BIGINT.
+    view = f"(SELECT * REPLACE (CAST(rank_position AS BIGINT) AS rank_position) FROM {view})"
     row = con.execute(
         "SELECT COUNT(*), SUM(CASE WHEN repeated THEN 1 ELSE 0 END), SUM(CASE WHEN gap THEN 1 ELSE 0 END), "
         "SUM(CASE WHEN repeated OR gap THEN 1 ELSE 0 END) FROM ("
@@ -306,6 +342,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
         except duckdb.Error as e:  # the inputs were checked, so this is ours, not the caller's
             raise RuntimeError(f"sqlmetrics generated SQL that DuckDB rejected: {e}\n{sql}") from e
+        _check_finite(con, job)
         return _collect(con, job, [name for name, _ in runs], multi, union, fetch or fetch_arrow)
     finally:
         for alias in {i.attached for i in inputs if i.attached}:
@@ -315,6 +352,22 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _check_finite(con, job: _Job) -> None:
+    """No NaN or infinity ever reaches the results. The inputs are finite (checked), so a non-finite value
+    is an overflow inside a measure, such as an exponential gain 2^grade - 1 past grade 1023."""
+    outs = output_columns(job.calls)
+    counts = con.execute("SELECT " + ", ".join(f"COUNT(*) FILTER (WHERE NOT isfinite({o}))" for o in outs)
+                         + " FROM per_list_result").fetchall()[0]
+    for out, call, count in zip(outs, job.calls, counts):
+        if count:
+            where = con.execute(f"SELECT query_id, {out} FROM per_list_result WHERE NOT isfinite({out}) "
+                                "ORDER BY ALL LIMIT 1").fetchall()[0]
+            raise SqlmetricsError(
+                f"{call.text} overflows a double for query {where[0]!r}"
+                + (f" and {count - 1} more lists" if count > 1 else "") + f": its value there would be {where[1]}. An exponential gain (2^grade - 1, as gain='exp' and ERR compute it) "
+                "overflows for grades of 1024 or more; use smaller grades or the linear gain.")
+
+
 def _prepare(qrels, measures, o: Settings) -> _Job:
     segments = tuple([o.group_by] if isinstance(o.group_by, str) else o.group_by or ())
     calls = parse_all(measures, o.relevance_level)  # fails on a bad name before any data is read
@@ -322,7 +375,8 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
     for g in segments:
         if g in taken:
             raise SqlmetricsError(f"group_by= {g!r}: that name is taken by a result column; rename the column.")
-    shape = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level, score_precision=o.score_precision)
+    shape = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level, score_precision=o.score_precision,
+                  fixed_order=True)
     return _Job(calls, shape, segments, qrels is None, "rank_position" if o.ties == "rank" else "score")
 
 
@@ -330,6 +384,7 @@ def _check_runs(con, runs: list, job: _Job, o: Settings) -> list:
     """[(name, Loaded, log view or None)]: each run checked, de-duplicated by the policy, and in log mode
     seen as a view keyed by its segments."""
     checked = []
+    float32 = o.score_precision == "float32"
     for name, loaded in runs:
         if job.order_role not in loaded.columns:
             raise SqlmetricsError(
@@ -338,11 +393,11 @@ def _check_runs(con, runs: list, job: _Job, o: Settings) -> list:
                 f"{loaded.label}: has no score column; map one, or pass ties='rank' to order by rank.")
         if job.log_mode:
             # Repeats are per list (segment + query), checked in _log_view; the rest of the checks here.
-            checks.check(con, loaded, "run", "max")
+            checks.check(con, loaded, "run", "max", job.order_role, float32)
             view = _log_view(con, loaded, job.segments, o.label, o.relevance, job.order_role, o.duplicates)
             checked.append((name, loaded, view))
         else:
-            checks.check(con, loaded, "run", o.duplicates)
+            checks.check(con, loaded, "run", o.duplicates, job.order_role, float32)
             checked.append((name, _dedup(con, loaded, o.duplicates), None))
     return checked
 
@@ -363,16 +418,18 @@ def _collect(con, job: _Job, run_names: list, multi: bool, union: bool, fetch) -
     texts = job.texts
     keys = ["run_name"] if union else []
     aggregates = [(out, c.measure.aggregate) for out, c in zip(output_columns(job.calls), job.calls)]
-    rows = con.execute(aggregate_sql("per_list_result", aggregates, keys)).fetchall()
+    segs = list(job.segments)
+    list_key = [*keys, *segs, "query_id"]
+    rows = con.execute(aggregate_sql("per_list_result", aggregates, keys, list_key)).fetchall()
     # One named run's results get its name as their first column.
     named = f"{_lit(str(run_names[0]))} AS run_name, " if multi and not union else ""
     run_col = ["run"] if multi else []
-    segs = list(job.segments)
     per_list = fetch(con, f"SELECT {named}* FROM per_list_result", [*run_col, *segs, "query_id", *texts])
     per_group = None
     if segs:
         groups = [(g, exp.to_identifier(g, quoted=True)) for g in segs]
-        con.execute("CREATE TEMP TABLE per_group_result AS " + aggregate_sql("per_list_result", aggregates, keys, groups))
+        con.execute("CREATE TEMP TABLE per_group_result AS " + aggregate_sql("per_list_result", aggregates, keys, list_key,
+                                                                          groups))
         per_group = fetch(con, f"SELECT {named}* FROM per_group_result", [*run_col, *segs, *texts, "num_lists"])
     if multi:
         if not union:
