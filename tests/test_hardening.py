@@ -282,3 +282,13 @@ def test_an_engine_error_is_one_line_with_the_tables_columns():
     assert "(tables: run: query_id, doc_id, score; qrels: query_id, doc_id, relevance)" in message
     assert "\n" not in message and "SELECT" not in message
     assert error.value.sql.lstrip().startswith("-- sqlmetrics") and "WITH" in error.value.sql
+
+
+def test_a_list_without_any_label_is_left_out_and_counted(cli, tmp_path):
+    """The rule for NULL labels: a NULL label is an unjudged document; a list whose every label is NULL is
+    not averaged (like a query without judgments), and a warning counts such lists. q2 alone: RR = 1/2."""
+    write(tmp_path, "log.csv", "query_id,doc_id,position,rating\nq1,d1,1,\nq1,d2,2,\nq2,d3,1,0\nq2,d4,2,1\nq2,d5,3,\n")
+    code, out, err = cli("eval", "none", "log.csv", "-m", "RR,Judged@3", "--ties", "rank", "--label", "rating",
+                         "-q", "-f", "csv")
+    assert code == 0 and "1 list has no labelled row (every label NULL); not averaged" in err
+    assert out.splitlines()[1:] == [f"log,q2,0.5,{2 / 3!r}", f"log,,0.5,{2 / 3!r}"]
