@@ -15,8 +15,9 @@ _DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE) if EVALUATE_ON not in o.taker
 def evaluate(qrels, run, measures, **options) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement.
 
-    qrels, run: file paths (TREC text, CSV, TSV, Parquet, JSON Lines, `file.duckdb:table`), pyarrow
-    tables, pandas or polars frames, DuckDB relations, ranx objects or {query_id: {doc_id: value}} dicts.
+    qrels, run: file paths (TREC text, CSV, TSV, Parquet, JSON Lines, `file.duckdb:table`, a SQLite
+    `file.db:table`), pyarrow tables or streams, pandas or polars frames, DuckDB relations, ranx objects or
+    {query_id: {doc_id: value}} dicts. Ids are text: a number id is compared as written (7 is '7').
     measures: strings in any spelling (`nDCG@10`, `map`, `P_10`, `ndcg_cut.10`, `mrr@10`, ...).
 
     The options are declared in sqlmetrics.options (`help(sqlmetrics.evaluate)` lists them): columns= maps

@@ -3,6 +3,7 @@ sqlmetrics.options, runs from the command line (stdin too), atomic output, and a
 from __future__ import annotations
 
 import argparse
+import errno
 import gzip
 import io
 import os
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 from ..catalogue import split_measure_list
+from ..local.output import process_folder, replace_file, writable_target
 from ..local.readers import KNOWN_NAMES
 from ..options import ROLES, taken_by
 from ..stats.compare import unique_names
@@ -85,21 +87,13 @@ def role_pairs(pairs, flag: str) -> dict | None:
 
 
 def check_output(path: str | None) -> None:
-    """Fail before any work when --output cannot be written."""
-    if not path or path == "-":
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"--output {path!r} is a folder; give a file name.")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"--output {path!r}: the folder {str(folder)!r} does not exist.")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"--output {path!r}: the folder {str(folder)!r} is not writable.")
+    """Fail before any work when --output cannot be written (see local.output.writable_target)."""
+    if path and path != "-":
+        writable_target(path, f"--output {path!r}")
 
 
 def write_output(text: str, path: str | None) -> None:
-    """Write to stdout, or atomically to a file: a temp file in the same folder, then os.replace."""
+    """Write to stdout, or atomically to a file: a temp file beside it, then a rename (local.output)."""
     if not path or path == "-":
         try:
             sys.stdout.write(text)
@@ -108,23 +102,15 @@ def write_output(text: str, path: str | None) -> None:
             sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", errors="replace"))
         sys.stdout.flush()
         return
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException as e:
-        remove(Path(tmp))
-        if isinstance(e, OSError):
-            raise UsageError(f"cannot write --output {path!r}: {e.strerror or e}.") from None
-        raise
+
+    try:
+        replace_file(path, f"--output {path!r}", write)
+    except OSError as e:
+        raise UsageError(f"cannot write --output {path!r}: {e.strerror or e}.") from None
 
 
 class Progress:
@@ -203,15 +189,32 @@ def _sniff_suffix(head: bytes) -> str:
 
 
 def spool_stdin(args) -> str:
-    data = sys.stdin.buffer.read()
-    if not data.strip():
+    """Standard input saved to a file (the readers take files) in this process's temporary folder, copied in
+    chunks so that a large run never sits in memory whole. main() removes the file, whatever happens."""
+    stdin = sys.stdin.buffer
+    head = stdin.read(65536)  # enough to tell the format
+    blank = not head.strip()
+    folder = tempfile.gettempdir()
+    try:
+        folder = process_folder()
+        fd, path = tempfile.mkstemp(dir=folder, prefix="stdin-", suffix=_sniff_suffix(head))
+        args._stdin_names[path] = "<stdin>"
+        with open(fd, "wb") as f:
+            chunk = head
+            while chunk:
+                f.write(chunk)
+                chunk = stdin.read(1 << 20)
+                blank = blank and not chunk.strip()
+    except OSError as e:
+        # A full or read-only TMPDIR is the usual cause; say where, and what to do.
+        if e.errno == errno.ENOSPC:
+            raise UsageError(f"no space left on device while saving standard input to {folder}; free space or "
+                             "set TMPDIR to a folder on a disk with room.") from None
+        raise UsageError(f"cannot save standard input to {folder}: {e.strerror or e}; free space or set TMPDIR "
+                         "to a writable folder.") from None
+    if blank:
         raise UsageError("the run '-' (standard input) is empty: pipe a run into the command, "
                          "e.g. `cat run.txt | sqlmetrics eval qrels.txt -`.")
-    folder = tempfile.mkdtemp(prefix="sqlmetrics-stdin-")
-    path = os.path.join(folder, "stdin" + _sniff_suffix(data[:65536]))
-    with open(path, "wb") as f:
-        f.write(data)
-    args._stdin_names[path] = "<stdin>"
     return path
 
 
@@ -233,9 +236,9 @@ def command_runs(args) -> dict:
     return dict(zip(names, paths))
 
 
-def remove(path: Path, folder: bool = False) -> None:
+def remove(path: Path) -> None:
     try:
-        path.rmdir() if folder else path.unlink()
+        path.unlink()
     except OSError:
         pass
 

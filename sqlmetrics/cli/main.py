@@ -7,8 +7,10 @@
     sqlmetrics sql -m nDCG@10 --dialect snowflake --qrels db.s.qrels --run db.s.run
 
 Exit status: 0 on success, 2 on bad usage or bad input (one paragraph on stderr, no traceback unless
---debug), 1 on an internal error. Warnings about the data go to stderr, one line each. Beyond DuckDB and
-sqlglot, only what a command uses is imported: scipy, pandas and pyarrow load only on the paths that need them.
+--debug), 1 on an internal error, 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the same clean-up as
+any other exit ("sqlmetrics <command>: interrupted" / "terminated"). Warnings about the data go to stderr,
+one line each. Beyond DuckDB and sqlglot, only what a command uses is imported: scipy, pandas and pyarrow
+load only on the paths that need them.
 """
 from __future__ import annotations
 
@@ -17,13 +19,18 @@ import functools
 import importlib.metadata
 import os
 import re
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
+import duckdb
+
 from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..local.evaluate import interrupt_queries
 from . import compare, demo, evaluate, listing, sql
-from .common import UsageError, remove, write_output
+from .common import UsageError, check_output, remove, write_output
 
 COMMANDS = (evaluate, compare, listing, demo, sql)
 
@@ -52,41 +59,93 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
+    with _Signals() as signals:
+        return _run(args, signals)
+
+
+def _run(args, signals: _Signals) -> int:
     debug = getattr(args, "debug", False)
     stdin_names: dict = {}
     args._stdin_names = stdin_names  # temp file path -> how to call it in messages
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SqlmetricsWarning)
         try:
+            check_output(getattr(args, "output", None))  # before any work, for every command that has -o
             text, output = args.func(args)
+            if signals.number:  # a signal whose exception something swallowed: the work is not to be trusted
+                raise KeyboardInterrupt
             _flush_warnings(caught, stdin_names)  # before the output, so a terminal shows them first
             write_output(text, output)
+        except (KeyboardInterrupt, duckdb.InterruptException):
+            return _interrupted(args, signals, caught, stdin_names)
         except (SqlmetricsError, UsageError) as e:
+            if signals.number:  # DuckDB's "interrupted" error, worded as bad input by a reader
+                return _interrupted(args, signals, caught, stdin_names)
             _flush_warnings(caught, stdin_names)
             if debug:
                 raise
             print(f"sqlmetrics {args.command}: error: {_clean(str(e), stdin_names)}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:
-            _flush_warnings(caught, stdin_names)
-            print("sqlmetrics: interrupted", file=sys.stderr)
-            return 130
         except BrokenPipeError:  # `sqlmetrics eval ... | head`: the reader left; that is fine
             _quiet_broken_pipe()
             return 0
         except Exception as e:  # noqa: BLE001 - a bug of ours: say so, briefly
+            if signals.number:  # DuckDB answers a signal during a query with RuntimeError("Query interrupted")
+                return _interrupted(args, signals, caught, stdin_names)
             _flush_warnings(caught, stdin_names)
             if debug:
+                if getattr(e, "sql", None):  # the statement DuckDB rejected: kept out of the one-line message
+                    print(f"-- the statement:\n{e.sql}", file=sys.stderr)
                 raise
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             print(f"sqlmetrics {args.command}: internal error: {type(e).__name__}: {first} "
                   "(run again with --debug for the traceback, and please report it)", file=sys.stderr)
             return 1
         finally:
+            signals.cleaning = True  # a second signal now must not cut the clean-up short
             for tmp in list(stdin_names):
                 remove(Path(tmp))
-                remove(Path(tmp).parent, folder=True)
     return 0
+
+
+class _Signals:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread, so that every `finally` runs (DuckDB's
+    temporary tables and spill files, the spooled standard input, a half-written output) and the command
+    exits 128 + the signal's number with one line. Python's default for SIGTERM is to die on the spot,
+    leaving all of that behind. DuckDB's running queries are interrupted too: it checks Python's signals only
+    between tasks, and its worker threads would otherwise finish theirs first (seconds on a large run)."""
+
+    NAMES = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+    def __init__(self):
+        self.number = None  # the first signal received
+        self.cleaning = False
+        self._previous: dict = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():  # signal.signal works only there
+            for number in self.NAMES:
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self._previous.items():
+            if handler is not None:  # None: a handler set outside Python, which cannot be put back from here
+                signal.signal(number, handler)
+
+    def _handle(self, number, frame) -> None:
+        first = self.number is None
+        self.number = self.number or number
+        interrupt_queries()
+        if first and not self.cleaning:  # later signals are noted, not raised: the clean-up must finish
+            raise KeyboardInterrupt
+
+
+def _interrupted(args, signals: _Signals, caught: list, stdin_names: dict) -> int:
+    _flush_warnings(caught, stdin_names)
+    number = signals.number or signal.SIGINT  # DuckDB's InterruptException without a signal: as Ctrl-C
+    print(f"sqlmetrics {args.command}: {_Signals.NAMES[number]}", file=sys.stderr)
+    return 128 + number
 
 
 def _flush_warnings(caught: list, stdin_names: dict) -> None:
@@ -115,6 +174,12 @@ _OPTION_SPELLINGS = (
     (re.compile(r"\bn_resamples=(\S+)"), r"--n-resamples \1"),
     (re.compile(r"\bseed=(\S+)"), r"--seed \1"),
     (re.compile(r"\bcorrection="), r"--correction "),
+    (re.compile(r"\bmemory_limit='([^']*)'"), r"--memory-limit \1"),
+    (re.compile(r"\btemp_directory='([^']*)'"), r"--temp-directory \1"),
+    (re.compile(r"\bthreads=(\d+)"), r"--threads \1"),
+    (re.compile(r"\bmemory_limit=(?=[\s,.)])"), r"--memory-limit"),
+    (re.compile(r"\btemp_directory=(?=[\s,.)])"), r"--temp-directory"),
+    (re.compile(r"\bthreads=(?=[\s,.)])"), r"--threads"),
 )
 
 

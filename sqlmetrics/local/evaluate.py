@@ -2,9 +2,12 @@
 statement, return Results. Each step is a function below; evaluate_local() composes them."""
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
 import threading
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import duckdb
@@ -21,6 +24,7 @@ from sqlglot import exp
 
 from ..statement import READ, Shape, Source, aggregate_sql, build_statement
 from . import checks
+from .output import process_folder
 from .readers import Loaded, _first_line, _fresh, _numbered, load
 
 
@@ -109,27 +113,96 @@ def _few(ids: list) -> str:
 
 _SHARED: list = []  # the process's in-memory DuckDB database, opened by the first evaluation that needs it
 _SHARED_LOCK = threading.Lock()
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # the connections connect() gave, for interrupt_queries()
+_SPILLS = itertools.count()
+# DuckDB's defaults that are not ours to keep: it would download and load extensions on first use.
+_NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def connect(memory_limit=None, threads=None, temp_directory=None):
     """A DuckDB connection for one evaluation. Without resource options, a cursor on the process's
     in-memory database: opening a database costs ~30 ms, a cursor nothing, and the temporary tables and
     views of an evaluation belong to its cursor and go with it. With memory_limit (e.g. "2GB"), threads
-    or temp_directory, a database of its own, which spills to temp_directory past the limit."""
-    config = {}
+    or temp_directory, a database of its own, which spills to temp_directory past the limit.
+
+    An in-memory database spills to ./.tmp by default, in whatever folder the caller happens to be in.
+    Here it spills to temp_directory or, without one, to a folder of its own inside this process's
+    temporary folder (output.process_folder, removed at exit). No extension is ever installed or loaded."""
+    resources = {}
     for name, value in (("memory_limit", memory_limit), ("threads", threads), ("temp_directory", temp_directory)):
         if value is not None:
-            config[name] = str(value) if name != "threads" else value
-    if not config:
+            resources[name] = str(value) if name != "threads" else value
+    if not resources:
         with _SHARED_LOCK:
             if not _SHARED:
-                _SHARED.append(duckdb.connect())
-            return _SHARED[0].cursor()
+                _SHARED.append(duckdb.connect(config={**_NO_EXTENSIONS, "temp_directory": _spill_folder()}))
+            con = _SHARED[0].cursor()
+    else:
+        if "temp_directory" not in resources:
+            resources["temp_directory"] = _spill_folder()
+        try:
+            con = duckdb.connect(config={**_NO_EXTENSIONS, **resources})
+        except (duckdb.Error, TypeError, ValueError) as e:
+            raise SqlmetricsError(f"memory_limit/threads/temp_directory: {_first_line(e)} "
+                                  "(e.g. memory_limit='2GB', threads=2, temp_directory='/tmp/spill').") from None
+    _LIVE.add(con)
+    return con
+
+
+def _spill_folder() -> str:
+    # One per database: DuckDB makes it when it first spills and removes it when the database closes; two
+    # databases never share one. Its parent, the process's folder, exists (DuckDB would not make it).
+    return os.path.join(process_folder(), f"spill-{next(_SPILLS)}")
+
+
+def interrupt_queries() -> None:
+    """Interrupt what DuckDB runs for this process's evaluations (the command line's SIGINT and SIGTERM):
+    its worker threads stop now instead of finishing their tasks. An idle connection is unaffected."""
+    for con in list(_LIVE):
+        try:
+            con.interrupt()
+        except duckdb.Error:  # closed meanwhile
+            pass
+
+
+class GeneratedSQLError(RuntimeError):
+    """DuckDB rejected the statement sqlmetrics generated from checked inputs: a bug of ours. The message
+    is one line; the statement is on .sql (the command line prints it with --debug)."""
+
+    def __init__(self, message: str, sql: str):
+        super().__init__(message)
+        self.sql = sql
+
+
+def _resource_error(e: BaseException, con, o: Settings) -> BaseException | None:
+    """DuckDB out of memory, out of room to spill, or interrupted: the error to raise instead (one line
+    naming the option that helps), or None when `e` is none of these."""
+    text = str(e)
+    if isinstance(e, duckdb.InterruptException) or (type(e) is RuntimeError and text == "Query interrupted"):
+        return KeyboardInterrupt()  # DuckDB's answer to Ctrl-C during a query
+    disk_full = "max_temp_directory_size" in text or "failed to offload" in text or "No space left" in text
+    if disk_full and isinstance(e, (duckdb.OutOfMemoryException, duckdb.IOException)):
+        return SqlmetricsError(
+            f"DuckDB ran out of disk space while spilling to temp_directory={_temp_directory(con, o)!r} "
+            f"({_first_line(e).rstrip('.')}). Free space there, or set temp_directory= to a folder on a disk "
+            "with room.")
+    if isinstance(e, duckdb.OutOfMemoryException):
+        limit = f"memory_limit={o.memory_limit!r}" if o.memory_limit is not None else \
+            "memory_limit= is DuckDB's default, 80% of RAM"
+        return SqlmetricsError(
+            f"DuckDB ran out of memory ({limit}; {_first_line(e).rstrip('.')}). Raise memory_limit= (e.g. "
+            "memory_limit='8GB'), use fewer threads=, or set temp_directory= to a folder on a disk with room: "
+            "past the limit DuckDB spills there.")
+    return None
+
+
+def _temp_directory(con, o: Settings) -> str:
+    if o.temp_directory is not None:
+        return str(o.temp_directory)
     try:
-        return duckdb.connect(config=config)
-    except (duckdb.Error, TypeError, ValueError) as e:
-        raise SqlmetricsError(f"memory_limit/threads/temp_directory: {_first_line(e)} "
-                              "(e.g. memory_limit='2GB', threads=2, temp_directory='/tmp/spill').") from None
+        return con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    except duckdb.Error:
+        return "DuckDB's temporary folder"
 
 
 def _present(con, view: str) -> list:
@@ -256,7 +329,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
     loaded = []
     for name, item in items:
         loaded.append((name, load(con, item, "run", columns, None if name is None else str(name))))
-        inputs.append(loaded[-1][1])  # for the caller to detach, whatever fails later
+        inputs.append(loaded[-1][1])  # for the caller to clean up after, whatever fails later
     if "run_name" not in columns:
         return loaded
     if multi:
@@ -278,7 +351,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
         con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {whole.view} WHERE {where}")
         numbered = f"(SELECT * FROM {whole.numbered} WHERE {where})"
         out.append((name, Loaded(view, roles, f"run {name!r} of {whole.label}", whole.row_word, numbered,
-                                  attached=whole.attached, temporary=whole.temporary)))
+                                  temporary=whole.temporary)))
     return out
 
 
@@ -318,7 +391,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
     planning = _Background(plan_measures, job.calls, o.relevance_level)
     qrels_columns, run_columns = _table_columns(o)
     con = connect(o.memory_limit, o.threads, o.temp_directory)
-    inputs: list = []  # every Loaded input, to detach what was attached
+    inputs: list = []  # every Loaded input, to remove the temporary folders made to read them
     try:
         q = None
         if not job.labels:
@@ -340,13 +413,21 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True).sql(READ)
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
-        except duckdb.Error as e:  # the inputs were checked, so this is ours, not the caller's
-            raise RuntimeError(f"sqlmetrics generated SQL that DuckDB rejected: {e}\n{sql}") from e
+        except duckdb.Error as e:
+            if _resource_error(e, con, o) is not None:
+                raise  # worded below
+            # The inputs were checked, so this is ours, not the caller's. One line; the statement on .sql.
+            raise GeneratedSQLError(f"sqlmetrics generated SQL that DuckDB rejected: {_first_line(e)}", sql) from e
         _check_finite(con, job)
         return _collect(con, job, [name for name, _ in runs], multi, union, fetch or fetch_arrow)
+    except (duckdb.Error, RuntimeError, SqlmetricsError) as e:  # memory, disk or Ctrl-C, wherever it struck
+        # A reader may have worded DuckDB's error as an unreadable input; DuckDB's own stays its __context__.
+        cause = e.__context__ if isinstance(e, SqlmetricsError) else e
+        instead = _resource_error(cause, con, o) if cause is not None else None
+        if instead is None:
+            raise
+        raise instead from None
     finally:
-        for alias in {i.attached for i in inputs if i.attached}:
-            con.execute(f"DETACH {alias}")  # attachments belong to the database, which outlives the cursor
         con.close()
         for folder in {i.temporary for i in inputs if i.temporary}:
             shutil.rmtree(folder, ignore_errors=True)

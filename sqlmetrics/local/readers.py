@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import QRELS_ROLES
+from .databases import DATABASE_FILES, copy_into, copy_table
 
 RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name only when mapped
 
@@ -41,7 +43,6 @@ TREC_FIELDS = {
 }
 TABULAR = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
            ".ndjson": "jsonl", ".json": "jsonl"}
-DUCKDB_FILES = (".duckdb", ".ddb", ".db")
 
 _counter = itertools.count()
 
@@ -56,7 +57,6 @@ class Loaded:
     row_word: str  # "line" for text files (numbered as in an editor), "row" otherwise
     numbered: str  # a relation with line_no and the view's columns, read only to locate a bad row
     fixed_columns: bool = False  # TREC text: its fields are positional, a column mapping does not apply
-    attached: str | None = None  # a DuckDB file attached to read this table: detached after the evaluation
     temporary: str | None = None  # a folder of ours (a link to the input): removed after the evaluation
 
 
@@ -64,18 +64,143 @@ def _fresh(prefix: str) -> str:
     return f"sqlm_{prefix}_{next(_counter)}"
 
 
-def _sniff_delimiter(path: Path, width: int) -> str | None:
-    """The one character (tab or space) that splits the file's first lines into `width`+ non-empty fields."""
-    opener = gzip.open if path.suffix.lower() == ".gz" else open
+# Compression is decided by a file's first bytes, not by its name: gzip data in `run.txt` is read as gzip,
+# and a `run.txt.gz` holding plain text is read as plain text. DuckDB reads both without an extension.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"))
+# The longest line read. DuckDB's default limit (2 MB) is kept until a line passes it: a larger limit
+# slows every read of a big file by about half.
+LONG_LINE = 1 << 26
+FORMAT_NAMES = {"trec": "TREC text", "csv": "CSV", "tsv": "TSV", "jsonl": "JSON Lines", "json": "JSON"}
+
+
+def _compression(path: Path, label: str) -> str:
     try:
-        with opener(path, "rb") as f:
-            head = f.read(1 << 16).decode("utf-8", "replace").splitlines()[:-1] or []
-    except (OSError, EOFError):
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise SqlmetricsError(f"{label}: cannot be opened ({e.strerror or e}).") from None
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), "none")
+
+
+def _open_bytes(path: Path, compression: str):
+    """The file's (decompressed) bytes, for a look at its head or, after an error, for the bad line.
+    None for zstd, which Python's standard library cannot read."""
+    if compression == "zstd":
         return None
-    head = [line for line in head if line.strip()]
+    return gzip.open(path, "rb") if compression == "gzip" else open(path, "rb")
+
+
+def _head(path: Path, compression: str) -> bytes | None:
+    """The first 64 kB of text, or None when Python cannot read them (zstd, damaged gzip)."""
+    stream = _open_bytes(path, compression)
+    if stream is None:
+        return None
+    try:
+        with stream:
+            return stream.read(1 << 16)
+    except (OSError, EOFError, zlib.error):
+        return None  # the reader in DuckDB fails too, and _unreadable says why
+
+
+def _reading(compression: str, line_size: int | None) -> str:
+    """read_csv / read_json options: the compression found, and the line limit when raised."""
+    return f"compression = {_lit(compression)}" + (f", max_line_size = {line_size}" if line_size else "")
+
+
+def _create(con, path: Path, label: str, fmt: str, compression: str, statement) -> int | None:
+    """Run statement(line_size), which reads the file into a table. A line longer than DuckDB's default
+    limit is read on a second try with LONG_LINE; the limit used is returned, for later reads of the
+    file. Any other failure is explained by _unreadable: never DuckDB's message alone."""
+    for size in (None, LONG_LINE):
+        try:
+            con.execute(statement(size))
+            return size
+        except duckdb.Error as e:
+            if size is None and "Maximum line size" in str(e):
+                continue
+            raise _unreadable(path, label, fmt, compression, e) from None
+    raise AssertionError("unreachable")
+
+
+def _unreadable(path: Path, label: str, fmt: str, compression: str, error: Exception) -> SqlmetricsError:
+    """Why DuckDB could not read a text file. The file is read again in Python to find the line (only on
+    this error path): damaged gzip data, a byte that is not UTF-8, a NUL byte, a line past LONG_LINE.
+    Anything else is DuckDB's reason, in one line."""
+    found = _bad_bytes(path, compression, label)
+    if found:
+        return SqlmetricsError(found)
+    return SqlmetricsError(f"{label}: cannot be read as {FORMAT_NAMES.get(fmt, fmt)} ({_reason(error)}). "
+                           "Fix the file at that place, or check that its name's suffix says its format.")
+
+
+def _bad_bytes(path: Path, compression: str, label: str) -> str | None:
+    """The first damaged gzip block, non-UTF-8 byte, NUL byte or over-long line, as a message naming the
+    line and the byte offset (counted from 0 in the decompressed text); None if there is none."""
+    stream = _open_bytes(path, compression)
+    if stream is None:
+        return None
+    line_no, offset, carry = 1, 0, b""
+    try:
+        with stream:
+            while True:
+                chunk = stream.read(1 << 20)
+                data = carry + chunk
+                cut = data.rfind(b"\n") + 1 if chunk else len(data)  # whole lines only: no character split
+                block, carry = data[:cut], data[cut:]
+                if len(carry) > LONG_LINE:
+                    block, carry = data, b""
+                problem = _block_problem(block)
+                if problem:
+                    at, what = problem
+                    line_no += block.count(b"\n", 0, at)
+                    return f"{label}, line {line_no}, byte {offset + at}: {what}"
+                line_no += block.count(b"\n")
+                offset += len(block)
+                if not chunk:
+                    return None
+    except (OSError, EOFError, zlib.error) as e:
+        return (f"{label}: truncated or damaged gzip data after line {line_no} ({e}). Compress the file "
+                "again (gzip -t tests it), or fetch it again.")
+
+
+def _block_problem(block: bytes) -> tuple[int, str] | None:
+    problems = []
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as e:
+        problems.append((e.start, "not UTF-8; re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)."))
+    if (nul := block.find(b"\0")) >= 0:
+        problems.append((nul, "a NUL byte (0x00), which text holds nowhere; remove it (is the file UTF-16, "
+                              "or binary?)."))
+    start = 0
+    for line in block.split(b"\n"):
+        if len(line) > LONG_LINE:
+            problems.append((start, f"a line longer than {LONG_LINE >> 20} MB; is this really a text file of "
+                                    "ids and scores?"))
+            break
+        start += len(line) + 1
+    return min(problems) if problems else None
+
+
+def _reason(error: Exception) -> str:
+    """DuckDB's reason in one line; for a CSV error its line and why ('line 5: Expected Number of
+    Columns: 3 Found: 4'), without the line's text, the options and the possible fixes."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    first = _first_line(error)
+    if m := re.match(r"CSV Error on Line: (\d+)", first):
+        why = next((line for line in lines[1:] if not line.startswith(("Original Line", "Possible", "*"))), "")
+        return f"line {m.group(1)}: {why}" if why else f"line {m.group(1)}"
+    return first
+
+
+def _sniff_delimiter(head: bytes | None, width: int) -> str | None:
+    """The one character (tab or space) that splits the file's first lines into `width`+ non-empty fields."""
+    if head is None:
+        return None
+    lines = [line for line in head.decode("utf-8", "replace").splitlines()[:-1] if line.strip()]
     for delim in ("\t", " "):
-        if head and all(len(p := line.split(delim)) >= width and all(p) and not any(
-                c in field for field in p for c in " \t") for line in head):
+        if lines and all(len(p := line.split(delim)) >= width and all(p) and not any(
+                c in field for field in p for c in " \t") for line in lines):
             return delim
     return None
 
@@ -91,31 +216,45 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
     fields = TREC_FIELDS[kind]
     keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES]
     view = _fresh(kind)
-    loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields), fixed_columns=True)
-    delim = _sniff_delimiter(path, len(fields))
+    compression = _compression(path, label)
+    loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields, compression, None),
+                    fixed_columns=True)
+    delim = _sniff_delimiter(_head(path, compression), len(fields))
     if delim is not None:
         columns = "{" + ", ".join(f"{_lit(f)}: 'VARCHAR'" for f in fields) + "}"
         # Two delimiters in a row give an empty field, which DuckDB reads as NULL: in whitespace-separated
         # TREC that line has a field fewer, a malformed line (trec_eval rejects it). The other whitespace
-        # character inside a field (a tab when splitting on spaces) would split it in TREC.
+        # character inside a field (a tab when splitting on spaces) would split it in TREC. A NUL byte
+        # sends the file down the general path, whose line reader refuses it naming the line (the lines
+        # read again to name a bad value could not be read either). Both are looked for in the fields
+        # joined once (sqlm_text): as fast as one look per field for the tab alone.
         other = "chr(9)" if delim == " " else "' '"
-        clean = " AND ".join(f"{f} IS NOT NULL AND NOT contains({f}, {other})" for f in fields)
+        clean = " AND ".join(f"{f} IS NOT NULL" for f in fields)
+        clean += f" AND NOT contains(sqlm_text, {other}) AND NOT contains(sqlm_text, chr(0))"
+        # DuckDB's cast reads `1_000` as 1000, where trec_eval's strtod stops at the `_`: a score or grade
+        # holding `_` sends the file down the general path too, which keeps it as text for the input check
+        # to refuse, naming the line and showing the value.
+        clean += "".join(f" AND NOT contains({f}, '_')" for f in ("score", "relevance") if f in fields)
         try:
             # Scores and grades are parsed to numbers once, here; one that does not parse becomes NULL, which
             # the input check reports with the line's text (read again from the file).
             typed = [f"TRY_CAST({f} AS DOUBLE) AS {f}" if f in ("score", "relevance") else f for f in keep]
             con.execute(f"CREATE TEMP TABLE {view} AS SELECT {', '.join(typed)}, {clean} AS well_formed FROM "
-                        f"read_csv({_lit(str(path))}, delim = {_lit(delim)}, header = false, columns = {columns}, "
-                        "quote = '', escape = '', auto_detect = false, strict_mode = true)")
+                        f"(SELECT *, concat({', '.join(fields)}) AS sqlm_text FROM read_csv({_lit(str(path))}, "
+                        f"delim = {_lit(delim)}, header = false, columns = {columns}, quote = '', escape = '', "
+                        f"auto_detect = false, strict_mode = true, {_reading(compression, None)}))")
             if not _malformed(con, view):
                 return loaded
             con.execute(f"DROP TABLE {view}")
         except duckdb.Error:
-            pass  # a line the single delimiter does not split into exactly the fields: the general path
+            pass  # a line the single delimiter does not split into exactly the fields (or any other failure,
+            # which the general path explains): the general path
     matched = " AND ".join(f"f.{f} <> ''" for f in fields)  # regexp_extract gives '' when the line does not match
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT {', '.join(f'f.{f} AS {f}' for f in keep)}, "
-                f"{matched} AS well_formed FROM "
-                f"(SELECT {_trec_split(fields)} AS f FROM {_trec_lines(path)} WHERE line IS NOT NULL AND trim(line) <> '')")
+    size = _create(con, path, label, "trec", compression, lambda size: (
+        f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT {', '.join(f'f.{f} AS {f}' for f in keep)}, "
+        f"{matched} AS well_formed FROM (SELECT {_trec_split(fields)} AS f FROM {_trec_lines(path, compression, size)} "
+        "WHERE line IS NOT NULL AND trim(line) <> '')"))
+    loaded.numbered = _trec_numbered(path, fields, compression, size)
     if _malformed(con, view):
         line_no, line = con.execute(f"SELECT line_no, line FROM {loaded.numbered} WHERE {fields[-1]} = '' "
                                     "ORDER BY line_no LIMIT 1").fetchall()[0]
@@ -128,7 +267,7 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
         # A qrels line has exactly four fields: a longer one is most likely a run passed as qrels (which
         # would otherwise evaluate every run to a perfect score), or a format that needs its own reader.
         longer = rf"^\s*(\S+\s+){{{len(fields)}}}\S"
-        extra = con.execute(f"SELECT line_no, line FROM {_trec_numbered(path, fields)} WHERE regexp_matches(line, "
+        extra = con.execute(f"SELECT line_no, line FROM {loaded.numbered} WHERE regexp_matches(line, "
                             f"{_lit(longer)}) ORDER BY line_no LIMIT 1").fetchall()
         if extra:
             line_no, line = extra[0]
@@ -143,9 +282,12 @@ def _malformed(con, view: str) -> int:
     return con.execute(f"SELECT COUNT(*) FROM {view} WHERE NOT well_formed").fetchall()[0][0]
 
 
-def _trec_lines(path: Path) -> str:
-    return (f"read_csv({_lit(str(path))}, columns = {{'line': 'VARCHAR'}}, header = false, delim = '\x1f', "
-            "quote = '', escape = '', auto_detect = false, strict_mode = false)")
+def _trec_lines(path: Path, compression: str, line_size: int | None) -> str:
+    """The file's lines, whole. An empty delimiter splits nothing (no byte of the data can cut a line, as
+    the 0x1F of an earlier version did); DuckDB's empty delimiter is a NUL byte, which strict mode makes an
+    error (explained by _unreadable) rather than the end of the line."""
+    return (f"read_csv({_lit(str(path))}, columns = {{'line': 'VARCHAR'}}, header = false, delim = '', "
+            f"quote = '', escape = '', auto_detect = false, strict_mode = true, {_reading(compression, line_size)})")
 
 
 def _trec_split(fields) -> str:
@@ -154,10 +296,11 @@ def _trec_split(fields) -> str:
     return f"regexp_extract(line, {pattern}, [{', '.join(_lit(f) for f in fields)}])"
 
 
-def _trec_numbered(path: Path, fields) -> str:
+def _trec_numbered(path: Path, fields, compression: str, line_size: int | None) -> str:
     """Every line numbered as in an editor (blank ones too), read only to name a bad line in an error."""
+    lines = _trec_lines(path, compression, line_size)
     return (f"(SELECT line_no, line, {', '.join(f'f.{f} AS {f}' for f in fields)} FROM (SELECT line_no, line, "
-            f"{_trec_split(fields)} AS f FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {_trec_lines(path)}) "
+            f"{_trec_split(fields)} AS f FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {lines}) "
             "WHERE line IS NOT NULL AND trim(line) <> ''))")
 
 
@@ -187,22 +330,29 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
                 raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, "
                                       "Parquet and tables.")
             return dataclasses.replace(_trec_view(con, source, kind, label), temporary=temporary)
-        # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
-        # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed.
-        readers = {
-            "parquet": f"read_parquet({_lit(str(source))})",
-            "csv": f"read_csv({_lit(str(source))}, header = true, all_varchar = true)",
-            "tsv": f"read_csv({_lit(str(source))}, header = true, delim = '\t', all_varchar = true)",
-            "jsonl": f"read_json({_lit(str(source))}, format = 'newline_delimited')",
-        }
-        if fmt not in readers:
+        if fmt in ("jsonl", "json"):
+            return dataclasses.replace(_json_view(con, source, kind, label, columns), temporary=temporary)
+        if fmt not in ("parquet", "csv", "tsv"):
             raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet or jsonl.")
         view = _fresh(kind)
-        try:
-            con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {readers[fmt]}")
-            con.execute(f"SELECT * FROM {view} LIMIT 0")
-        except duckdb.Error as e:
-            raise SqlmetricsError(f"{label}: cannot be read as {fmt} ({_first_line(e)}).") from None
+        if fmt == "parquet":
+            try:
+                con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_lit(str(source))})")
+                con.execute(f"SELECT * FROM {view} LIMIT 0")
+            except duckdb.Error as e:
+                raise SqlmetricsError(f"{label}: cannot be read as parquet ({_first_line(e)}).") from None
+        else:
+            # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
+            # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed. The
+            # file is read into a table here, once: a bad byte or line is found (and explained) now, not by
+            # a later query of the evaluation.
+            compression = _compression(source, label)
+            delim = ", delim = '\t'" if fmt == "tsv" else ""
+            # skip = 0: the header is line 1 (DuckDB's sniffer may otherwise skip lines it finds odd, silently
+            # dropping them, and every line number named after would be off).
+            _create(con, source, label, fmt, compression, lambda size: (
+                f"CREATE TEMP TABLE {view} AS SELECT * FROM read_csv({_lit(str(source))}, header = true{delim}, "
+                f"skip = 0, all_varchar = true, {_reading(compression, size)})"))
         offset = 1 if fmt in ("csv", "tsv") else 0  # a CSV header is line 1
         row_word = "row" if fmt == "parquet" else "line"
         return Loaded(view, _map_columns(con, view, kind, label, columns), label, row_word, _numbered(view, offset),
@@ -211,6 +361,98 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+# DuckDB 1.3 brought `lambda t: ...`; 2.0 refuses the older `t -> ...`.
+_LAMBDA = "lambda t: " if tuple(map(int, re.findall(r"\d+", duckdb.__version__)[:2])) >= (1, 3) else "t -> "
+# Every number outside a JSON string quoted, so that ->> gives its written text. The text is cut into
+# strings and what lies between them (a string's quotes inside are escaped, so none is cut in two).
+_QUOTE_NUMBERS = (r"""list_aggregate(list_transform(regexp_extract_all(line, '(?s)"(?:[^"\\]|\\.)*"|[^"]+'), """
+                  + _LAMBDA + r"""CASE WHEN starts_with(t, '"') THEN t ELSE regexp_replace(t, """
+                  r"""'(-?[0-9][0-9.eE+-]*)', '"\1"', 'g') END), 'string_agg', '')""")
+_NUMBER_ROLES = ("score", "relevance", "rank_position")
+
+
+def _json_view(con, path: Path, kind: str, label: str, columns: dict | None) -> Loaded:
+    """JSON Lines (one object per line; a .json file too), or one JSON array of objects.
+
+    Every value is read as text, as CSV's are, and scores and grades are converted by the checks. DuckDB's
+    JSON reader guesses column types from the first 20,480 lines (a later value of another type fails the
+    whole read), and parses a number to a double, which would make the id `1.50` the id `1.5` (and `1e3`
+    `1000.0`). Ids are compared as text, so a number keeps its written text (in every column but the score,
+    grade and rank ones, whose value alone matters): found by a regular expression on the line where the
+    key is written once and the line has no escapes, else
+    by quoting every number of the line (_QUOTE_NUMBERS, several times slower).
+    """
+    compression = _compression(path, label)
+    head = _head(path, compression)
+    if head is None:  # zstd: DuckDB reads the first line
+        try:
+            head = (con.execute(f"SELECT line FROM {_trec_lines(path, compression, LONG_LINE)} WHERE trim(line) "
+                                "<> '' LIMIT 1").fetchone() or ("",))[0].encode()
+        except duckdb.Error as e:
+            raise _unreadable(path, label, "json", compression, e) from None
+    array = head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
+    raw, row_word = _fresh("json"), "object" if array else "line"
+    if array:
+        source = (f"(SELECT ROW_NUMBER() OVER () AS line_no, json AS line FROM read_json_objects("
+                  f"{_lit(str(path))}, format = 'array', compression = {_lit(compression)}))")
+    else:
+        source = (f"(SELECT * FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {{lines}}) "
+                  "WHERE trim(line) <> '')")
+    _create(con, path, label, "json" if array else "jsonl", compression,
+            lambda size: f"CREATE TEMP TABLE {raw} AS " + source.replace("{lines}", _trec_lines(path, compression, size)))
+    # One pass: the keys of each kind of object, by first line; NULL for a line that is no JSON object.
+    groups = con.execute(f"SELECT CASE WHEN json_valid(line) AND json_type(line) = 'OBJECT' THEN json_keys(line) "
+                         f"END AS keys, MIN(line_no) FROM {raw} GROUP BY keys ORDER BY 2").fetchall()
+    names: dict = {}
+    for keys, first in groups:
+        if keys is None:
+            text = con.execute(f"SELECT line FROM {raw} WHERE line_no = {first}").fetchone()[0]
+            raise SqlmetricsError(
+                f"{label}, {row_word} {first}: not a JSON object: {text[:80]!r}{'...' if len(text) > 80 else ''}. "
+                'Write one object per line, e.g. {"query_id": "q1", "doc_id": "d1", "score": 1.5} (or, in a .json '
+                "file, one array of such objects).")
+        if len(set(keys)) < len(keys):
+            twice = next(k for k in keys if keys.count(k) > 1)
+            raise SqlmetricsError(f"{label}, {row_word} {first}: the key {twice!r} is written twice in one object; "
+                                  "keep one.")
+        names.update(dict.fromkeys(keys))
+    if not names:
+        raise SqlmetricsError(f"{label}: has no rows (no JSON object).")
+    view = _fresh(kind)
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(f'NULL::VARCHAR AS {_q(n)}' for n in names)}")
+    mapping = _map_columns(con, view, kind, label, columns)  # names only: which columns hold numbers
+    numbers = {mapping[r] for r in _NUMBER_ROLES if r in mapping}
+    con.execute(f"DROP VIEW {view}")
+    values = ", ".join(f"{_json_value(n, n not in numbers)} AS {_q(n)}" for n in names)
+    table = _fresh("json")  # the values with each one's line number; the view shows the values alone
+    try:
+        con.execute(f"CREATE TEMP TABLE {table} AS SELECT line_no, {values} FROM {raw}")
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"{label}: cannot be read as JSON ({_reason(e)}).") from None
+    con.execute(f"DROP TABLE {raw}")
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (line_no) FROM {table}")
+    return Loaded(view, mapping, label, row_word, f"(SELECT * FROM {table})")
+
+
+def _json_value(key: str, as_written: bool) -> str:
+    """One key's value as text (NULL when absent or null); a number as written when as_written."""
+    pointer = _lit("/" + key.replace("~", "~0").replace("/", "~1"))  # JSON pointer: any key, literally
+    plain = f"line ->> {pointer}"
+    if not as_written:
+        return plain
+    quoted = f"{_QUOTE_NUMBERS} ->> {pointer}"
+    number = f"coalesce(json_type(line, {pointer}), '') IN ('UBIGINT', 'BIGINT', 'DOUBLE')"
+    if re.fullmatch(r"\w+", key, re.ASCII):
+        # Without a backslash in the line, the key can only be written one way, and a quote inside a string is
+        # escaped: so `"key":` found once is this key, and the number after it is its written text.
+        at = '"' + key + r'"\s*:'
+        once = f"NOT contains(line, '\\') AND len(regexp_extract_all(line, {_lit(at)})) = 1"
+        number_after = _lit(at + r"\s*(-?[0-9][0-9.eE+-]*)")
+        written = f"regexp_extract(line, {number_after}, 1)"
+        quoted = f"CASE WHEN {once} THEN {written} ELSE {quoted} END"
+    return f"CASE WHEN {number} THEN {quoted} ELSE {plain} END"
 
 
 _GLOB = re.compile(r"[*?\[\]{}]")
@@ -260,7 +502,7 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
         found = [lower[n] for n in KNOWN_NAMES[role] if n in lower]
         if len(found) == 1:
             mapping[role] = found[0]
-        elif len(found) > 1 and role in required:
+        elif len(found) > 1:  # any guessed role: skipping it would pick another column, or fail obscurely
             raise SqlmetricsError(
                 f"{label}: several columns could be {role!r} ({', '.join(found)}); "
                 f"say which with columns={{{role!r}: ...}}."
@@ -281,14 +523,17 @@ def _dict_table(obj: dict, kind: str, label: str) -> pa.Table:
     import pyarrow as pa
 
     qids, docs, values = [], [], []
+    query_keys: dict = {}
     for qid, docs_of in obj.items():
         if not isinstance(docs_of, dict):
             raise SqlmetricsError(
                 f"{label}: expected {{query_id: {{doc_id: value}}}}, but query {qid!r} maps to a {type(docs_of).__name__}."
             )
+        query = _id_text(qid, query_keys, "query ids", label)
+        doc_keys: dict = {}
         for doc, value in docs_of.items():
-            qids.append(str(qid))
-            docs.append(str(doc))
+            qids.append(query)
+            docs.append(_id_text(doc, doc_keys, f"query {query!r}: document ids", label))
             values.append(value)
     value_role = "relevance" if kind == "qrels" else "score"
     try:
@@ -301,10 +546,44 @@ def _dict_table(obj: dict, kind: str, label: str) -> pa.Table:
     return pa.table({"query_id": qids, "doc_id": docs, value_role: column})
 
 
+def _id_text(key, seen: dict, what: str, label: str) -> str:
+    """A dict key as the text id it becomes. Ids are compared as text, so two keys written alike (1 and
+    '1') would be one id: refused, since merging them would silently drop or double a judgment."""
+    text = str(key)
+    if text in seen:
+        raise SqlmetricsError(f"{label}: {what} {seen[text]!r} and {key!r} both become {text!r} (ids are "
+                              "compared as text); keep one of them, or spell the ids one way.")
+    seen[text] = key
+    return text
+
+
+def _pandas_table(frame) -> pa.Table:
+    """A pandas DataFrame as an Arrow table. A column of Python objects mixing types (ids [1, 'd2', 3])
+    has no Arrow type: it becomes text, each value as str() writes it (1 -> '1'), which is how ids are
+    compared anyway (a score column so converted is read as numbers by the checks and the evaluation)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    frame = frame.copy(deep=False)
+    for i in range(frame.shape[1]):  # by position: column names may repeat
+        column = frame.iloc[:, i]
+        try:
+            pa.array(column, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            # None, NaN, NaT and pd.NA stay missing (an empty id is then reported with its row).
+            frame.isetitem(i, column.map(lambda v: None if pd.api.types.is_scalar(v) and pd.isna(v) else str(v)))
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
 def _split_duckdb_target(text: str):
-    """'eval.duckdb:run_bm25' -> (Path('eval.duckdb'), 'run_bm25'); anything else -> None."""
+    """'eval.duckdb:run_bm25' -> (Path('eval.duckdb'), 'run_bm25'); the same for a SQLite file
+    ('eval.db:run', 'eval.sqlite:run'); anything else -> None."""
     path, sep, table = text.rpartition(":")
-    if sep and table and path.lower().endswith(DUCKDB_FILES):
+    if sep and table and path.lower().endswith(DATABASE_FILES):
         return Path(path), table
     return None
 
@@ -325,20 +604,27 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
     if isinstance(obj, (str, Path)):
         text = str(obj)
         if target := _split_duckdb_target(text):
-            return _duckdb_table(con, *target, kind, columns, what)
+            return _database_table(con, *target, kind, columns, what)
         return _file_view(con, Path(text), kind, f"{what} file {text!r}", columns, fmt, own_columns)
+    view = _fresh(kind)
     if isinstance(obj, dict):
-        table, label = _dict_table(obj, kind, what), f"{what} (dict)"
+        table, label = _dict_table(obj, kind, f"{what} (dict)"), f"{what} (dict)"
     elif isinstance(obj, duckdb.DuckDBPyRelation):
-        table, label = obj.to_arrow_table(), f"{what} (DuckDB relation)"
+        # Streamed into a table of ours: the relation lives on the caller's connection, and is not copied
+        # whole into Python memory first.
+        copy_into(con, obj.to_arrow_reader(), view)
+        table, label = None, f"{what} (DuckDB relation)"
     elif type(obj).__module__.startswith("pyarrow") and isinstance(obj, _arrow_types()):
-        table, label = obj, f"{what} (Arrow table)"
+        if isinstance(obj, _arrow_types()[1]):
+            # A RecordBatchReader can be read once; the checks read the input again (to locate a bad row).
+            copy_into(con, obj, view)
+            table, label = None, f"{what} (Arrow stream)"
+        else:
+            table, label = obj, f"{what} (Arrow table)"
     elif type(obj).__module__.startswith("polars"):
         table, label = obj.to_arrow(), f"{what} (polars DataFrame)"
     elif type(obj).__module__.startswith("pandas"):
-        import pyarrow as pa
-
-        table, label = pa.Table.from_pandas(obj, preserve_index=False), f"{what} (pandas DataFrame)"
+        table, label = _pandas_table(obj), f"{what} (pandas DataFrame)"
     elif hasattr(obj, "to_dict") and type(obj).__module__.startswith("ranx"):
         table, label = _dict_table(obj.to_dict(), kind, f"{what} (ranx)"), f"{what} (ranx)"
     else:
@@ -346,29 +632,14 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
             f"{what}: cannot read a {type(obj).__name__}; pass a file path (TREC, CSV, TSV, Parquet, JSON Lines), "
             "a pyarrow Table, a pandas or polars DataFrame, a {query_id: {doc_id: value}} dict, or 'file.duckdb:table'."
         )
-    view = _fresh(kind)
-    con.register(view, table)
+    if table is not None:
+        con.register(view, table)
     return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0))
 
 
-def _duckdb_table(con, path: Path, table: str, kind: str, columns: dict | None, what: str) -> Loaded:
+def _database_table(con, path: Path, table: str, kind: str, columns: dict | None, what: str) -> Loaded:
+    """A table of a DuckDB or SQLite file, copied into a temporary table (see databases.py: why)."""
     label = f"{what} table {table!r} in {str(path)!r}"
-    if not path.exists():
-        raise SqlmetricsError(f"{label}: no such database file.")
-    alias = _fresh("db")
-    try:
-        con.execute(f"ATTACH {_lit(str(path))} AS {alias} (READ_ONLY)")
-    except duckdb.Error as e:
-        raise SqlmetricsError(f"{label}: cannot open the database ({_first_line(e)}).") from None
-    try:  # the database outlives this evaluation's cursor: detach it again if anything below fails
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_catalog = ?", [alias]).fetchall()]
-        if table not in tables:
-            raise SqlmetricsError(f"{label}: no such table or view (it has: {', '.join(sorted(tables)) or 'none'}).")
-        view = _fresh(kind)
-        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {alias}.{_q(table)}")
-        return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
-                      attached=alias)
-    except BaseException:
-        con.execute(f"DETACH {alias}")
-        raise
+    view = _fresh(kind)
+    copy_table(con, path, table, view, label)
+    return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0))

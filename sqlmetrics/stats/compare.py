@@ -12,6 +12,7 @@ from pathlib import Path
 from ..catalogue import parse_all
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
+from ..local.databases import DATABASE_FILES
 from ..local.evaluate import python_rows
 from ..options import COMPARE, CORRECTIONS, EVALUATE, TESTS, resolve, signature, taken_by
 from ..statement import GMAP_FLOOR
@@ -77,7 +78,7 @@ def run_name(obj, index: int) -> str:
         if text == "-":
             return "stdin"
         path, sep, table = text.rpartition(":")
-        if sep and table and path.lower().endswith((".duckdb", ".ddb", ".db")):
+        if sep and table and path.lower().endswith(DATABASE_FILES):
             return table
         name = Path(text).name
         for suffix in (".gz", ".zst", ".bz2"):
