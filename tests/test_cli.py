@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 import scipy.stats as st
 
@@ -280,7 +281,7 @@ def test_output_failure_midway_leaves_nothing(capsys, in_golden, tmp_path, monke
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(common.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)  # the rename that would publish the file
     code, out, err = run_cli(capsys, "eval", "qrels.txt", "a.run", "-o", target)
     assert code == 2 and "No space left on device" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
@@ -607,8 +608,11 @@ def test_sql_rejects_a_relevance_that_is_not_an_expression(capsys):
 
 def test_trec_tag_only_from_readable_trec_text(tmp_path):
     line = "q1 Q0 d1 1 1.0 tagx\n"
-    for name in ("run.txt", "run.zst", "run.parquet", "run.csv.gz"):
+    for name in ("run.txt", "plain.zst", "run.parquet", "run.csv.gz"):
         (tmp_path / name).write_text(line)
-    assert eval_command._trec_tag(str(tmp_path / "run.txt")) == "tagx"
+    duckdb.execute(f"COPY (SELECT {line.strip()!r} AS line) TO '{tmp_path / 'run.zst'}' "
+                   "(FORMAT csv, HEADER false, QUOTE '', COMPRESSION zstd)")
+    # Compression is found by the first bytes, as the reader finds it: plain text named .zst is plain text.
+    assert eval_command._trec_tag(str(tmp_path / "run.txt")) == eval_command._trec_tag(str(tmp_path / "plain.zst")) == "tagx"
     for name in ("run.zst", "run.parquet", "run.csv.gz", "eval.duckdb:run"):  # zstd, tabular, or a table
         assert eval_command._trec_tag(str(tmp_path / name)) is None

@@ -4,10 +4,9 @@ hand in the comment beside it."""
 import gzip
 import json
 import re
-import shutil
-import subprocess
 import warnings
 
+import duckdb
 import pyarrow as pa
 import pytest
 
@@ -149,6 +148,14 @@ def test_gzip_is_found_by_its_first_bytes(tmp_path):
     assert aggregate(qrels, jl, ["P@1"]) == {"P@1": 1.0}
 
 
+def test_the_run_tag_of_gzip_data_without_gz(tmp_path, cli):
+    """trec_eval's runid line shows the run's tag, read from gzip data whatever the file's name."""
+    write(tmp_path, "q.txt", QRELS)
+    write(tmp_path, "run.txt", gzip.compress(RUN.replace(" t\n", " mytag\n").encode()))
+    code, out, err = cli("eval", "q.txt", "run.txt", "-m", "P@1", "-f", "trec")
+    assert code == 0 and out.split("\n")[0].split() == ["runid", "all", "mytag"], err
+
+
 def test_a_truncated_gzip_file(tmp_path, cli):
     write(tmp_path, "q.txt", QRELS)
     data = gzip.compress(("".join(f"q1 Q0 d{i} {i} {1 / i} t\n" for i in range(1, 5000))).encode())
@@ -158,11 +165,12 @@ def test_a_truncated_gzip_file(tmp_path, cli):
     assert "Compress the file again (gzip -t tests it), or fetch it again." in err
 
 
-@pytest.mark.skipif(not shutil.which("zstd"), reason="no zstd command to compress the test file")
 def test_zstd_is_found_by_its_first_bytes(tmp_path):
     qrels = write(tmp_path, "q.txt", QRELS)
-    run = write(tmp_path, "run.txt", subprocess.run(["zstd", "-q", "-c"], input=RUN.encode(),
-                                                    capture_output=True, check=True).stdout)
+    run = tmp_path / "run.txt"  # zstd data without .zst, compressed by DuckDB (no zstd command needed)
+    duckdb.execute(f"COPY (SELECT unnest({RUN.splitlines()!r}) AS line) TO '{run}' "
+                   "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '', COMPRESSION zstd)")
+    assert run.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
     assert aggregate(qrels, run, ["P@1", "P@3"]) == {"P@1": 1.0, "P@3": pytest.approx(2 / 3, abs=1e-15)}
 
 
@@ -239,4 +247,29 @@ def test_csv_lines_are_never_skipped(tmp_path):
     dropping the lines above it: the header is line 1, always."""
     qrels = write(tmp_path, "q.txt", QRELS)
     run = write(tmp_path, "r.csv", "query_id,doc_id,score\nq1,d1,1\nq1,d2,2,9\n")
-    refused(qrels, run, r"r\.csv': no column for")
+    refused(qrels, run, r"r\.csv': cannot be read as CSV \(line 3: Expected Number of Columns: 3 Found: 4\)")
+    run = write(tmp_path, "r.tsv", "query_id\tdoc_id\tscore\nq1\td1\t1\nq1\td2\n")
+    refused(qrels, run, r"r\.tsv': cannot be read as TSV \(line 3: Expected Number of Columns: 3 Found: 2\)")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("query_id,doc_id,score\n\nq1,d1,3\n\nq1,d2,x\n", 5),  # blank lines are no rows, but are lines
+    ('query_id,doc_id,score\nq1,"d1\nstill d1",3\nq1,d2,x\n', 4),  # a quoted field spanning two lines
+    ("\ufeffquery_id,doc_id,score\r\nq1,d1,3\r\nq1,d2,x\r\n", 3),  # byte-order mark, CRLF
+])
+def test_a_csv_error_names_the_line_an_editor_shows(tmp_path, text, line):
+    qrels = write(tmp_path, "q.txt", QRELS)
+    run = write(tmp_path, "r.csv", text.encode())
+    refused(qrels, run, rf"r\.csv', line {line}: column 'score' holds 'x'")
+
+
+def test_a_csv_header_names_each_column_once(tmp_path):
+    qrels = write(tmp_path, "q.txt", QRELS)
+    refused(qrels, write(tmp_path, "a.csv", ""), r"a\.csv': is empty; a CSV file needs a header line")
+    refused(qrels, write(tmp_path, "b.csv", "\nquery_id,doc_id,score\nq1,d1,3\n"), r"b\.csv': line 1 is empty")
+    refused(qrels, write(tmp_path, "c.csv", "query_id,doc_id,doc_id\nq1,d1,3\n"),
+            r"c\.csv', line 1: the header names the column 'doc_id' twice")
+    # A quote inside an unquoted field is a character of the id (as the TREC qrels write it).
+    qrels = write(tmp_path, "q2.txt", 'q1 0 d"1 1\nq1 0 d2 1\n')
+    assert aggregate(qrels, write(tmp_path, "d.tsv", 'query_id\tdoc_id\tscore\nq1\td"1\t3\nq1\td3\t2\n'),
+                     ["P@1", "P@2"]) == {"P@1": 1.0, "P@2": 0.5}

@@ -6,7 +6,6 @@ import argparse
 import errno
 import gzip
 import io
-import os
 import sys
 import tempfile
 import threading

@@ -6,13 +6,12 @@ import csv
 import io
 import json
 import math
-import gzip
 from pathlib import Path
 
 from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.evaluate import python_rows
-from ..local.readers import _split_duckdb_target, file_format
+from ..local.readers import _split_duckdb_target, file_format, first_bytes
 from ..options import EVAL_CMD
 from ..stats.report import aligned, markdown
 from .common import Progress, UsageError, add_option_flags, check_output, command_runs, measures_from, option_values
@@ -97,19 +96,13 @@ def _rows(table: tuple, fmt: str) -> str:
 
 def _trec_tag(path: str) -> str | None:
     """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
-    p = Path(path)
-    # Not TREC text, or compressed with zstd, which the standard library cannot read: no tag.
-    if _split_duckdb_target(path) or file_format(p) != "trec" or p.suffix.lower() == ".zst":
+    if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
         return None
-    try:
-        opener = gzip.open if p.suffix.lower() == ".gz" else open
-        with opener(p, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                fields = line.split()
-                if fields:
-                    return fields[5] if len(fields) >= 6 else None
-    except (OSError, EOFError):
-        return None
+    # Compression by the first bytes, as the reader decides it; None for what Python cannot read (zstd).
+    head = first_bytes(Path(path))
+    for line in (head or b"").decode("utf-8", "replace").splitlines():
+        if fields := line.split():
+            return fields[5] if len(fields) >= 6 else None
     return None
 
 

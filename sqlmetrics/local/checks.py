@@ -17,8 +17,6 @@ def _locate(con, loaded: Loaded, condition: str) -> int:
     return con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()[0][0]
 
 
-def _where(loaded: Loaded, line_no: int) -> str:
-    return f"{loaded.label}, {loaded.row_word} {line_no}"
 
 
 def _col(loaded: Loaded, role: str) -> str:
@@ -78,7 +76,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             continue
         line_no = _locate(con, loaded, condition)
         if problem == "empty id":
-            raise SqlmetricsError(f"{_where(loaded, line_no)}: the query id or document id is empty.")
+            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id or document id is empty.")
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
                             f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
@@ -87,7 +85,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
                                               if float32 else ""),
                 "rank_position": "a whole number below 2^63 (a position)"}[problem]
         raise SqlmetricsError(
-            f"{_where(loaded, line_no)}: column {column!r} holds {value!r}, which is not {what} "
+            f"{loaded.at(line_no)}: column {column!r} holds {value!r}, which is not {what} "
             f"({count} such {'row' if count == 1 else 'rows'}). Fix the value or map another column."
         )
     if repeated:
@@ -128,5 +126,5 @@ def _report_duplicate(con, loaded: Loaded, kind: str) -> None:
                "Remove the repeat, or pass duplicates='max' (keep the highest score) or 'first' (keep the first line).")
         raise SqlmetricsError(
             f"{loaded.label}: document {dup[1]!r} appears more than once for query {dup[0]!r} "
-            f"({loaded.row_word}s {' and '.join(map(str, lines))}). {fix}"
+            f"({loaded.lines(*lines)}). {fix}"
         )

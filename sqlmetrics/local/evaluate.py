@@ -233,7 +233,7 @@ def _log_view(con, loaded: Loaded, segs: tuple, label, relevance, order_role: st
                           f"({number} IS NULL OR NOT isfinite({number}) OR contains(CAST({col} AS VARCHAR), '_'))"
                           ).fetchall()[0]
         if bad[1]:
-            raise SqlmetricsError(f"{loaded.label}, {loaded.row_word} {bad[0]}: the label column {label!r} is not a "
+            raise SqlmetricsError(f"{loaded.at(bad[0])}: the label column {label!r} is not a "
                                   f"finite number there ({bad[1]} such {'row' if bad[1] == 1 else 'rows'}). Labels are grades; "
                                   "NULL means unjudged.")
         items.append(f"CAST({col} AS DOUBLE) AS relevance")
@@ -289,7 +289,7 @@ def _relevance_sql(con, loaded: Loaded, relevance, present: list) -> str:
     if infinite:
         value = con.execute(f"SELECT {expr} FROM {loaded.numbered} WHERE line_no = {first}").fetchall()[0][0]
         raise SqlmetricsError(
-            f"{loaded.label}, {loaded.row_word} {first}: relevance={relevance!r} is {value} there ({infinite} such "
+            f"{loaded.at(first)}: relevance={relevance!r} is {value} there ({infinite} such "
             f"{'row' if infinite == 1 else 'rows'}), not a grade: a division by zero? Guard it, e.g. "
             "CASE WHEN d > 0 THEN n / d ELSE 0 END, or NULLIF(d, 0) to leave those rows unjudged.")
     if null:
@@ -339,7 +339,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
     col = _q(whole.columns["run_name"])
     nulls = con.execute(f"SELECT MIN(line_no) FROM {whole.numbered} WHERE {col} IS NULL").fetchall()[0][0]
     if nulls is not None:
-        raise SqlmetricsError(f"{whole.label}, {whole.row_word} {nulls}: the run name column "
+        raise SqlmetricsError(f"{whole.at(nulls)}: the run name column "
                               f"{whole.columns['run_name']!r} is empty there. Every row needs its run's name.")
     names = [r[0] for r in con.execute(f"SELECT DISTINCT CAST({col} AS VARCHAR) AS n FROM {whole.view} "
                                        "ORDER BY n").fetchall()]
@@ -351,7 +351,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
         con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {whole.view} WHERE {where}")
         numbered = f"(SELECT * FROM {whole.numbered} WHERE {where})"
         out.append((name, Loaded(view, roles, f"run {name!r} of {whole.label}", whole.row_word, numbered,
-                                  temporary=whole.temporary)))
+                                  temporary=whole.temporary, line_of=whole.line_of)))
     return out
 
 

@@ -6,14 +6,18 @@ evaluation, and every problem is a SqlmetricsError naming the input, the line or
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
+import functools
 import gzip
+import io
 import itertools
 import os
 import re
 import shutil
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +62,16 @@ class Loaded:
     numbered: str  # a relation with line_no and the view's columns, read only to locate a bad row
     fixed_columns: bool = False  # TREC text: its fields are positional, a column mapping does not apply
     temporary: str | None = None  # a folder of ours (a link to the input): removed after the evaluation
+    line_of: Callable[[int], int] | None = None  # row number in `numbered` -> the file's line, when they differ
+
+    def at(self, *numbers: int) -> str:
+        """'<label>, line 7': where a row of `numbered` is, for an error message."""
+        return f"{self.label}, {self.lines(*numbers)}"
+
+    def lines(self, *numbers: int) -> str:
+        """'line 7', 'lines 7 and 9': rows of `numbered` as the file's lines (or rows)."""
+        lines = [self.line_of(n) if self.line_of else n for n in numbers]
+        return f"{self.row_word}{'s' if len(lines) > 1 else ''} {' and '.join(map(str, lines))}"
 
 
 def _fresh(prefix: str) -> str:
@@ -100,6 +114,15 @@ def _head(path: Path, compression: str) -> bytes | None:
             return stream.read(1 << 16)
     except (OSError, EOFError, zlib.error):
         return None  # the reader in DuckDB fails too, and _unreadable says why
+
+
+def first_bytes(path: Path) -> bytes | None:
+    """The first 64 kB of a file's text, decompressed whatever its name says; None when Python cannot read
+    them (a missing file, zstd, damaged gzip)."""
+    try:
+        return _head(path, _compression(path, str(path)))
+    except SqlmetricsError:
+        return None
 
 
 def _reading(compression: str, line_size: int | None) -> str:
@@ -347,20 +370,68 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
             # file is read into a table here, once: a bad byte or line is found (and explained) now, not by
             # a later query of the evaluation.
             compression = _compression(source, label)
-            delim = ", delim = '\t'" if fmt == "tsv" else ""
-            # skip = 0: the header is line 1 (DuckDB's sniffer may otherwise skip lines it finds odd, silently
-            # dropping them, and every line number named after would be off).
+            delim = "\t" if fmt == "tsv" else ","
+            names = _csv_header(con, source, compression, delim, label)
+            # The header is parsed here and the layout given (RFC 4180 quoting, this delimiter): DuckDB's
+            # sniffer, on a file with one line of a field too many, guesses a one-column layout instead, and
+            # may skip lines it finds odd. Given the layout, a line of another width is an error naming it.
+            layout = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
             _create(con, source, label, fmt, compression, lambda size: (
-                f"CREATE TEMP TABLE {view} AS SELECT * FROM read_csv({_lit(str(source))}, header = true{delim}, "
-                f"skip = 0, all_varchar = true, {_reading(compression, size)})"))
-        offset = 1 if fmt in ("csv", "tsv") else 0  # a CSV header is line 1
-        row_word = "row" if fmt == "parquet" else "line"
-        return Loaded(view, _map_columns(con, view, kind, label, columns), label, row_word, _numbered(view, offset),
+                f"CREATE TEMP TABLE {view} AS SELECT * FROM read_csv({_lit(str(source))}, header = true, "
+                f"delim = {_lit(delim)}, quote = '\"', escape = '\"', columns = {layout}, auto_detect = false, "
+                f"strict_mode = true, {_reading(compression, size)})"))
+            return Loaded(view, _map_columns(con, view, kind, label, columns), label, "line", _numbered(view, 0),
+                          temporary=temporary, line_of=functools.partial(_csv_line, source, compression, delim))
+        return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
                       temporary=temporary)
     except BaseException:
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _csv_header(con, path: Path, compression: str, delim: str, label: str) -> list:
+    """The column names on a CSV or TSV file's first line (a UTF-8 byte-order mark dropped)."""
+    head = _head(path, compression)
+    if head is None:  # zstd, or gzip data damaged from the start: DuckDB reads the first line
+        try:
+            first = con.execute(f"SELECT line FROM {_trec_lines(path, compression, LONG_LINE)} LIMIT 1").fetchone()
+        except duckdb.Error as e:
+            raise _unreadable(path, label, "csv", compression, e) from None
+        head = (first[0] if first else "").encode()
+    first = head.decode("utf-8", "replace").removeprefix("\ufeff").splitlines()[:1]
+    names = next(csv.reader(first, delimiter=delim), []) if first else []
+    what = "CSV" if delim == "," else "TSV"
+    if not head:
+        raise SqlmetricsError(f"{label}: is empty; a {what} file needs a header line naming its columns "
+                              "(e.g. query_id,doc_id,score) and a line per row.")
+    if not names or not any(n.strip() for n in names):
+        raise SqlmetricsError(f"{label}: line 1 is empty, and a {what} file's first line names its columns "
+                              "(e.g. query_id,doc_id,score). Add the header, or remove the blank line.")
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None or "" in names:
+        problem = f"names the column {twice!r} twice" if twice is not None else "has a column without a name"
+        raise SqlmetricsError(f"{label}, line 1: the header {problem}; each column needs a name of its own.")
+    return names
+
+
+def _csv_line(path: Path, compression: str, delim: str, row: int) -> int:
+    """The line (as an editor numbers them) where data row `row` of a CSV or TSV file starts: blank lines
+    and quoted fields spanning lines make the two differ. Read again in Python, only for an error message."""
+    stream = _open_bytes(path, compression)
+    if stream is None:  # zstd: the best guess, the row after the header
+        return row + 1
+    with stream, io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace", newline="") as text:
+        reader = csv.reader(text, delimiter=delim)
+        next(reader, None)  # the header
+        seen, end = 0, reader.line_num
+        for fields in reader:
+            start, end = end + 1, reader.line_num
+            if fields:  # a blank line is no row (DuckDB skips it too)
+                seen += 1
+                if seen == row:
+                    return start
+    return row + 1
 
 
 # DuckDB 1.3 brought `lambda t: ...`; 2.0 refuses the older `t -> ...`.
@@ -398,7 +469,7 @@ def _json_view(con, path: Path, kind: str, label: str, columns: dict | None) -> 
         source = (f"(SELECT ROW_NUMBER() OVER () AS line_no, json AS line FROM read_json_objects("
                   f"{_lit(str(path))}, format = 'array', compression = {_lit(compression)}))")
     else:
-        source = (f"(SELECT * FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {{lines}}) "
+        source = ("(SELECT * FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {lines}) "
                   "WHERE trim(line) <> '')")
     _create(con, path, label, "json" if array else "jsonl", compression,
             lambda size: f"CREATE TEMP TABLE {raw} AS " + source.replace("{lines}", _trec_lines(path, compression, size)))

@@ -5,7 +5,6 @@ tested on the queries present in all runs.
 from __future__ import annotations
 
 import math
-import warnings
 from itertools import combinations
 from pathlib import Path
 
