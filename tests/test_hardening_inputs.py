@@ -236,3 +236,10 @@ def test_null_segments_on_the_command_line(tmp_path, cli):
                          "--ties", "rank", "--column", "rank_position=rank", "-f", "json")
     assert code == 0, err
     assert [{k: v for k, v in row.items() if k != "run"} for row in json.loads(out)] == BY_ARM
+
+
+def test_two_runs_whose_names_are_alike_as_text():
+    """{1: run, '1': run}: the results name runs by text, so the two would be one name twice."""
+    run = {"q1": {"d1": 1.0}}
+    with pytest.raises(SqlmetricsError, match=r"the runs 1 and '1' are both named '1' in the results"):
+        sqlmetrics.evaluate({"q1": {"d1": 1}}, {1: run, "1": run}, ["P@1"])

@@ -326,6 +326,12 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
     items = list(run.items()) if multi else [(None, run)]
     if multi and not items:
         raise SqlmetricsError("run: the dict of runs is empty.")
+    texts: dict = {}
+    for name, _ in items:  # names become text in the results: 1 and '1' would be one run's column twice
+        if str(name) in texts:
+            raise SqlmetricsError(f"run: the runs {texts[str(name)]!r} and {name!r} are both named {str(name)!r} in "
+                                  "the results; give them names that differ as text.")
+        texts[str(name)] = name
     loaded = []
     for name, item in items:
         loaded.append((name, load(con, item, "run", columns, None if name is None else str(name))))
