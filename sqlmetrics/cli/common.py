@@ -85,15 +85,19 @@ def role_pairs(pairs, flag: str) -> dict | None:
     return out
 
 
+# Names of standard output: written to as such, never replaced by a file (local.output refuses /dev, /proc).
+STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+
+
 def check_output(path: str | None) -> None:
     """Fail before any work when --output cannot be written (see local.output.writable_target)."""
-    if path and path != "-":
+    if path and path not in STDOUT_NAMES:
         writable_target(path, f"--output {path!r}")
 
 
 def write_output(text: str, path: str | None) -> None:
     """Write to stdout, or atomically to a file: a temp file beside it, then a rename (local.output)."""
-    if not path or path == "-":
+    if not path or path in STDOUT_NAMES:
         try:
             sys.stdout.write(text)
         except UnicodeEncodeError:  # a terminal that cannot show superscripts or dashes: never fail on that

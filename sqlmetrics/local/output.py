@@ -16,9 +16,11 @@ from ..errors import SqlmetricsError
 
 OUTPUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
-# The kernel's pseudo-files: "writing" there is a system call in disguise, and the rename of a temporary
-# file beside them fails anyway. Never a place for results.
-_PSEUDO_FILESYSTEMS = ("/proc", "/sys")
+# The kernel's pseudo-files and devices: "writing" there is a system call in disguise, and the rename of a
+# temporary file beside them fails or, worse, succeeds: /dev/stdout is a link through /proc/self/fd/1 to
+# whatever standard output is, a file the shell opened, which a rename would replace. Never a place for results.
+_PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
+_ORDINARY = (Path("/dev/shm"),)  # a file system of ordinary files in memory, under /dev
 _NOT_FILES = ((stat.S_ISDIR, "is a folder; give a file name"),
               (stat.S_ISCHR, "is a character device, not a file"),
               (stat.S_ISBLK, "is a block device, not a file"),
@@ -29,13 +31,9 @@ _NOT_FILES = ((stat.S_ISDIR, "is a folder; give a file name"),
 def writable_target(path, name: str) -> Path:
     """The regular file that writing `path` replaces, checked before any work is done. A symbolic link is
     followed: its target gets the new content and the link stays. A folder, device, FIFO, socket, anything
-    under /proc or /sys, or a missing or read-only folder is refused with one line naming `name` (the
+    under /proc, /sys or /dev (a link through there too; /dev/shm is ordinary files), or a missing or read-only folder is refused with one line naming `name` (the
     option as the caller spelled it: "output='x'", "--output 'x'")."""
     real = Path(os.path.realpath(path))
-    pseudo = next((p for p in _PSEUDO_FILESYSTEMS if real == Path(p) or Path(p) in real.parents), None)
-    if pseudo:
-        raise SqlmetricsError(f"{name} is under {pseudo}, the kernel's pseudo-files, not a place for results; "
-                              "give a file name elsewhere.")
     try:
         mode = os.stat(real).st_mode
     except FileNotFoundError:
@@ -47,12 +45,32 @@ def writable_target(path, name: str) -> Path:
             raise SqlmetricsError(f"{name} {what}.")
     if mode is not None and not stat.S_ISREG(mode):
         raise SqlmetricsError(f"{name} is not a regular file.")
+    pseudo = next((p for hop in _hops(path) for p in _PSEUDO_FILESYSTEMS if (hop == Path(p) or Path(p) in hop.parents)
+                   and not any(o == hop or o in hop.parents for o in _ORDINARY)), None)
+    if pseudo:
+        raise SqlmetricsError(f"{name} is under {pseudo}, the kernel's pseudo-files and devices, not a place for "
+                              "results; give a file name elsewhere (or leave the option out to write to standard "
+                              "output).")
     folder = real.parent
     if not folder.is_dir():
         raise SqlmetricsError(f"{name}: the folder {str(folder)!r} does not exist.")
     if not os.access(folder, os.W_OK):
         raise SqlmetricsError(f"{name}: the folder {str(folder)!r} is not writable.")
     return real
+
+
+def _hops(path) -> list:
+    """Every path a chain of symbolic links passes through, from `path` (absolute) to the file it names.
+    realpath alone would hide a link through /proc (its last hop is a magic link to an ordinary file)."""
+    hops, current = [], Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own limit on links followed
+        hops.append(current)
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link (or missing): the end of the chain
+            break
+        current = Path(os.path.abspath(current.parent / target))
+    return hops + [Path(os.path.realpath(path))]
 
 
 def replace_file(path, name: str, write) -> None:
