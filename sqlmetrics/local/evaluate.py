@@ -25,7 +25,7 @@ from sqlglot import exp
 from ..statement import READ, Shape, Source, aggregate_sql, build_statement
 from . import checks
 from .output import process_folder
-from .readers import Loaded, _first_line, _fresh, _numbered, load
+from .readers import Loaded, _first_line, _fresh, _numbered, damaged, load
 
 
 def fetch_arrow(con, query: str, names: list):
@@ -430,6 +430,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         # A reader may have worded DuckDB's error as an unreadable input; DuckDB's own stays its __context__.
         cause = e.__context__ if isinstance(e, SqlmetricsError) else e
         instead = _resource_error(cause, con, o) if cause is not None else None
+        if instead is None and not isinstance(e, SqlmetricsError):  # DuckDB's error: a damaged input file?
+            instead = damaged(con, inputs)
         if instead is None:
             raise
         raise instead from None

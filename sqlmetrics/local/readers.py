@@ -63,6 +63,9 @@ class Loaded:
     fixed_columns: bool = False  # TREC text: its fields are positional, a column mapping does not apply
     temporary: str | None = None  # a folder of ours (a link to the input): removed after the evaluation
     line_of: Callable[[int], int] | None = None  # row number in `numbered` -> the file's line, when they differ
+    # A lazily read file (Parquet: read where the statement needs it) may turn out damaged in any later
+    # query: after a DuckDB error, this query reads its every value, to tell whether the file is to blame.
+    read_all: str | None = None
 
     def at(self, *numbers: int) -> str:
         """'<label>, line 7': where a row of `numbered` is, for an error message."""
@@ -363,7 +366,10 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
                 con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_lit(str(source))})")
                 con.execute(f"SELECT * FROM {view} LIMIT 0")
             except duckdb.Error as e:
-                raise SqlmetricsError(f"{label}: cannot be read as parquet ({_first_line(e)}).") from None
+                raise SqlmetricsError(f"{label}: cannot be read as Parquet ({_first_line(e)}).") from None
+            # The view is read lazily (only the columns the statement needs: most of the speed on wide files).
+            return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
+                          temporary=temporary, read_all=f"SELECT max(hash(t)) FROM {view} AS t")
         else:
             # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
             # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed. The
@@ -382,12 +388,23 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
                 f"strict_mode = true, {_reading(compression, size)})"))
             return Loaded(view, _map_columns(con, view, kind, label, columns), label, "line", _numbered(view, 0),
                           temporary=temporary, line_of=functools.partial(_csv_line, source, compression, delim))
-        return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
-                      temporary=temporary)
     except BaseException:
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def damaged(con, inputs: list) -> SqlmetricsError | None:
+    """After a DuckDB error: the first lazily read input whose every value cannot be read, as the error to
+    give instead (DuckDB's own would name neither the file nor the fix); None when all read."""
+    for loaded in inputs:
+        if loaded.read_all:
+            try:
+                con.execute(loaded.read_all).fetchall()
+            except duckdb.Error as e:
+                return SqlmetricsError(f"{loaded.label}: cannot be read as Parquet, the file is damaged "
+                                       f"({_first_line(e)}). Write it again, or fetch it again.")
+    return None
 
 
 def _csv_header(con, path: Path, compression: str, delim: str, label: str) -> list:
