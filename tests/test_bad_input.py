@@ -114,7 +114,7 @@ def test_missing_file_and_unknown_objects(files, tmp_path):
     fails(tmp_path / "nope.txt", files("run", RUN), match="qrels file .*nope.txt': no such file")
     fails(files("qrels", QRELS), [1, 2, 3], match="cannot read a list")
     fails(files("qrels", QRELS), {"q1": [1, 2]}, match="run 'q1': cannot read a list")
-    fails(files("qrels", QRELS), files("run.parquet", "not parquet"), match="cannot be read as parquet")
+    fails(files("qrels", QRELS), files("run.parquet", "not parquet"), match="cannot be read as Parquet")
 
 
 def test_duckdb_file_without_the_table(tmp_path, files):
