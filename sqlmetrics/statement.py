@@ -50,6 +50,9 @@ class Shape:
     labels: bool = False  # judgments come from the run rows (role `relevance`), keyed by the whole list key
     # Sums in a fixed order (DuckDB, where the local evaluation runs): see _in_fixed_order.
     fixed_order: bool = False
+    # The runs to evaluate, when known (several runs evaluated locally): a run without rows still scores
+    # every judged query 0. Otherwise, the runs are the run_key values present in the run rows.
+    run_names: tuple = ()
 
     @property
     def segment_key(self) -> tuple:
@@ -278,6 +281,10 @@ def _lists(options: Shape, key: list) -> exp.Select:
         # With segments, which judged queries a segment should have seen is unknown: the lists present.
         return exp.select(*_cols(key)).from_("judged_ranking", copy=False).where(
             exp.EQ(this=_c("rnk"), expression=exp.Literal.number(1)), copy=False)
+    if options.run_key and options.run_names:
+        runs = exp.values([(name,) for name in options.run_names], alias="runs", columns=list(options.run_key))
+        return exp.select(*_cols(options.run_key, "runs"), _c("query_id", "query_stats")).from_(runs, copy=False) \
+            .join("query_stats", join_type="CROSS", copy=False)
     if options.run_key:
         runs = exp.select(*_cols(options.run_key)).distinct(copy=False).from_("run_rows", copy=False).subquery("runs")
         return exp.select(*_cols(options.run_key, "runs"), _c("query_id", "query_stats")).from_(runs, copy=False) \

@@ -69,8 +69,11 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
     ).fetchall()[0]
     *counts, repeated, all_equal, only_score = counts
     if counts[0] == 0:
-        raise SqlmetricsError(f"{loaded.label}: has no rows. " + (
-            "Qrels are needed to evaluate: pass the judgments file." if kind == "qrels" else "The run is empty."))
+        if kind == "qrels":
+            raise SqlmetricsError(f"{loaded.label}: has no rows. Qrels are needed to evaluate: pass the judgments file.")
+        # An empty run is a run that retrieved nothing: every judged query scores 0 (trec_eval -c, ir_measures),
+        # or, averaging only the queries in both, there is nothing to average; the usual warning says which.
+        return
     for (problem, condition), count in zip(problems.items(), counts[1:]):
         if not count:
             continue

@@ -65,8 +65,10 @@ def _is_run_dict(run) -> bool:
         return False
     values = list(run.values())
     if all(isinstance(v, dict) for v in values):
-        # A ranx run maps documents to numbers; a dict of runs maps queries to dicts one level deeper.
-        return all(isinstance(inner, dict) for v in values for inner in v.values())
+        # A ranx run maps documents to numbers; a dict of runs maps queries to dicts one level deeper. An empty
+        # list says neither: the others decide, and {"q1": {}} is one run whose list for q1 is empty.
+        inner = [x for v in values for x in v.values()]
+        return bool(inner) and all(isinstance(x, dict) for x in inner)
     return True
 
 
@@ -102,6 +104,10 @@ def _warn_missing(con, qrels: Loaded, runs: list, queries: str) -> None:
             warnings.warn(f"{label} has no ranking for {len(missing)} qrels "
                           f"quer{'y' if len(missing) == 1 else 'ies'} ({_few(missing)}); they score 0 "
                           "(queries='intersection' averages only the queries in both).", SqlmetricsWarning, stacklevel=5)
+        if missing and queries == "intersection" and \
+                len(missing) == con.execute(f"SELECT COUNT(*) FROM ({judged})").fetchall()[0][0]:
+            warnings.warn(f"{label} ranks no judged query: with queries='intersection' there is nothing to average, "
+                          "and every measure is empty (NULL).", SqlmetricsWarning, stacklevel=5)
         if extra:
             warnings.warn(f"{label} ranks {len(extra)} quer{'y' if len(extra) == 1 else 'ies'} with no judgments "
                           f"({_few(extra)}); they are not averaged.", SqlmetricsWarning, stacklevel=5)
@@ -574,6 +580,7 @@ def _run_source(con, checked: list, job: _Job, union: bool) -> Source:
         loaded = checked[0][1]
         return _source(loaded.view, {r: loaded.columns[r] for r in run_roles})
     options.run_key = ("run_name",)
+    options.run_names = tuple(str(name) for name, _, _ in checked)
     parts = []
     for name, loaded, _ in checked:
         cols = ", ".join(f"{_q(loaded.columns[r])} AS {r}" for r in run_roles)

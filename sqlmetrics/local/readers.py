@@ -356,6 +356,11 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
                 raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, "
                                       "Parquet and tables.")
             return dataclasses.replace(_trec_view(con, source, kind, label), temporary=temporary)
+        head = first_bytes(source) if fmt != "parquet" else None
+        if head is not None and not head.strip():
+            # Nothing in it, not even a header: a run that retrieved nothing (every judged query scores 0);
+            # empty qrels are refused by the checks, naming the file.
+            return dataclasses.replace(_empty_view(con, kind, label), temporary=temporary)
         if fmt in ("jsonl", "json"):
             return dataclasses.replace(_json_view(con, source, kind, label, columns), temporary=temporary)
         if fmt not in ("parquet", "csv", "tsv"):
@@ -392,6 +397,16 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _empty_view(con, kind: str, label: str) -> Loaded:
+    """An input without rows, with the columns of its roles."""
+    view = _fresh(kind)
+    value = "relevance" if kind == "qrels" else "score"
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT NULL::VARCHAR AS query_id, NULL::VARCHAR AS doc_id, "
+                f"NULL::DOUBLE AS {value} WHERE false")
+    roles = {"query_id": "query_id", "doc_id": "doc_id", value: value}
+    return Loaded(view, roles, label, "line", _numbered(view, 0))
 
 
 def damaged(con, inputs: list) -> SqlmetricsError | None:
