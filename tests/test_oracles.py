@@ -61,6 +61,7 @@ SCORES_F32_EXACT = (-1.5, 0.0, 0.25, 0.5, 1.0, 2.0, 2.5, 3.0)
 DISTINCT_SCORES = tuple(i / 4 for i in range(-8, 40))
 CUTS = (1, 3, 5, 10)
 IPREC_POINTS = tuple(i / 10 for i in range(11))
+RPREC_MULTS = tuple(i / 5 for i in range(1, 11))  # trec_eval's default Rprec_mult points 0.2, 0.4, ..., 2.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,6 +174,13 @@ PYTREC_CANON = {
     **{f"Success@{k}": f"success_{k}" for k in CUTS},
     "NumQ": "num_q", "NumRet": "num_ret", "NumRel": "num_rel", "NumRelRet": "num_rel_ret",
     "GMAP": "map",  # per query GMAP is AP; its aggregate is checked against gm_map below
+    "SetAP": "set_map",
+    "SetRelP": "set_relative_P",
+    **{f"RelP@{k}": f"relative_P_{k}" for k in CUTS},
+    "NumNonRelJudgedRet": "num_nonrel_judged_ret",
+    "GMBpref": "bpref",  # per query GMBpref is Bpref; its aggregate is checked against gm_bpref below
+    **{f"RprecMult(mult={m})": f"Rprec_mult_{m:.2f}" for m in RPREC_MULTS},
+    "IPrec11pt": "11pt_avg",
 }
 # trec_eval spellings (checked on fewer examples: each extra measure costs evaluate() time).
 PYTREC_SPELLINGS = {
@@ -181,15 +189,20 @@ PYTREC_SPELLINGS = {
     "bpref": "bpref", "iprec_at_recall_0.00": "iprec_at_recall_0.00", "iprec_at_recall_0.30": "iprec_at_recall_0.30",
     "iprec_at_recall_1.00": "iprec_at_recall_1.00", "set_P": "set_P", "set_recall": "set_recall",
     "set_F": "set_F", "success_5": "success_5", "num_q": "num_q", "num_ret": "num_ret", "num_rel": "num_rel",
-    "num_rel_ret": "num_rel_ret", "gm_map": "map",
+    "num_rel_ret": "num_rel_ret", "gm_map": "map", "set_map": "set_map", "set_relative_P": "set_relative_P",
+    "relative_P_5": "relative_P_5", "relative_P.3": "relative_P_3", "num_nonrel_judged_ret": "num_nonrel_judged_ret",
+    "gm_bpref": "bpref", "Rprec_mult_0.20": "Rprec_mult_0.20", "Rprec_mult.1.4": "Rprec_mult_1.40",
+    "11pt_avg": "11pt_avg",
 }
 PYTREC_REQUEST = (
     [f"P_{k}" for k in CUTS] + [f"recall_{k}" for k in CUTS] + [f"map_cut_{k}" for k in CUTS]
     + [f"ndcg_cut_{k}" for k in CUTS] + [f"success_{k}" for k in CUTS]
     + ["map", "gm_map", "ndcg", "recip_rank", "Rprec", "bpref", "iprec_at_recall", "set_P", "set_recall",
-       "set_F", "num_q", "num_ret", "num_rel", "num_rel_ret"]
+       "set_F", "num_q", "num_ret", "num_rel", "num_rel_ret", "set_map", "set_relative_P",
+       f"relative_P.{','.join(map(str, CUTS))}", "num_nonrel_judged_ret", "gm_bpref", "Rprec_mult", "11pt_avg"]
 )
-GEOMETRIC = {"GMAP", "gm_map"}
+# Geometric means: our measure string -> pytrec_eval's per-query log value, whose mean's exp is the aggregate.
+GEOMETRIC = {"GMAP": "gm_map", "gm_map": "gm_map", "GMBpref": "gm_bpref", "gm_bpref": "gm_bpref"}
 
 
 def pytrec(qrels, run, relevance_level):
@@ -209,7 +222,7 @@ def missing_query_values(docs, relevance_level):
     values = {key: 0.0 for key in [*PYTREC_CANON.values(), *PYTREC_SPELLINGS.values()]}
     values["num_q"] = 1.0
     values["num_rel"] = float(sum(1 for rel in docs.values() if rel >= relevance_level))
-    values["gm_map"] = math.log(1e-5)
+    values["gm_map"] = values["gm_bpref"] = math.log(1e-5)
     return values
 
 
@@ -219,11 +232,12 @@ def keyed(oracle, table):
 
 
 def check_aggregate(aggregate, oracle, table, context):
-    """Mean over the oracle's queries; sum for num_*; exp(mean(gm_map)) for GMAP (trec_eval's own rules)."""
+    """Mean over the oracle's queries; sum for num_*; exp(mean(gm_map)) for GMAP, exp(mean(gm_bpref)) for GMBpref
+    (trec_eval's own rules)."""
     bad = []
     for m, key in table.items():
         if m in GEOMETRIC:
-            want = math.exp(sum(v["gm_map"] for v in oracle.values()) / len(oracle))
+            want = math.exp(sum(v[GEOMETRIC[m]] for v in oracle.values()) / len(oracle))
         else:
             values = [v[key] for v in oracle.values()]
             want = sum(values) if key.startswith("num_") else sum(values) / len(values)
@@ -342,7 +356,8 @@ def test_float32_rounding_changes_the_order():
 NEG_ZERO = ["P@1", "P@5", "R@5", "AP", "AP@5", "nDCG", "nDCG@5", "nDCG(gain='exp')@5", "RR", "RR@5", "Rprec",
             "Bpref", "IPrec@0.0", "IPrec@0.5", "IPrec@1.0", "SetP", "SetR", "SetF(beta=0.5)", "F1", "F1@5",
             "Success@5", "Hits@5", "Hits", "DCG@5", "DCG", "CG@5", "RBP(p=0.8)", "ERR@10", "ContextPrecision@5",
-            "NumRel", "NumRelRet"]
+            "NumRel", "NumRelRet", "SetAP", "SetRelP", "RelP@5", "NumNonRelJudgedRet", "GMBpref", "RprecMult",
+            "RprecMult(mult=0.2)", "IPrec11pt"]
 
 
 @settings(max_examples=max(_N // 2, 10), **_SETTINGS)

@@ -1,0 +1,13 @@
+-- measure: NumNonRelJudgedRet
+-- description: Number of judged non-relevant documents retrieved (0 <= grade < level; summed over queries). Unjudged documents and negative grades (pooled but unjudged) are not counted.
+-- reference: trec_eval num_nonrel_judged_ret
+-- param rel: level
+-- aliases: num_nonrel_judged_ret (trec_eval)
+-- aggregate: sum
+-- range: 0..
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d5 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1, q2 d8 0 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4, q2 d9 0.3 => 2
+-- example: (rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2
+-- note: trec_eval counts retrieved - unjudged - pooled-but-unjudged (grade < 0) - relevant retrieved: the
+--   retrieved documents with 0 <= grade < level.
+CAST(SUM(CASE WHEN relevance >= 0 AND is_rel = 0 THEN 1 ELSE 0 END) AS DOUBLE)

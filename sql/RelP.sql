@@ -1,0 +1,15 @@
+-- measure: RelP
+-- description: Relative precision at k: relevant documents in the top k, divided by min(k, R) (precision up to R, recall past it).
+-- reference: trec_eval relative_P_k
+-- param k: cutoff
+-- param rel: level
+-- at: k
+-- aliases: relative_P_{k} (trec_eval), relative_P.{k} (trec_eval)
+-- aggregate: mean
+-- range: 0..1
+-- example: @1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: @5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2/3
+-- example: (rel=2)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: Past the end of a short ranking the denominator is still min(k, R), as in trec_eval; 0 when R = 0.
+CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / NULLIF(CASE WHEN num_rel < :k THEN num_rel ELSE :k END, 0)

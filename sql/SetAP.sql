@@ -1,0 +1,11 @@
+-- measure: SetAP
+-- description: Unranked set AP: SetP times SetR, i.e. (relevant retrieved)^2 / (documents retrieved * R).
+-- reference: trec_eval set_map (was exact_unranked_avg_prec); ir_measures SetAP
+-- param rel: level
+-- aliases: set_map (trec_eval)
+-- aggregate: mean
+-- range: 0..1
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/3
+-- example: (rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/4
+-- note: 0 when R = 0 (NULLIF gives NULL, which becomes the empty value 0), as in trec_eval.
+CAST(SUM(is_rel) AS DOUBLE) * SUM(is_rel) / NULLIF(CAST(MAX(num_ret) AS DOUBLE) * num_rel, 0)

@@ -1,0 +1,11 @@
+-- measure: SetRelP
+-- description: Relative set precision: relevant documents retrieved, divided by min(documents retrieved, R), the most that many documents could hold.
+-- reference: trec_eval set_relative_P (was exact_relative_prec); ir_measures SetRelP (SetP(relative=True))
+-- param rel: level
+-- aliases: set_relative_P (trec_eval)
+-- aggregate: mean
+-- range: 0..1
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2/3
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d3 0.9 => 1
+-- note: 0 when R = 0 (NULLIF gives NULL, which becomes the empty value 0), as in trec_eval.
+CAST(SUM(is_rel) AS DOUBLE) / NULLIF(CASE WHEN MAX(num_ret) < num_rel THEN MAX(num_ret) ELSE num_rel END, 0)
