@@ -17,8 +17,6 @@ def _locate(con, loaded: Loaded, condition: str) -> int:
     return con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()[0][0]
 
 
-
-
 def _col(loaded: Loaded, role: str) -> str:
     return _q(loaded.columns[role])
 
