@@ -128,6 +128,19 @@ def first_bytes(path: Path) -> bytes | None:
         return None
 
 
+def _text_head(con, path: Path, compression: str, label: str, fmt: str) -> bytes:
+    """The first lines of a text file, to sniff its layout: read by Python, or, where Python cannot
+    decompress them (zstd), by DuckDB. Data DuckDB cannot read either is explained by _unreadable."""
+    head = _head(path, compression)
+    if head is not None:
+        return head
+    try:
+        lines = con.execute(f"SELECT line FROM {_trec_lines(path, compression, LONG_LINE)} LIMIT 100").fetchall()
+    except duckdb.Error as e:
+        raise _unreadable(path, label, fmt, compression, e) from None
+    return "".join(line + "\n" for line, in lines).encode()
+
+
 def _reading(compression: str, line_size: int | None) -> str:
     """read_csv / read_json options: the compression found, and the line limit when raised."""
     return f"compression = {_lit(compression)}" + (f", max_line_size = {line_size}" if line_size else "")
@@ -219,10 +232,8 @@ def _reason(error: Exception) -> str:
     return first
 
 
-def _sniff_delimiter(head: bytes | None, width: int) -> str | None:
+def _sniff_delimiter(head: bytes, width: int) -> str | None:
     """The one character (tab or space) that splits the file's first lines into `width`+ non-empty fields."""
-    if head is None:
-        return None
     lines = [line for line in head.decode("utf-8", "replace").splitlines()[:-1] if line.strip()]
     for delim in ("\t", " "):
         if lines and all(len(p := line.split(delim)) >= width and all(p) and not any(
@@ -231,7 +242,7 @@ def _sniff_delimiter(head: bytes | None, width: int) -> str | None:
     return None
 
 
-def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
+def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: bytes) -> Loaded:
     """TREC text: fields separated by any whitespace; fields after the expected ones are ignored.
 
     Read once into a temporary table with only the columns evaluation needs. Fast path: a file whose
@@ -242,10 +253,9 @@ def _trec_view(con, path: Path, kind: str, label: str) -> Loaded:
     fields = TREC_FIELDS[kind]
     keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES]
     view = _fresh(kind)
-    compression = _compression(path, label)
     loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields, compression, None),
                     fixed_columns=True)
-    delim = _sniff_delimiter(_head(path, compression), len(fields))
+    delim = _sniff_delimiter(head, len(fields))
     if delim is not None:
         columns = "{" + ", ".join(f"{_lit(f)}: 'VARCHAR'" for f in fields) + "}"
         # Two delimiters in a row give an empty field, which DuckDB reads as NULL: in whitespace-separated
@@ -351,20 +361,23 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
     fmt = fmt or file_format(path)
     source, temporary = _literal(path)
     try:
+        if fmt not in ("trec", "parquet", "csv", "tsv", "jsonl", "json"):
+            raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet or jsonl.")
+        if fmt != "parquet":
+            compression = _compression(source, label)
+            head = _text_head(con, source, compression, label, fmt)
         if fmt == "trec":
             if columns and own_columns:
                 raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, "
                                       "Parquet and tables.")
-            return dataclasses.replace(_trec_view(con, source, kind, label), temporary=temporary)
-        head = first_bytes(source) if fmt != "parquet" else None
-        if head is not None and not head.strip():
+            return dataclasses.replace(_trec_view(con, source, kind, label, compression, head), temporary=temporary)
+        if fmt != "parquet" and not head.strip():
             # Nothing in it, not even a header: a run that retrieved nothing (every judged query scores 0);
             # empty qrels are refused by the checks, naming the file.
             return dataclasses.replace(_empty_view(con, kind, label), temporary=temporary)
         if fmt in ("jsonl", "json"):
-            return dataclasses.replace(_json_view(con, source, kind, label, columns), temporary=temporary)
-        if fmt not in ("parquet", "csv", "tsv"):
-            raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet or jsonl.")
+            return dataclasses.replace(_json_view(con, source, kind, label, columns, compression, head),
+                                       temporary=temporary)
         view = _fresh(kind)
         if fmt == "parquet":
             try:
@@ -375,24 +388,22 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
             # The view is read lazily (only the columns the statement needs: most of the speed on wide files).
             return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
                           temporary=temporary, read_all=f"SELECT max(hash(t)) FROM {view} AS t")
-        else:
-            # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
-            # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed. The
-            # file is read into a table here, once: a bad byte or line is found (and explained) now, not by
-            # a later query of the evaluation.
-            compression = _compression(source, label)
-            delim = "\t" if fmt == "tsv" else ","
-            names = _csv_header(con, source, compression, delim, label)
-            # The header is parsed here and the layout given (RFC 4180 quoting, this delimiter): DuckDB's
-            # sniffer, on a file with one line of a field too many, guesses a one-column layout instead, and
-            # may skip lines it finds odd. Given the layout, a line of another width is an error naming it.
-            layout = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
-            _create(con, source, label, fmt, compression, lambda size: (
-                f"CREATE TEMP TABLE {view} AS SELECT * FROM read_csv({_lit(str(source))}, header = true, "
-                f"delim = {_lit(delim)}, quote = '\"', escape = '\"', columns = {layout}, auto_detect = false, "
-                f"strict_mode = true, {_reading(compression, size)})"))
-            return Loaded(view, _map_columns(con, view, kind, label, columns), label, "line", _numbered(view, 0),
-                          temporary=temporary, line_of=functools.partial(_csv_line, source, compression, delim))
+        # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
+        # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed. The
+        # file is read into a table here, once: a bad byte or line is found (and explained) now, not by
+        # a later query of the evaluation.
+        delim = "\t" if fmt == "tsv" else ","
+        names = _csv_header(head, delim, label)
+        # The header is parsed here and the layout given (RFC 4180 quoting, this delimiter): DuckDB's
+        # sniffer, on a file with one line of a field too many, guesses a one-column layout instead, and
+        # may skip lines it finds odd. Given the layout, a line of another width is an error naming it.
+        layout = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
+        _create(con, source, label, fmt, compression, lambda size: (
+            f"CREATE TEMP TABLE {view} AS SELECT * FROM read_csv({_lit(str(source))}, header = true, "
+            f"delim = {_lit(delim)}, quote = '\"', escape = '\"', columns = {layout}, auto_detect = false, "
+            f"strict_mode = true, {_reading(compression, size)})"))
+        return Loaded(view, _map_columns(con, view, kind, label, columns), label, "line", _numbered(view, 0),
+                      temporary=temporary, line_of=functools.partial(_csv_line, source, compression, delim))
     except BaseException:
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -422,21 +433,11 @@ def damaged(con, inputs: list) -> SqlmetricsError | None:
     return None
 
 
-def _csv_header(con, path: Path, compression: str, delim: str, label: str) -> list:
+def _csv_header(head: bytes, delim: str, label: str) -> list:
     """The column names on a CSV or TSV file's first line (a UTF-8 byte-order mark dropped)."""
-    head = _head(path, compression)
-    if head is None:  # zstd, or gzip data damaged from the start: DuckDB reads the first line
-        try:
-            first = con.execute(f"SELECT line FROM {_trec_lines(path, compression, LONG_LINE)} LIMIT 1").fetchone()
-        except duckdb.Error as e:
-            raise _unreadable(path, label, "csv", compression, e) from None
-        head = (first[0] if first else "").encode()
     first = head.decode("utf-8", "replace").removeprefix("\ufeff").splitlines()[:1]
     names = next(csv.reader(first, delimiter=delim), []) if first else []
     what = "CSV" if delim == "," else "TSV"
-    if not head:
-        raise SqlmetricsError(f"{label}: is empty; a {what} file needs a header line naming its columns "
-                              "(e.g. query_id,doc_id,score) and a line per row.")
     if not names or not any(n.strip() for n in names):
         raise SqlmetricsError(f"{label}: line 1 is empty, and a {what} file's first line names its columns "
                               "(e.g. query_id,doc_id,score). Add the header, or remove the blank line.")
@@ -476,7 +477,8 @@ _QUOTE_NUMBERS = (r"""list_aggregate(list_transform(regexp_extract_all(line, '(?
 _NUMBER_ROLES = ("score", "relevance", "rank_position")
 
 
-def _json_view(con, path: Path, kind: str, label: str, columns: dict | None) -> Loaded:
+def _json_view(con, path: Path, kind: str, label: str, columns: dict | None, compression: str,
+               head: bytes) -> Loaded:
     """JSON Lines (one object per line; a .json file too), or one JSON array of objects.
 
     Every value is read as text, as CSV's are, and scores and grades are converted by the checks. DuckDB's
@@ -487,14 +489,6 @@ def _json_view(con, path: Path, kind: str, label: str, columns: dict | None) -> 
     key is written once and the line has no escapes, else
     by quoting every number of the line (_QUOTE_NUMBERS, several times slower).
     """
-    compression = _compression(path, label)
-    head = _head(path, compression)
-    if head is None:  # zstd: DuckDB reads the first line
-        try:
-            head = (con.execute(f"SELECT line FROM {_trec_lines(path, compression, LONG_LINE)} WHERE trim(line) "
-                                "<> '' LIMIT 1").fetchone() or ("",))[0].encode()
-        except duckdb.Error as e:
-            raise _unreadable(path, label, "json", compression, e) from None
     array = head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
     raw, row_word = _fresh("json"), "object" if array else "line"
     if array:
