@@ -1,7 +1,10 @@
 -- measure: IPrec
--- description: Interpolated precision at recall r: the best precision at any rank where at least floor(r*R + 0.9) relevant documents have been seen.
--- reference: trec_eval iprec_at_recall_r (9.0.8 rounding)
+-- description: Interpolated precision at recall r: the best precision at any rank where at least floor(r*R + 0.9) relevant documents have been seen (trec_eval 10.0: r*R rounded to the nearest).
+-- reference: trec_eval iprec_at_recall_r (9.0.8 rounding; 10.0's with compat)
 -- param r: fraction
+-- param compat: choice = trec_eval-9.0.8
+--   trec_eval-9.0.8: 0.9
+--   trec_eval-10.0: 0.5
 -- param rel: level
 -- at: r
 -- aliases: iprec_at_recall_{r:.2f} (trec_eval), iprec_at_recall.{r:.2f} (trec_eval)
@@ -9,7 +12,13 @@
 -- range: 0..1
 -- example: @0.5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
 -- example: @1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
+-- example: @0.4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: (compat='trec_eval-10.0')@0.4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
 -- example: @0 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
 -- note: The best precision is always reached at a relevant document, so ranks without one never win; a
 --   threshold that no rank reaches leaves NULL, which the renderer turns into the empty value 0.
-MAX(CASE WHEN rel_so_far >= FLOOR(CAST(:r AS DOUBLE) * num_rel + 0.9) THEN CAST(rel_so_far AS DOUBLE) / rnk END)
+-- note: The threshold in relevant documents: 9.0.8 adds 0.9 to r*R and truncates; 10.0 rounds r*R to the
+--   nearest (C's lround, half away from zero), which for r*R >= 0 is floor(r*R + 0.5) (checked for every
+--   r = 0.00..1.00 and R <= 20000). At r = 0.4, R = 3: 9.0.8 needs 2 relevant (best precision 2/4), 10.0
+--   needs 1 (1/1).
+MAX(CASE WHEN rel_so_far >= FLOOR(CAST(:r AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END)

@@ -84,6 +84,9 @@ OPTIONS = (
            "the run's own rank_position column ('rank')", _EVERYWHERE, choices=("docid_desc", "docid_asc", "rank")),
     Option("relevance_level", 1, "grades >= this are relevant (trec_eval -l)", _EVERYWHERE, kind="int",
            flags=("-l", "--relevance-level"), metavar="N"),
+    Option("compat", "trec_eval-9.0.8", "which trec_eval's definitions where its versions differ (interpolated "
+           "precision's recall rounding): 9.0.8, which pytrec_eval and ir_measures reproduce, or 10.0",
+           _EVERYWHERE, choices=("trec_eval-9.0.8", "trec_eval-10.0")),
     Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
            _EVERYWHERE, choices=("float64", "float32")),
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "

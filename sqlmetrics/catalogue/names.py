@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import SqlmetricsError
+from ..options import BY_NAME
 from .templates import ABSENT, PARAM_TYPES, Alias, Measure, Param, measures
 
 
@@ -116,7 +117,10 @@ def _convert(measure: Measure, p: Param, raw, text: str):
     return value
 
 
-def _bind(measure: Measure, given: dict, text: str, relevance_level: int) -> MeasureCall:
+COMPAT = BY_NAME["compat"].default
+
+
+def _bind(measure: Measure, given: dict, text: str, relevance_level: int, compat: str) -> MeasureCall:
     for name in given:
         if name not in measure.params:
             close = difflib.get_close_matches(name, list(measure.params), n=1)
@@ -140,6 +144,8 @@ def _bind(measure: Measure, given: dict, text: str, relevance_level: int) -> Mea
             raise SqlmetricsError(f"measure {text!r}: parameter {p.name!r} is required.")
         elif p.default == "relevance_level":
             value = relevance_level
+        elif p.name == "compat":  # the trec_eval version whose definition applies (options.py's compat=)
+            value = compat
         else:
             value = p.default
         bound.append((p.name, value))
@@ -158,7 +164,7 @@ def _split_params(raw: str, text: str) -> dict:
     return given
 
 
-def parse(text: str, relevance_level: int = 1) -> MeasureCall:
+def parse(text: str, relevance_level: int = 1, compat: str = COMPAT) -> MeasureCall:
     """Parse one measure string, in any accepted spelling, into a bound MeasureCall."""
     if not isinstance(text, str) or not text.strip():
         raise SqlmetricsError(f"a measure must be a non-empty string such as 'nDCG@10', got {text!r}.")
@@ -177,7 +183,7 @@ def parse(text: str, relevance_level: int = 1) -> MeasureCall:
             captured = {k: v for k, v in m.groupdict().items() if v is not None}
             if "p" in captured and "." not in captured["p"]:
                 captured["p"] = "0." + captured["p"]  # ranx rbp.95 means p = 0.95
-            return _bind(measure, {**fixed, **captured, **given}, text, relevance_level)
+            return _bind(measure, {**fixed, **captured, **given}, text, relevance_level, compat)
 
     m = _CANONICAL.match(base)
     if not m:
@@ -192,16 +198,16 @@ def parse(text: str, relevance_level: int = 1) -> MeasureCall:
         if not measure.at:
             raise SqlmetricsError(f"measure {text!r}: {measure.name} takes no @ value (it has no cutoff).")
         given[measure.at] = m.group("at")
-    return _bind(measure, given, text, relevance_level)
+    return _bind(measure, given, text, relevance_level, compat)
 
 
-def parse_all(texts, relevance_level: int = 1) -> list[MeasureCall]:
+def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[MeasureCall]:
     if isinstance(texts, str):
         texts = [texts]
     texts = list(texts)
     if not texts:
         raise SqlmetricsError("no measure was given: pass at least one, e.g. ['nDCG@10', 'AP'].")
-    calls = [parse(t, relevance_level) for t in texts]
+    calls = [parse(t, relevance_level, compat) for t in texts]
     seen = set()
     for c in calls:
         if c.text in seen:

@@ -8,7 +8,9 @@ value is an error naming the file and line):
     description: text                      required
     reference: text                        required: where the definition comes from
     param NAME: TYPE [= DEFAULT]           a typed parameter (PARAM_TYPES); no default: required. A
-                                           `choice` lists its options on continuation lines `NAME: SQL`
+                                           `choice` lists its options on continuation lines `NAME: SQL`.
+                                           A choice named `compat` with options `trec_eval-9.0.8` and
+                                           `trec_eval-10.0` takes the evaluation's compat= unless given
     at: NAME                               the parameter that `@` binds (`P@10` -> k=10, `IPrec@0.5` -> r)
     aliases: A (tool), B [p=v], ...        other spellings: `{k}` captures a parameter (`{r:.2f}` also
                                            says how trec_eval prints it), `[p=v]` fixes one, `(tool)` says
@@ -239,7 +241,7 @@ class _Reader:
                     raise self.fail(line, "an indented line must continue a key above it.")
                 key, name = last
                 if key == "param" and params[name].type == "choice":
-                    option = re.fullmatch(r"(\w+)\s*:\s*(.+)", m.group("text"))
+                    option = re.fullmatch(r"([\w.-]+)\s*:\s*(.+)", m.group("text"))
                     if not option:
                         raise self.fail(line, f"param {name}: each option is `--   NAME: SQL`.")
                     params[name].options[option.group(1)] = option.group(2).strip()

@@ -51,7 +51,7 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
 def run(args) -> tuple:
     check_output(args.output)
     measures = measures_from(args, DEFAULT_MEASURES)
-    parse_all(measures, args.relevance_level)
+    parse_all(measures, args.relevance_level, args.compat)
     runs = command_runs(args)
     return report_text(args, args.qrels, runs, measures), args.output
 

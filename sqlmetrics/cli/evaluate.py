@@ -50,7 +50,7 @@ def add_parser(sub, parents) -> None:
 def run(args) -> tuple:
     check_output(args.output)
     measures = measures_from(args, DEFAULT_MEASURES)
-    calls = parse_all(measures, args.relevance_level)  # a bad name fails before any data is read
+    calls = parse_all(measures, args.relevance_level, args.compat)  # a bad name fails before any data is read
     options = option_values(args, EVAL_CMD)
     runs = command_runs(args)
     hidden = args.format == "trec" and args.per_query and _HIDDEN_NUM_RET not in measures

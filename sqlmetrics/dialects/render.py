@@ -114,7 +114,7 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
                     score_precision=o.score_precision)
     label, relevance = o.label, o.relevance
     segs = check_log_options(qrels, o.group_by, label, relevance)
-    calls = parse_all(measures, o.relevance_level)
+    calls = parse_all(measures, o.relevance_level, o.compat)
     if o.score_precision == "float32" and info.float32 is None:
         raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
                               "float type. Use score_precision='float64'.")

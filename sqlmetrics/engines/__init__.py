@@ -184,7 +184,7 @@ def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Result
     kind = dialect_info(o.dialect).name if o.dialect is not None else engine_dialect(engine)
     sql = render(measures, dialect=kind, qrels=qrels, run=run, per_query=True,
                  **{k: v for k, v in o.as_dict().items() if k != "dialect"})
-    calls = parse_all(measures, o.relevance_level)
+    calls = parse_all(measures, o.relevance_level, o.compat)
     multi = "run_name" in (o.columns or {})
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
     tables = _check_tables(engine, dialect_info(kind), qrels, run, o, segs)

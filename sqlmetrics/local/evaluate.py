@@ -465,7 +465,7 @@ def _check_finite(con, job: _Job) -> None:
 
 def _prepare(qrels, measures, o: Settings) -> _Job:
     segments = tuple([o.group_by] if isinstance(o.group_by, str) else o.group_by or ())
-    calls = parse_all(measures, o.relevance_level)  # fails on a bad name before any data is read
+    calls = parse_all(measures, o.relevance_level, o.compat)  # fails on a bad name before any data is read
     taken = {"run", "query_id", "num_lists", *(c.text for c in calls), *output_columns(calls)}
     for g in segments:
         if g in taken:

@@ -41,6 +41,9 @@ KNOWN_NAMES = {
     "rank_position": ("rank", "position", "pos", "rank_position"),
 }
 
+# A TREC line whose first non-blank character is '#' is a comment (trec_eval 10.0; 9.0.8 would read it as a
+# judgment or ranking of a query named '#...', which is never what such a line means).
+COMMENT = r"^\s*#"
 TREC_FIELDS = {
     "qrels": ("query_id", "iteration", "doc_id", "relevance"),
     "run": ("query_id", "q0", "doc_id", "rank_position", "score", "tag"),
@@ -278,7 +281,8 @@ def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: b
             con.execute(f"CREATE TEMP TABLE {view} AS SELECT {', '.join(typed)}, {clean} AS well_formed FROM "
                         f"(SELECT *, concat({', '.join(fields)}) AS sqlm_text FROM read_csv({_lit(str(path))}, "
                         f"delim = {_lit(delim)}, header = false, columns = {columns}, quote = '', escape = '', "
-                        f"auto_detect = false, strict_mode = true, {_reading(compression, None)}))")
+                        f"auto_detect = false, strict_mode = true, {_reading(compression, None)})) "
+                        f"WHERE {fields[0]} IS NULL OR NOT starts_with({fields[0]}, '#')")
             if not _malformed(con, view):
                 return loaded
             con.execute(f"DROP TABLE {view}")
@@ -289,7 +293,7 @@ def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: b
     size = _create(con, path, label, "trec", compression, lambda size: (
         f"CREATE OR REPLACE TEMP TABLE {view} AS SELECT {', '.join(f'f.{f} AS {f}' for f in keep)}, "
         f"{matched} AS well_formed FROM (SELECT {_trec_split(fields)} AS f FROM {_trec_lines(path, compression, size)} "
-        "WHERE line IS NOT NULL AND trim(line) <> '')"))
+        f"WHERE line IS NOT NULL AND trim(line) <> '' AND NOT regexp_matches(line, {_lit(COMMENT)}))"))
     loaded.numbered = _trec_numbered(path, fields, compression, size)
     if _malformed(con, view):
         line_no, line = con.execute(f"SELECT line_no, line FROM {loaded.numbered} WHERE {fields[-1]} = '' "
@@ -337,7 +341,7 @@ def _trec_numbered(path: Path, fields, compression: str, line_size: int | None) 
     lines = _trec_lines(path, compression, line_size)
     return (f"(SELECT line_no, line, {', '.join(f'f.{f} AS {f}' for f in fields)} FROM (SELECT line_no, line, "
             f"{_trec_split(fields)} AS f FROM (SELECT ROW_NUMBER() OVER () AS line_no, line FROM {lines}) "
-            "WHERE line IS NOT NULL AND trim(line) <> ''))")
+            f"WHERE line IS NOT NULL AND trim(line) <> '' AND NOT regexp_matches(line, {_lit(COMMENT)})))")
 
 
 def _numbered(view: str, offset: int) -> str:

@@ -39,7 +39,7 @@ def compare(qrels, runs, measures, **options):
     named = _named_runs(runs)
     if isinstance(measures, str):
         measures = [measures]
-    calls = parse_all(measures, o.relevance_level)
+    calls = parse_all(measures, o.relevance_level, o.compat)
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
     results = evaluate(qrels, named, [c.text for c in calls], **evaluate_options, _fetch=python_rows)
     queries, values = _per_query_values(results.per_query, list(named), [c.text for c in calls])
