@@ -40,7 +40,7 @@ class Option:
     help: str
     takers: frozenset  # functions and subcommands that take it
     choices: tuple = ()
-    kind: str = "text"  # text | int | float | mapping (ROLE=NAME pairs) | names (repeatable)
+    kind: str = "text"  # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | names (repeatable)
     flags: tuple = ()  # command-line spellings; default: --name-with-dashes
     metavar: str | None = None
     group: str = "evaluation options"
@@ -61,6 +61,11 @@ class Option:
         elif self.kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise SqlmetricsError(f"{self.name}={value!r} must be an integer. {self.help}")
+            if self.name == "depth" and value < 1:
+                raise SqlmetricsError(f"depth={value!r} must be a positive number of documents.")
+        elif self.kind == "flag":
+            if not isinstance(value, bool):
+                raise SqlmetricsError(f"{self.name}={value!r} must be True or False. {self.help}")
         elif self.kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise SqlmetricsError(f"{self.name}={value!r} must be a number. {self.help}")
@@ -87,6 +92,11 @@ OPTIONS = (
     Option("compat", "trec_eval-9.0.8", "which trec_eval's definitions where its versions differ (interpolated "
            "precision's recall rounding): 9.0.8, which pytrec_eval and ir_measures reproduce, or 10.0",
            _EVERYWHERE, choices=("trec_eval-9.0.8", "trec_eval-10.0")),
+    Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M)",
+           _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N"),
+    Option("judged_only", False, "drop the documents without a judgment (or with a negative grade) from each "
+           "ranking before evaluating it (trec_eval -J, ir_measures judged_only)", _EVERYWHERE, kind="flag",
+           flags=("-J", "--judged-only")),
     Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
            _EVERYWHERE, choices=("float64", "float32")),
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "

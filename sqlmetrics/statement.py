@@ -53,6 +53,8 @@ class Shape:
     # The runs to evaluate, when known (several runs evaluated locally): a run without rows still scores
     # every judged query 0. Otherwise, the runs are the run_key values present in the run rows.
     run_names: tuple = ()
+    depth: int | None = None  # only each list's first `depth` documents count (trec_eval -M)
+    judged_only: bool = False  # unjudged documents (and negative grades) leave the lists before ranking (-J)
 
     @property
     def segment_key(self) -> tuple:
@@ -63,7 +65,7 @@ class Shape:
         return (*self.run_key, *self.segment_key, "query_id")
 
     def check(self):
-        for name in ("queries", "ties", "relevance_level", "score_precision"):
+        for name in ("queries", "ties", "relevance_level", "score_precision", "depth", "judged_only"):
             BY_NAME[name].check(getattr(self, name))
 
 
@@ -213,8 +215,10 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         collection = [exp.alias_(e.copy(), n, copy=False) for n, e in plan.collection.items()]
         ctes.append(("collection", exp.select(*collection).from_("judgments", copy=False)))
     if options.labels:
-        ctes.append(("judged_run", exp.select(*_cols([*key, "doc_id", *order_cols, "relevance"]))
-                     .from_("run_rows", copy=False)))
+        judged = exp.select(*_cols([*key, "doc_id", *order_cols, "relevance"])).from_("run_rows", copy=False)
+        if options.judged_only:
+            judged = judged.where(exp.GTE(this=_c("relevance"), expression=exp.Literal.number(0)), copy=False)
+        ctes.append(("judged_run", judged))
     else:
         judged = exp.select(*_cols([*key, "doc_id", *order_cols], "run_rows"), _c("relevance", "judgments")) \
             .from_("run_rows", copy=False) \
@@ -222,6 +226,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
                   copy=False) \
             .where(_c("query_id", "run_rows").isin(query=exp.select("query_id").from_("query_stats", copy=False)),
                    copy=False)
+        if options.judged_only:
+            judged = judged.where(exp.GTE(this=_c("relevance", "judgments"), expression=exp.Literal.number(0)),
+                                  copy=False)
         ctes.append(("judged_run", judged))
     # The list's length is the last row's rank: LEAD over the same window marks that row without a second
     # pass (COUNT(*) OVER the partition costs DuckDB about 20% more than the ranking itself). ClickHouse's
@@ -237,12 +244,16 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     # the last one only long enough to give the list's length.
     judged_row = exp.not_(_c("relevance").is_(exp.null()))
     first_row = exp.EQ(this=_c("rnk"), expression=exp.Literal.number(1))
+    last_row = exp.EQ(this=_c("has_next"), expression=exp.Literal.number(0))
+    kept = exp.or_(judged_row, first_row, last_row)
+    if options.depth is not None:  # the list ends at `depth`: that row is its last
+        at_depth = exp.LTE(this=_c("rnk"), expression=exp.Literal.number(options.depth))
+        kept = exp.and_(exp.paren(exp.or_(kept, exp.EQ(this=_c("rnk"), expression=exp.Literal.number(options.depth)))),
+                        at_depth)
     ctes.append(("list_ends", exp.select(
         *_cols([*key, "relevance", "rnk"]),
         exp.alias_(_window(exp.func("MAX", _c("rnk")), partition), "num_ret", copy=False))
-        .from_("ranking", copy=False)
-        .where(exp.or_(judged_row, first_row, exp.EQ(this=_c("has_next"), expression=exp.Literal.number(0))),
-               copy=False)))
+        .from_("ranking", copy=False).where(kept, copy=False)))
     by_rank = [_ordered(_c("rnk"), False, True)]
     running = [exp.alias_(_with_window(e, partition, by_rank), name, copy=False) for name, e in plan.row.items()]
     judged_ranking = exp.select(*_cols([*key, "relevance", "rnk", "num_ret"]), *running).from_("list_ends", copy=False)
@@ -277,6 +288,10 @@ def _lists(options: Shape, key: list) -> exp.Select:
     """The lists to average."""
     if options.labels:
         return exp.select(*_cols(key)).from_("query_stats", copy=False)  # every list of the log
+    if (options.queries == "intersection" or options.group_by) and options.judged_only:
+        # The lists present before judged_only emptied some of them: an emptied list scores 0 (trec_eval -J).
+        return exp.select(*_cols(key)).distinct(copy=False).from_("run_rows", copy=False).where(
+            _c("query_id").isin(query=exp.select("query_id").from_("query_stats", copy=False)), copy=False)
     if options.queries == "intersection" or options.group_by:
         # With segments, which judged queries a segment should have seen is unknown: the lists present.
         return exp.select(*_cols(key)).from_("judged_ranking", copy=False).where(

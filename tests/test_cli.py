@@ -613,6 +613,8 @@ def test_trec_tag_only_from_readable_trec_text(tmp_path):
     duckdb.execute(f"COPY (SELECT {line.strip()!r} AS line) TO '{tmp_path / 'run.zst'}' "
                    "(FORMAT csv, HEADER false, QUOTE '', COMPRESSION zstd)")
     # Compression is found by the first bytes, as the reader finds it: plain text named .zst is plain text.
-    assert eval_command._trec_tag(str(tmp_path / "run.txt")) == eval_command._trec_tag(str(tmp_path / "plain.zst")) == "tagx"
+    assert common.trec_tag(str(tmp_path / "run.txt")) == common.trec_tag(str(tmp_path / "plain.zst")) == "tagx"
     for name in ("run.zst", "run.parquet", "run.csv.gz", "eval.duckdb:run"):  # zstd, tabular, or a table
-        assert eval_command._trec_tag(str(tmp_path / name)) is None
+        assert common.trec_tag(str(tmp_path / name)) is None
+    (tmp_path / "commented.txt").write_text("# a comment line\n" + line)  # trec_eval 10.0 skips it too
+    assert common.trec_tag(str(tmp_path / "commented.txt")) == "tagx"

@@ -205,13 +205,14 @@ PYTREC_REQUEST = (
 GEOMETRIC = {"GMAP": "gm_map", "gm_map": "gm_map", "GMBpref": "gm_bpref", "gm_bpref": "gm_bpref"}
 
 
-def pytrec(qrels, run, relevance_level):
+def pytrec(qrels, run, relevance_level, judged_only=False):
     """pytrec_eval's per-query values {qid: {pytrec key: value}}, plus "set_F.0.5"."""
     # A negative-only query would crash (or hang) pytrec_eval: never hand it one.
     assert all(max(docs.values()) >= 0 for docs in qrels.values()), "negative-only query given to pytrec_eval"
-    out = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_REQUEST, relevance_level=relevance_level).evaluate(run)
+    flags = dict(relevance_level=relevance_level, judged_docs_only_flag=judged_only)
+    out = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_REQUEST, **flags).evaluate(run)
     # set_F with beta = 0.5 comes back under the same key "set_F", so it needs its own evaluator.
-    half = pytrec_eval.RelevanceEvaluator(qrels, ["set_F.0.5"], relevance_level=relevance_level).evaluate(run)
+    half = pytrec_eval.RelevanceEvaluator(qrels, ["set_F.0.5"], **flags).evaluate(run)
     for qid in out:
         out[qid]["set_F.0.5"] = half[qid]["set_F"]
     return out
@@ -293,6 +294,26 @@ def test_pytrec_eval_trec_spellings(data, relevance_level):
     assert set(got) == set(qrels), context
     compare(got, keyed(oracle, PYTREC_SPELLINGS), context)
     check_aggregate(aggregate, oracle, PYTREC_SPELLINGS, context)
+
+
+@settings(max_examples=max(_N // 2, 10), **_SETTINGS)
+@given(data=qrels_and_runs(), relevance_level=st.sampled_from([1, 2]))
+def test_pytrec_eval_judged_only(data, relevance_level):
+    """judged_only=True is trec_eval -J: unjudged documents (and negative grades) leave each ranking first."""
+    qrels, run = data
+    oracle = pytrec(qrels, run, relevance_level, judged_only=True)
+    got, aggregate = ours(qrels, run, PYTREC_CANON, queries="intersection", score_precision="float32",
+                          relevance_level=relevance_level, judged_only=True)
+    context = describe(qrels, run, relevance_level=relevance_level, judged_only=True)
+    assert set(got) == set(oracle) == set(qrels) & set(run), context  # an emptied ranking still counts, as 0
+    for values in oracle.values():
+        # trec_eval (and so pytrec_eval) divide 0 by 0 for interpolated precision on an emptied ranking and
+        # print nan; every other measure gives 0 there, as do ours (README: documented differences).
+        nan = {k for k, v in values.items() if math.isnan(v)}
+        assert values["num_ret"] == 0 or not nan, context
+        assert all(k.startswith(("iprec_at_recall", "11pt_avg")) for k in nan), context
+        values.update({k: 0.0 for k in nan})
+    compare(got, keyed(oracle, PYTREC_CANON), context)
 
 
 def rescored(run, *, float32, docid_desc):

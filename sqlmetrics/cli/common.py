@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..catalogue import split_measure_list
 from ..local.output import process_folder, replace_file, writable_target
-from ..local.readers import KNOWN_NAMES
+from ..local.readers import KNOWN_NAMES, _split_duckdb_target, file_format, first_bytes
 from ..options import ROLES, taken_by
 from ..stats.compare import unique_names
 
@@ -36,6 +36,8 @@ def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
             kwargs["metavar"] = o.metavar
         if o.kind in ("mapping", "names"):
             kwargs["action"] = "append"
+        elif o.kind == "flag":
+            kwargs.update(action="store_true", help=o.help)
         elif o.choices:
             kwargs.update(choices=["none" if c is None else c for c in o.choices],
                           default="none" if o.default is None else o.default)
@@ -246,3 +248,14 @@ def remove(path: Path) -> None:
         pass
 
 
+def trec_tag(path: str) -> str | None:
+    """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
+    if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
+        return None
+    # Compression by the first bytes, as the reader decides it; None for what Python cannot read (zstd).
+    head = first_bytes(Path(path))
+    for line in (head or b"").decode("utf-8", "replace").splitlines():
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):  # a comment line (trec_eval 10.0)
+            return fields[5] if len(fields) >= 6 else None
+    return None

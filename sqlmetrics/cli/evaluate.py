@@ -6,15 +6,14 @@ import csv
 import io
 import json
 import math
-from pathlib import Path
 
 from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.evaluate import python_rows
-from ..local.readers import _split_duckdb_target, file_format, first_bytes
 from ..options import EVAL_CMD
 from ..stats.report import aligned, markdown
-from .common import Progress, UsageError, add_option_flags, check_output, command_runs, measures_from, option_values
+from .common import (Progress, UsageError, add_option_flags, check_output, command_runs, measures_from,
+                     option_values, trec_tag)
 
 # trec_eval's default ("official") measures, in its order, plus nDCG@10.
 DEFAULT_MEASURES = (
@@ -68,7 +67,7 @@ def run(args) -> tuple:
         return _rows(res.per_query if args.per_query else res.per_group, args.format), args.output
     table = EvalTable(res, list(runs), calls)
     if args.format == "trec":
-        tags = {name: _trec_tag(path) or name for name, path in runs.items()}
+        tags = {name: trec_tag(path) or name for name, path in runs.items()}
         return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
     render = {"table": table.table, "markdown": table.markdown, "csv": table.csv, "tsv": table.tsv,
               "json": table.json, "jsonl": table.jsonl}[args.format]
@@ -92,18 +91,6 @@ def _rows(table: tuple, fmt: str) -> str:
     cells = [[f"{v:.4f}" if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
     align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
     return (markdown if fmt == "markdown" else aligned)([names, *cells], align) + "\n"
-
-
-def _trec_tag(path: str) -> str | None:
-    """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
-    if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
-        return None
-    # Compression by the first bytes, as the reader decides it; None for what Python cannot read (zstd).
-    head = first_bytes(Path(path))
-    for line in (head or b"").decode("utf-8", "replace").splitlines():
-        if fields := line.split():
-            return fields[5] if len(fields) >= 6 else None
-    return None
 
 
 class EvalTable:

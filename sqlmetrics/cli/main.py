@@ -5,6 +5,7 @@
     sqlmetrics list [NAME ...]
     sqlmetrics demo
     sqlmetrics sql -m nDCG@10 --dialect snowflake --qrels db.s.qrels --run db.s.run
+    sqlmetrics trec_eval -q -m all_trec qrels.txt run.txt     (trec_eval's flags and output, byte for byte)
 
 Exit status: 0 on success, 2 on bad usage or bad input (one paragraph on stderr, no traceback unless
 --debug), 1 on an internal error, 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the same clean-up as
@@ -29,10 +30,10 @@ import duckdb
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..local.evaluate import interrupt_queries
-from . import compare, demo, evaluate, listing, sql
+from . import compare, demo, evaluate, listing, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, listing, demo, sql)
+COMMANDS = (evaluate, compare, listing, demo, sql, trec_eval)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -111,7 +111,8 @@ def _label_text(label, relevance, dialect) -> str:
 
 def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     options = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level,
-                    score_precision=o.score_precision)
+                    score_precision=o.score_precision, depth=o.depth,
+                    judged_only=o.judged_only)
     label, relevance = o.label, o.relevance
     segs = check_log_options(qrels, o.group_by, label, relevance)
     calls = parse_all(measures, o.relevance_level, o.compat)

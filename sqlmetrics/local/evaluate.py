@@ -471,7 +471,7 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
         if g in taken:
             raise SqlmetricsError(f"group_by= {g!r}: that name is taken by a result column; rename the column.")
     shape = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level, score_precision=o.score_precision,
-                  fixed_order=True)
+                  depth=o.depth, judged_only=o.judged_only, fixed_order=True)
     return _Job(calls, shape, segments, qrels is None, "rank_position" if o.ties == "rank" else "score")
 
 

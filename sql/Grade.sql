@@ -1,0 +1,16 @@
+-- measure: Grade
+-- description: The grade of the document at rank k: its qrels grade, null when it has no judgment or the list is shorter than k (the aggregate is the mean over the lists where it is defined).
+-- reference: trec_eval relstring (one character per rank: the grade, '-' unjudged), as one number per rank
+-- param k: cutoff
+-- at: k
+-- aggregate: mean
+-- empty: null
+-- range: ..
+-- example: @1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- example: @3 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => null
+-- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2
+-- example: @5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => null
+-- note: Negative grades are kept as written (trec_eval's relstring prints them as '.', in the pool but
+--   unjudged). Only judged rows and each list's first row reach a template, so an unjudged document at rank k
+--   leaves no row with rnk = k: the value is null, as for a rank past the end (NumRet tells the two apart).
+MAX(CASE WHEN rnk = :k THEN relevance END)

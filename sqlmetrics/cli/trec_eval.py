@@ -1,0 +1,357 @@
+"""`sqlmetrics trec_eval`: trec_eval's command line, flag for flag, printing what trec_eval prints, byte for
+byte, so that a script changes only the program name:
+
+    trec_eval -m all_trec -q -c -M100 qrels run   ->   sqlmetrics trec_eval -m all_trec -q -c -M100 qrels run
+
+Its defaults are trec_eval's, not `sqlmetrics eval`'s: the queries of both files unless -c, the 'official'
+measures, and trec_eval 10.0's definitions (`--compat trec_eval-9.0.8` gives 9.0.8's, nicknames included).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import math
+import textwrap
+from dataclasses import dataclass
+
+from ..catalogue import parse, parse_all
+from ..errors import SqlmetricsError
+from ..evaluation import evaluate
+from ..local.evaluate import python_rows
+from ..options import BY_NAME
+from ..statement import GMAP_FLOOR
+from .common import Progress, UsageError, command_runs, trec_tag
+
+CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+RECALL_POINTS = tuple(i / 10 for i in range(11))
+MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
+
+
+@dataclass(frozen=True)
+class TrecMeasure:
+    """One measure as trec_eval knows it: its name, how it prints, and our spelling of it."""
+
+    name: str
+    kind: str  # count (printed as an integer) | value | cutoffs (one per integer) | points (one per number)
+    #            | relstring | runid
+    spelling: str = ""  # our measure string; `{}` takes each cutoff or point
+    defaults: tuple = ()  # the cutoffs or points without parameters
+    summary_only: bool = False  # printed for 'all' only (num_q and the geometric means)
+
+    def printed_names(self, params: tuple | None) -> list:
+        """[(the name trec_eval prints, our measure string)], in trec_eval's order."""
+        if self.kind in ("cutoffs", "points"):
+            values = self.defaults if params is None else self._parsed(params)
+            shown = "{}" if self.kind == "cutoffs" else "{:.2f}"
+            return [(f"{self.name}_{shown.format(v)}", self.spelling.format(v)) for v in values]
+        if params is not None:
+            raise UsageError(f"-m {self.name}.{','.join(params)}: sqlmetrics does not take parameters for "
+                             f"trec_eval's {self.name} yet; use -m {self.name}.")
+        return [(self.name, self.spelling)]
+
+    def _parsed(self, params: tuple) -> list:
+        """trec_eval's reading of the parameters: cutoffs with atol (23.4 is 23), points with atof; sorted."""
+        try:
+            values = [float(p) for p in params]
+        except ValueError:
+            raise UsageError(f"-m {self.name}.{','.join(params)}: each parameter must be a number.") from None
+        if self.kind == "cutoffs":
+            values = [int(v) for v in values]
+            if any(v < 1 for v in values):
+                raise UsageError(f"-m {self.name}.{','.join(params)}: cutoffs must be at least 1.")
+        return sorted(set(values))
+
+
+# trec_eval's measures in the order it computes and prints them (its measures.c), where sqlmetrics has them.
+MEASURES = [
+    TrecMeasure("runid", "runid"),
+    TrecMeasure("num_q", "count", "num_q", summary_only=True),
+    TrecMeasure("num_ret", "count", "num_ret"),
+    TrecMeasure("num_rel", "count", "num_rel"),
+    TrecMeasure("num_rel_ret", "count", "num_rel_ret"),
+    TrecMeasure("map", "value", "map"),
+    TrecMeasure("gm_map", "value", "gm_map", summary_only=True),
+    TrecMeasure("Rprec", "value", "Rprec"),
+    TrecMeasure("bpref", "value", "bpref"),
+    TrecMeasure("recip_rank", "value", "recip_rank"),
+    TrecMeasure("iprec_at_recall", "points", "IPrec@{}", RECALL_POINTS),
+    TrecMeasure("P", "cutoffs", "P@{}", CUTOFFS),
+    TrecMeasure("relstring", "relstring", "", (10,)),
+    TrecMeasure("recall", "cutoffs", "R@{}", CUTOFFS),
+    TrecMeasure("gm_bpref", "value", "gm_bpref", summary_only=True),
+    TrecMeasure("Rprec_mult", "points", "RprecMult(mult={})", tuple(i / 10 for i in range(2, 21, 2))),
+    TrecMeasure("11pt_avg", "value", "11pt_avg"),
+    TrecMeasure("ndcg", "value", "ndcg"),
+    TrecMeasure("ndcg_cut", "cutoffs", "nDCG@{}", CUTOFFS),
+    TrecMeasure("map_cut", "cutoffs", "AP@{}", CUTOFFS),
+    TrecMeasure("relative_P", "cutoffs", "RelP@{}", CUTOFFS),
+    TrecMeasure("success", "cutoffs", "Success@{}", (1, 5, 10)),
+    TrecMeasure("set_P", "value", "set_P"),
+    TrecMeasure("set_relative_P", "value", "set_relative_P"),
+    TrecMeasure("set_recall", "value", "set_recall"),
+    TrecMeasure("set_map", "value", "set_map"),
+    TrecMeasure("set_F", "value", "set_F"),
+    TrecMeasure("num_nonrel_judged_ret", "count", "num_nonrel_judged_ret"),
+]
+BY_TREC_NAME = {m.name: m for m in MEASURES}
+
+# trec_eval's nicknames (measures.c), per version; a name sqlmetrics lacks makes the nickname an error.
+_OFFICIAL = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+             "recip_rank", "iprec_at_recall", "P"]
+_SET = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
+        "set_map", "set_F"]
+NICKNAMES = {
+    "trec_eval-9.0.8": {
+        "official": _OFFICIAL,
+        "all_trec": [*_OFFICIAL, "relstring", "recall", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
+                     "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G",
+                     "set_P", "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"],
+        "set": _SET,
+    },
+    "trec_eval-10.0": {
+        "official": _OFFICIAL,
+        "all_trec": [*_OFFICIAL, "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility",
+                     "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
+                     "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
+                     "num_nonrel_judged_ret"],
+        "set": _SET,
+    },
+}
+_NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("trec_eval", parents=parents, add_help=False,
+                       help="trec_eval's command line and output, flag for flag (trec_eval 10.0's defaults)",
+                       usage="sqlmetrics trec_eval [-h] [-q] [-m measure[.params]] [-c] [-n] [-l <num>] [-N <num>] "
+                             "[-M <num>] [-J] [-R rel_format] [-T results_format] [-Z zscore_file] [-v] "
+                             "rel_info_file results_file")
+    p.add_argument("-h", "--help", action="store_true", help="help; with -m, describe those measures")
+    p.add_argument("-v", "--version", action="store_true", help="print the version and exit")
+    p.add_argument("-q", "--query_eval_wanted", action="store_true", help="also print each query's values")
+    p.add_argument("-m", "--measure", action="append", default=[], metavar="measure[.params]",
+                   help="a trec_eval measure or nickname (official, all_trec, set), with trec_eval's "
+                        "parameters: P.5,10 iprec_at_recall..10,.20 relstring.20; repeatable")
+    p.add_argument("-c", "--complete_rel_info_wanted", action="store_true",
+                   help="average over every query of the qrels (missing ones score 0), not the intersection")
+    p.add_argument("-n", "--nosummary", action="store_true", help="print no summary ('all') lines")
+    p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="num",
+                   help="grades >= num are relevant (default 1)")
+    p.add_argument("-N", "--Number_docs_in_coll", type=int, metavar="num",
+                   help="documents in the collection (only trec_eval's utility reads it; refused until it exists)")
+    p.add_argument("-M", "--Max_retrieved_per_topic", type=int, metavar="num",
+                   help="evaluate only each ranking's first num documents")
+    p.add_argument("-J", "--Judged_docs_only", action="store_true",
+                   help="drop unjudged documents from the rankings first")
+    p.add_argument("-R", "--Rel_info_format", default="qrels", metavar="format", help="qrels (the only one yet)")
+    p.add_argument("-T", "--Results_format", default="trec_results", metavar="format", help="trec_results")
+    p.add_argument("-Z", "--Zscore", metavar="Zmean_file",
+                   help="print z-scores against the per-query means and deviations in this file")
+    p.add_argument("--compat", choices=BY_NAME["compat"].choices, default="trec_eval-10.0",
+                   help="whose definitions: trec_eval 10.0 (default here) or 9.0.8")
+    p.add_argument("files", nargs="*", metavar="FILE", help="rel_info_file results_file")
+    p.set_defaults(func=run, output=None, parser=p)
+
+
+def run(args) -> tuple:
+    if args.version:
+        return f"sqlmetrics {importlib.metadata.version('sqlmetrics')}: trec_eval's command line ({args.compat})\n", None
+    requested = _requested(args.measure or ["official"], args.compat)
+    if args.help:
+        return _help(args.parser, requested, bool(args.measure)), None
+    if len(args.files) != 2:
+        raise UsageError("trec_eval takes two files: rel_info_file results_file (see -h).")
+    if args.Rel_info_format != "qrels":
+        raise UsageError(f"-R {args.Rel_info_format}: sqlmetrics reads only the 'qrels' format yet.")
+    if args.Results_format != "trec_results":
+        raise UsageError(f"-T {args.Results_format}: the only results format is 'trec_results'.")
+    if args.Number_docs_in_coll is not None:
+        raise UsageError("-N: no measure sqlmetrics computes reads the collection size yet; leave -N out.")
+    if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 1:
+        raise UsageError("-M takes a positive number of documents.")
+
+    printed = []  # (TrecMeasure, [(printed name, our measure string)]) in trec_eval's order
+    for m in MEASURES:
+        if m.name in requested and m.kind != "runid":
+            printed.append((m, m.printed_names(requested[m.name]) if m.kind != "relstring" else
+                            _relstring(requested[m.name])))
+    strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, s in names)]))
+    parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
+
+    args.runs, args.name = [args.files[1]], None
+    args.qrels = args.files[0]
+    runs = command_runs(args)
+    (name, path), = runs.items()
+    options = dict(queries="qrels" if args.complete_rel_info_wanted else "intersection",
+                   relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only)
+    if args.Max_retrieved_per_topic is not None:
+        options["depth"] = args.Max_retrieved_per_topic
+    with Progress("evaluating"):
+        res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows)
+    _, rows = res.per_query
+    per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
+    zscores = _read_zscores(args.Zscore) if args.Zscore else None
+    if zscores is not None:
+        per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
+    return _print(printed, requested, per_query, res.aggregate[name], trec_tag(path) or name, args, zscores is not None), None
+
+
+def _requested(values: list, compat: str) -> dict:
+    """{trec_eval measure name: parameters or None}, from -m values (nicknames expanded, a later -m with
+    parameters overriding)."""
+    requested: dict = {}
+    for value in values:
+        name, dot, params = value.partition(".")
+        if not dot and name in NICKNAMES[compat]:
+            for member in NICKNAMES[compat][name]:
+                if member not in BY_TREC_NAME:
+                    raise UsageError(f"-m {name}: sqlmetrics does not compute trec_eval's {member} yet, which "
+                                     f"{name} includes; name the measures you need instead.")
+                requested.setdefault(member, None)
+            continue
+        if name not in BY_TREC_NAME:
+            known = ", ".join([*NICKNAMES[compat], *BY_TREC_NAME])
+            raise UsageError(f"-m {value}: {name!r} is not a trec_eval measure sqlmetrics computes. Known: {known}. "
+                             "(`sqlmetrics eval` takes every spelling, e.g. -m nDCG@10.)")
+        if dot:
+            requested[name] = tuple(p for p in params.split(",") if p != "") or None
+        else:
+            requested.setdefault(name, None)
+    return requested
+
+
+def _relstring(params: tuple | None) -> list:
+    """relstring (relstring_N with a length): the grade at each of the first N ranks, one measure each."""
+    if params is not None and len(params) != 1:
+        raise UsageError("-m relstring.N takes one length.")
+    length = 10 if params is None else int(float(params[0]))
+    name = "relstring" if params is None else f"relstring_{params[0]}"
+    return [(name, f"Grade@{i}") for i in range(1, length + 1)]
+
+
+def _relstring_text(values: dict, names: list) -> str:
+    """trec_eval's relstring: one character per ranked document, up to the list's end: the grade (0-9),
+    '>' above 9, '.' for a negative grade (in the pool, unjudged), '-' without a judgment."""
+    chars = []
+    for i, (_, spelling) in enumerate(names, start=1):
+        if i > (values[_NUM_RET] or 0):
+            break
+        grade = values[spelling]
+        grade = None if grade is None else math.trunc(grade)  # trec_eval keeps grades as integers
+        chars.append("-" if grade is None else "." if grade < 0 else ">" if grade > 9 else str(grade))
+    return "".join(chars)
+
+
+def _read_zscores(path: str) -> dict:
+    """{(query, measure): (mean, standard deviation)} from a -Z file: `qid measure mean stddev` lines."""
+    out = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                fields = line.split()
+                if not fields:
+                    continue
+                try:
+                    qid, measure, mean, sd = fields[0], fields[1], float(fields[2]), float(fields[3])
+                except (IndexError, ValueError):
+                    raise UsageError(f"-Z {path!r}, line {number}: expected `qid measure mean stddev`, got "
+                                     f"{line.strip()!r}.") from None
+                out[(qid, measure)] = (mean, sd)
+    except OSError as e:
+        raise UsageError(f"-Z {path!r}: cannot read it ({e.strerror or e}).") from None
+    return out
+
+
+def _to_z(qid: str, values: dict, printed: list, zscores: dict) -> dict:
+    """One query's values as trec_eval's z-scores: (value - mean) / sd; MISSING_ZSCORE without a mean (or
+    with sd 0 and another value). A geometric mean's per-query value is the log it averages."""
+    out = dict(values)
+    for m, names in printed:
+        if m.kind == "relstring":
+            continue
+        for shown, spelling in names:
+            v = values[spelling]
+            if m.name.startswith("gm_"):
+                v = math.log(max(v, GMAP_FLOOR))
+            mean_sd = zscores.get((qid, shown))
+            if mean_sd is None:
+                out[spelling] = MISSING_ZSCORE
+            elif mean_sd[1]:
+                out[spelling] = (v - mean_sd[0]) / mean_sd[1]
+            else:
+                out[spelling] = 0.0 if v == mean_sd[0] else MISSING_ZSCORE
+    return out
+
+
+def _print(printed: list, requested: dict, per_query: dict, aggregate: dict, tag: str, args, z: bool) -> str:
+    out = []
+
+    def line(name: str, qid: str, value, count: bool):
+        if z:
+            out.append(f"Z{name:<22}\t{qid}\t{value:6.4f}\n")
+        elif count:
+            out.append(f"{name:<22}\t{qid}\t{int(value)}\n")
+        else:
+            out.append(f"{name:<22}\t{qid}\t{value:6.4f}\n")
+
+    # 9.0.8 prints the queries the run ranks; 10.0 every averaged one (with -c, the missing ones too).
+    shown = sorted(q for q, v in per_query.items() if v[_NUM_RET] or args.compat != "trec_eval-9.0.8")
+    if args.query_eval_wanted:
+        for q in shown:
+            for m, names in printed:
+                if m.summary_only:
+                    continue
+                if m.kind == "relstring":
+                    out.append(f"{names[0][0]:<22}\t{q}\t'{_relstring_text(per_query[q], names)}'\n")
+                    continue
+                for shown, spelling in names:
+                    line(shown, q, per_query[q][spelling] or 0.0, m.kind == "count")
+    if args.nosummary:
+        return "".join(out)
+    if "runid" in requested:
+        out.append(f"{'runid':<22}\tall\t{tag}\n")
+    queries = list(per_query.values())
+    for m, names in printed:
+        if m.kind == "relstring":
+            continue
+        for shown, spelling in names:
+            if m.name == "num_q":
+                value = float(len(queries)) if z else aggregate[spelling]
+            elif z:
+                value = _z_summary(m, [v[spelling] for v in queries])
+            else:
+                value = aggregate[spelling]
+            line(shown, "all", value or 0.0, m.kind == "count")
+    return "".join(out)
+
+
+def _z_summary(m: TrecMeasure, values: list) -> float:
+    """The 'all' value of z-scores, aggregated as trec_eval aggregates the raw values: counts summed,
+    geometric means as exp of the mean (of the z-scored logs), the rest averaged."""
+    if not values:
+        return 0.0
+    if m.kind == "count":
+        return math.fsum(values)
+    if m.name.startswith("gm_"):
+        return math.exp(math.fsum(values) / len(values))
+    return math.fsum(values) / len(values)
+
+
+def _help(parser: argparse.ArgumentParser, requested: dict, described: bool) -> str:
+    """-h: the usage; with -m, each named measure's description from the catalogue."""
+    text = parser.format_help()
+    if not described:
+        return text
+    for name, params in requested.items():
+        m = BY_TREC_NAME[name]
+        if m.kind == "runid":
+            text += "\nrunid\n    The run's tag, the 6th field of the results file's first line.\n"
+            continue
+        names = _relstring(params) if m.kind == "relstring" else m.printed_names(params)
+        try:
+            measure = parse(names[0][1]).measure
+        except SqlmetricsError:
+            continue
+        body = textwrap.fill(measure.description, width=96, initial_indent="    ", subsequent_indent="    ")
+        text += f"\n{name}  (sqlmetrics {measure.name}; {measure.reference})\n{body}\n"
+    return text

@@ -1,0 +1,104 @@
+"""`sqlmetrics trec_eval`: trec_eval's own test commands (its Makefile's `quicktest`), with only the program
+name changed, print exactly trec_eval's bytes: trec_eval 10.0's suite by default, 9.0.8's under
+--compat trec_eval-9.0.8 (the suites and the command behind each file: ../shared/data/trec_eval*_test).
+
+Commands whose measures sqlmetrics computes only in part are checked on those measures: the same command
+with -m naming them, against the expected file's lines for them (every other line of the file is left out,
+nothing else is changed: order, padding, per-query blocks, 'all' lines, -c, -M, -l, -Z).
+"""
+import re
+
+import pytest
+
+V10, V9 = "trec_eval-10.0", "trec_eval-9.0.8"
+
+# Whole commands: (suite, expected file, arguments as in trec_eval's Makefile).
+WHOLE = [
+    (V10, "out.test", "qrels.test results.test"),
+    (V10, "out.test", "qrels.test.with-comments results.test"),
+    (V10, "out.comment.test", "qrels.comment.test results.comment.test"),
+    (V9, "out.test", "qrels.test results.test"),
+]
+
+# The all_trec measures sqlmetrics has, as -m arguments; the expected files' other measures are left out.
+HAVE = ("official relstring recall gm_bpref Rprec_mult 11pt_avg ndcg ndcg_cut map_cut relative_P success set_P "
+        "set_relative_P set_recall set_map set_F num_nonrel_judged_ret").split()
+MISSING = ("infAP utility binG G ndcg_rel Rndcg rbp rbp_resid unj_5 unj_10 unj_20").split()
+PART = [
+    (suite, expected, args) for suite in (V10, V9) for expected, args in [
+        ("out.test.a", "qrels.test results.test"),
+        ("out.test.aq", "-q qrels.test results.test"),
+        ("out.test.aqc", "-q -c qrels.test results.trunc"),
+        ("out.test.aqcM", "-q -c -M100 qrels.test results.trunc"),
+        ("out.test.aql", "-mrelstring.20 -q -l2 qrels.rel_level results.test"),
+    ]
+] + [(V10, "out.test.aqZ", "-q -Z zscores_file qrels.test results.test")]
+PARAMS = "-q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 -m Rprec_mult.5.0,0.2,0.35 " \
+         "-mndcg_cut.10,20,23.4 -msuccess.2,5,20 qrels.test results.test"
+
+
+def _folder(suite, trec_eval_dir, trec_eval_10_dir):
+    return trec_eval_10_dir if suite == V10 else trec_eval_dir
+
+
+def _run(cli, folder, suite, args):
+    paths = [str(folder / a) if (folder / a).exists() else a for a in args.split()]
+    code, out, err = cli("trec_eval", "--compat", suite, *paths)
+    assert code == 0, err
+    return out
+
+
+@pytest.mark.parametrize("suite,expected,args", WHOLE)
+def test_whole_command(cli, suite, expected, args, trec_eval_dir, trec_eval_10_dir):
+    folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
+    assert _run(cli, folder, suite, args) == (folder / expected).read_text()
+
+
+@pytest.mark.parametrize("suite,expected,args", PART)
+def test_command_on_the_measures_we_have(cli, suite, expected, args, trec_eval_dir, trec_eval_10_dir):
+    folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
+    ours = _run(cli, folder, suite, " ".join(f"-m {m}" for m in HAVE) + " " + args)
+    missing = re.compile(r"^Z?(%s) " % "|".join(MISSING))
+    wanted = "".join(line for line in (folder / expected).read_text().splitlines(keepends=True)
+                     if not missing.match(line))
+    assert len(wanted.splitlines()) > 40
+    assert ours == wanted
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_measure_parameters(cli, suite, trec_eval_dir, trec_eval_10_dir):
+    folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
+    wanted = "".join(line for line in (folder / "out.test.meas_params").read_text().splitlines(keepends=True)
+                     if not re.match(r"^(utility|11pt_avg|ndcg_1)", line))
+    assert _run(cli, folder, suite, PARAMS) == wanted
+
+
+def test_the_versions_differ_where_trec_eval_did(cli, trec_eval_dir, trec_eval_10_dir):
+    """Interpolated precision's rounding: each suite's numbers come only from its own version."""
+    args = "-m iprec_at_recall qrels.test results.test"
+    v10 = _run(cli, trec_eval_10_dir, V10, args)
+    v9 = _run(cli, trec_eval_dir, V9, args)
+    assert v10 != v9
+    assert _run(cli, trec_eval_10_dir, V9, args) == v9  # same inputs in both folders
+
+
+def test_flags(cli, trec_eval_10_dir, tmp_path):
+    qrels, run = trec_eval_10_dir / "qrels.test", trec_eval_10_dir / "results.test"
+    code, out, _ = cli("trec_eval", "-n", "-q", "-m", "P.5", qrels, run)
+    assert code == 0 and "\tall\t" not in out and out.count("P_5") == 3  # -n: no summary
+    code, out, _ = cli("trec_eval", "-v")
+    assert code == 0 and "trec_eval" in out
+    code, out, _ = cli("trec_eval", "-h", "-m", "ndcg_cut.10")
+    assert code == 0 and "ndcg_cut" in out and "DCG" in out
+    code, _, err = cli("trec_eval", "-m", "P.x", qrels, run)
+    assert code == 2 and "P.x" in err
+    code, _, err = cli("trec_eval", "-m", "nonsense", qrels, run)
+    assert code == 2 and "'nonsense' is not a trec_eval measure" in err
+    code, _, err = cli("trec_eval", "-T", "other", qrels, run)
+    assert code == 2 and "trec_results" in err
+    code, _, err = cli("trec_eval", qrels)
+    assert code == 2 and "two files" in err
+    bad = tmp_path / "z.txt"
+    bad.write_text("301 map 0.1\n")
+    code, _, err = cli("trec_eval", "-Z", bad, qrels, run)
+    assert code == 2 and "line 1" in err
