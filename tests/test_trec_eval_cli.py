@@ -102,3 +102,21 @@ def test_flags(cli, trec_eval_10_dir, tmp_path):
     bad.write_text("301 map 0.1\n")
     code, _, err = cli("trec_eval", "-Z", bad, qrels, run)
     assert code == 2 and "line 1" in err
+
+
+def test_eval_takes_trec_eval_measure_syntax(cli, trec_eval_10_dir):
+    """`sqlmetrics eval -m P.5,7,3 -m official` asks for what trec_eval would compute (each once), and -c."""
+    folder = trec_eval_10_dir
+    code, out, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "P.5,7,3", "-m", "official",
+                         "-m", "iprec_at_recall..10,.25", "-c", "--queries", "intersection", "-f", "trec",
+                         "--compat", V10)
+    assert code == 0, err
+    ours = {line.split("\t")[0].strip(): line.split("\t")[2] for line in out.splitlines() if "\tall\t" in line}
+    for expected, names in (("out.test.meas_params", ["P_3", "P_5", "P_7", "iprec_at_recall_0.10",
+                                                      "iprec_at_recall_0.25"]), ("out.test", ["map", "gm_map", "P_1000"])):
+        printed = {line.split("\t")[0].strip(): line.split("\t")[2] for line in
+                   (folder / expected).read_text().splitlines() if "\tall\t" in line}
+        assert {n: ours[n] for n in names} == {n: printed[n] for n in names}
+    assert list(ours).count("P_5") == 1
+    code, _, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "all_trec")
+    assert code == 2 and "infAP" in err  # named, until the catalogue has it

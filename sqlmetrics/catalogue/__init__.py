@@ -1,5 +1,5 @@
 """The measure catalogue: the templates in sql/ (templates.py), the names users type (names.py), and the
-measure reference generated from both (reference.py)."""
+measure reference generated from both (reference.py), and trec_eval's command-line names (trec.py)."""
 from .names import MeasureCall, parse, parse_all, split_measure_list, trec_name
 from .templates import ABSENT, PARAM_TYPES, Measure, Param, measures, shared_columns
 

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from ..catalogue import split_measure_list
+from ..catalogue.names import COMPAT
+from ..catalogue.trec import expand as trec_eval_measures
 from ..local.output import process_folder, replace_file, writable_target
 from ..local.readers import KNOWN_NAMES, _split_duckdb_target, file_format, first_bytes
 from ..options import ROLES, taken_by
@@ -61,11 +63,15 @@ def option_values(args, command: str) -> dict:
 
 
 def measures_from(args, default) -> list:
-    """-m values (repeated or comma-separated), or the command's default when -m is not given; an empty
-    -m '' is a mistake, not a request for the defaults."""
+    """-m values (repeated or comma-separated; trec_eval's `official`, `all_trec`, `P.5,10` too), or the
+    command's default when -m is not given; an empty -m '' is a mistake, not a request for the defaults."""
     if args.measure is None:
         return list(default)
-    measures = split_measure_list(args.measure)
+    measures = []
+    for value in args.measure:  # trec_eval's nicknames and parameter lists first: `-m P.5,10` is one request
+        expanded = trec_eval_measures(value.strip(), getattr(args, "compat", COMPAT))
+        # trec_eval merges what its nicknames and lists repeat (`-m official -m P.5,10`); so does this
+        measures += split_measure_list([value]) if expanded is None else [m for m in expanded if m not in measures]
     if not measures:
         raise UsageError("-m/--measure was given without a measure; name one (e.g. -m nDCG@10) or leave -m out "
                          "for the default set.")

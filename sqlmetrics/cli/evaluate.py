@@ -35,7 +35,8 @@ def add_parser(sub, parents) -> None:
     p.add_argument("runs", metavar="RUN", nargs="+", help="one or more runs, named by file stem; '-' reads stdin")
     p.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                    help="a measure in any spelling (nDCG@10, P_10, map, ndcg_cut.10, mrr@10, ...); repeatable "
-                        "or comma-separated. Default: trec_eval's official set plus nDCG@10")
+                        "or comma-separated; trec_eval's nicknames and lists too (official, all_trec, P.5,10). "
+                        "Default: trec_eval's official set plus nDCG@10")
     p.add_argument("-q", "--per-query", action="store_true", help="also print every query's values")
     p.add_argument("--name", action="append", metavar="NAME",
                    help="name the runs in order (default: file stems); repeat once per run")
@@ -43,6 +44,9 @@ def add_parser(sub, parents) -> None:
                    help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl or markdown")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     add_option_flags(p, EVAL_CMD)
+    # trec_eval's -c, for scripts moving over: every judged query is averaged (already this command's default).
+    p.add_argument("-c", dest="queries", action="store_const", const="qrels",
+                   help="as --queries qrels (trec_eval -c); see also `sqlmetrics trec_eval`")
     p.set_defaults(func=run)
 
 

@@ -12,9 +12,9 @@ import argparse
 import importlib.metadata
 import math
 import textwrap
-from dataclasses import dataclass
 
 from ..catalogue import parse, parse_all
+from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
 from ..local.evaluate import python_rows
@@ -22,101 +22,7 @@ from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
 from .common import Progress, UsageError, command_runs, trec_tag
 
-CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-RECALL_POINTS = tuple(i / 10 for i in range(11))
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
-
-
-@dataclass(frozen=True)
-class TrecMeasure:
-    """One measure as trec_eval knows it: its name, how it prints, and our spelling of it."""
-
-    name: str
-    kind: str  # count (printed as an integer) | value | cutoffs (one per integer) | points (one per number)
-    #            | relstring | runid
-    spelling: str = ""  # our measure string; `{}` takes each cutoff or point
-    defaults: tuple = ()  # the cutoffs or points without parameters
-    summary_only: bool = False  # printed for 'all' only (num_q and the geometric means)
-
-    def printed_names(self, params: tuple | None) -> list:
-        """[(the name trec_eval prints, our measure string)], in trec_eval's order."""
-        if self.kind in ("cutoffs", "points"):
-            values = self.defaults if params is None else self._parsed(params)
-            shown = "{}" if self.kind == "cutoffs" else "{:.2f}"
-            return [(f"{self.name}_{shown.format(v)}", self.spelling.format(v)) for v in values]
-        if params is not None:
-            raise UsageError(f"-m {self.name}.{','.join(params)}: sqlmetrics does not take parameters for "
-                             f"trec_eval's {self.name} yet; use -m {self.name}.")
-        return [(self.name, self.spelling)]
-
-    def _parsed(self, params: tuple) -> list:
-        """trec_eval's reading of the parameters: cutoffs with atol (23.4 is 23), points with atof; sorted."""
-        try:
-            values = [float(p) for p in params]
-        except ValueError:
-            raise UsageError(f"-m {self.name}.{','.join(params)}: each parameter must be a number.") from None
-        if self.kind == "cutoffs":
-            values = [int(v) for v in values]
-            if any(v < 1 for v in values):
-                raise UsageError(f"-m {self.name}.{','.join(params)}: cutoffs must be at least 1.")
-        return sorted(set(values))
-
-
-# trec_eval's measures in the order it computes and prints them (its measures.c), where sqlmetrics has them.
-MEASURES = [
-    TrecMeasure("runid", "runid"),
-    TrecMeasure("num_q", "count", "num_q", summary_only=True),
-    TrecMeasure("num_ret", "count", "num_ret"),
-    TrecMeasure("num_rel", "count", "num_rel"),
-    TrecMeasure("num_rel_ret", "count", "num_rel_ret"),
-    TrecMeasure("map", "value", "map"),
-    TrecMeasure("gm_map", "value", "gm_map", summary_only=True),
-    TrecMeasure("Rprec", "value", "Rprec"),
-    TrecMeasure("bpref", "value", "bpref"),
-    TrecMeasure("recip_rank", "value", "recip_rank"),
-    TrecMeasure("iprec_at_recall", "points", "IPrec@{}", RECALL_POINTS),
-    TrecMeasure("P", "cutoffs", "P@{}", CUTOFFS),
-    TrecMeasure("relstring", "relstring", "", (10,)),
-    TrecMeasure("recall", "cutoffs", "R@{}", CUTOFFS),
-    TrecMeasure("gm_bpref", "value", "gm_bpref", summary_only=True),
-    TrecMeasure("Rprec_mult", "points", "RprecMult(mult={})", tuple(i / 10 for i in range(2, 21, 2))),
-    TrecMeasure("11pt_avg", "value", "11pt_avg"),
-    TrecMeasure("ndcg", "value", "ndcg"),
-    TrecMeasure("ndcg_cut", "cutoffs", "nDCG@{}", CUTOFFS),
-    TrecMeasure("map_cut", "cutoffs", "AP@{}", CUTOFFS),
-    TrecMeasure("relative_P", "cutoffs", "RelP@{}", CUTOFFS),
-    TrecMeasure("success", "cutoffs", "Success@{}", (1, 5, 10)),
-    TrecMeasure("set_P", "value", "set_P"),
-    TrecMeasure("set_relative_P", "value", "set_relative_P"),
-    TrecMeasure("set_recall", "value", "set_recall"),
-    TrecMeasure("set_map", "value", "set_map"),
-    TrecMeasure("set_F", "value", "set_F"),
-    TrecMeasure("num_nonrel_judged_ret", "count", "num_nonrel_judged_ret"),
-]
-BY_TREC_NAME = {m.name: m for m in MEASURES}
-
-# trec_eval's nicknames (measures.c), per version; a name sqlmetrics lacks makes the nickname an error.
-_OFFICIAL = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-             "recip_rank", "iprec_at_recall", "P"]
-_SET = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
-        "set_map", "set_F"]
-NICKNAMES = {
-    "trec_eval-9.0.8": {
-        "official": _OFFICIAL,
-        "all_trec": [*_OFFICIAL, "relstring", "recall", "infAP", "gm_bpref", "utility", "11pt_avg", "ndcg",
-                     "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G",
-                     "set_P", "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"],
-        "set": _SET,
-    },
-    "trec_eval-10.0": {
-        "official": _OFFICIAL,
-        "all_trec": [*_OFFICIAL, "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility",
-                     "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel",
-                     "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
-                     "num_nonrel_judged_ret"],
-        "set": _SET,
-    },
-}
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
 
 
@@ -156,9 +62,9 @@ def add_parser(sub, parents) -> None:
 def run(args) -> tuple:
     if args.version:
         return f"sqlmetrics {importlib.metadata.version('sqlmetrics')}: trec_eval's command line ({args.compat})\n", None
-    requested = _requested(args.measure or ["official"], args.compat)
+    wanted = requested(args.measure or ["official"], args.compat)
     if args.help:
-        return _help(args.parser, requested, bool(args.measure)), None
+        return _help(args.parser, wanted, bool(args.measure)), None
     if len(args.files) != 2:
         raise UsageError("trec_eval takes two files: rel_info_file results_file (see -h).")
     if args.Rel_info_format != "qrels":
@@ -172,9 +78,9 @@ def run(args) -> tuple:
 
     printed = []  # (TrecMeasure, [(printed name, our measure string)]) in trec_eval's order
     for m in MEASURES:
-        if m.name in requested and m.kind != "runid":
-            printed.append((m, m.printed_names(requested[m.name]) if m.kind != "relstring" else
-                            _relstring(requested[m.name])))
+        if m.name in wanted and m.kind != "runid":
+            printed.append((m, m.printed_names(wanted[m.name]) if m.kind != "relstring" else
+                            relstring_names(wanted[m.name])))
     strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, s in names)]))
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
@@ -193,40 +99,7 @@ def run(args) -> tuple:
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    return _print(printed, requested, per_query, res.aggregate[name], trec_tag(path) or name, args, zscores is not None), None
-
-
-def _requested(values: list, compat: str) -> dict:
-    """{trec_eval measure name: parameters or None}, from -m values (nicknames expanded, a later -m with
-    parameters overriding)."""
-    requested: dict = {}
-    for value in values:
-        name, dot, params = value.partition(".")
-        if not dot and name in NICKNAMES[compat]:
-            for member in NICKNAMES[compat][name]:
-                if member not in BY_TREC_NAME:
-                    raise UsageError(f"-m {name}: sqlmetrics does not compute trec_eval's {member} yet, which "
-                                     f"{name} includes; name the measures you need instead.")
-                requested.setdefault(member, None)
-            continue
-        if name not in BY_TREC_NAME:
-            known = ", ".join([*NICKNAMES[compat], *BY_TREC_NAME])
-            raise UsageError(f"-m {value}: {name!r} is not a trec_eval measure sqlmetrics computes. Known: {known}. "
-                             "(`sqlmetrics eval` takes every spelling, e.g. -m nDCG@10.)")
-        if dot:
-            requested[name] = tuple(p for p in params.split(",") if p != "") or None
-        else:
-            requested.setdefault(name, None)
-    return requested
-
-
-def _relstring(params: tuple | None) -> list:
-    """relstring (relstring_N with a length): the grade at each of the first N ranks, one measure each."""
-    if params is not None and len(params) != 1:
-        raise UsageError("-m relstring.N takes one length.")
-    length = 10 if params is None else int(float(params[0]))
-    name = "relstring" if params is None else f"relstring_{params[0]}"
-    return [(name, f"Grade@{i}") for i in range(1, length + 1)]
+    return _print(printed, wanted, per_query, res.aggregate[name], trec_tag(path) or name, args, zscores is not None), None
 
 
 def _relstring_text(values: dict, names: list) -> str:
@@ -283,7 +156,7 @@ def _to_z(qid: str, values: dict, printed: list, zscores: dict) -> dict:
     return out
 
 
-def _print(printed: list, requested: dict, per_query: dict, aggregate: dict, tag: str, args, z: bool) -> str:
+def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: str, args, z: bool) -> str:
     out = []
 
     def line(name: str, qid: str, value, count: bool):
@@ -308,7 +181,7 @@ def _print(printed: list, requested: dict, per_query: dict, aggregate: dict, tag
                     line(shown, q, per_query[q][spelling] or 0.0, m.kind == "count")
     if args.nosummary:
         return "".join(out)
-    if "runid" in requested:
+    if "runid" in wanted:
         out.append(f"{'runid':<22}\tall\t{tag}\n")
     queries = list(per_query.values())
     for m, names in printed:
@@ -337,17 +210,17 @@ def _z_summary(m: TrecMeasure, values: list) -> float:
     return math.fsum(values) / len(values)
 
 
-def _help(parser: argparse.ArgumentParser, requested: dict, described: bool) -> str:
+def _help(parser: argparse.ArgumentParser, wanted: dict, described: bool) -> str:
     """-h: the usage; with -m, each named measure's description from the catalogue."""
     text = parser.format_help()
     if not described:
         return text
-    for name, params in requested.items():
+    for name, params in wanted.items():
         m = BY_TREC_NAME[name]
         if m.kind == "runid":
             text += "\nrunid\n    The run's tag, the 6th field of the results file's first line.\n"
             continue
-        names = _relstring(params) if m.kind == "relstring" else m.printed_names(params)
+        names = relstring_names(params) if m.kind == "relstring" else m.printed_names(params)
         try:
             measure = parse(names[0][1]).measure
         except SqlmetricsError:
