@@ -148,6 +148,7 @@ CASES = {
     "rank": {"ties": "rank"},
     "level2": {"relevance_level": 2},
     "float32": {"score_precision": "float32"},
+    "depth_judged_only": {"depth": 3, "judged_only": True, "queries": "intersection"},
     "runs": {"runs": True},
 }
 
