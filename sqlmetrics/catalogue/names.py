@@ -58,11 +58,16 @@ _RANX_LEVEL = re.compile(r"^(?P<base>.+)-l(?P<rel>-?\d+)$")
 
 
 def _alias_regex(alias: Alias, measure: Measure) -> re.Pattern:
-    """`map_cut_{k}` -> a regex with a named group per parameter (`{r:.2f}` reads any number too)."""
+    """`map_cut_{k}` -> a regex with a named group per parameter (`{r:.2f}` reads any number too; a `real`
+    parameter's number may be negative: `utility.2,-1,0,0`)."""
     regex = ""
     for part in re.split(r"(\{\w+(?::[^}]*)?\})", alias.text):
         name = re.fullmatch(r"\{(\w+)(?::[^}]*)?\}", part)
-        regex += rf"(?P<{name.group(1)}>{_NUMBER})" if name else re.escape(part)
+        if name:
+            sign = "-?" if measure.params[name.group(1)].type == "real" else ""
+            regex += rf"(?P<{name.group(1)}>{sign}{_NUMBER})"
+        else:
+            regex += re.escape(part)
     return re.compile(f"^{regex}$", re.IGNORECASE)
 
 
@@ -111,7 +116,7 @@ def _convert(measure: Measure, p: Param, raw, text: str):
         if not value.is_integer() or (p.type == "cutoff" and value < 1):
             raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
         return int(value)
-    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0}[p.type]
+    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0, "real": True}[p.type]
     if not ok:
         raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
     return value

@@ -12,9 +12,9 @@ value is an error naming the file and line):
                                            A choice named `compat` with options `trec_eval-9.0.8` and
                                            `trec_eval-10.0` takes the evaluation's compat= unless given
     at: NAME                               the parameter that `@` binds (`P@10` -> k=10, `IPrec@0.5` -> r)
-    aliases: A (tool), B [p=v], ...        other spellings: `{k}` captures a parameter (`{r:.2f}` also
-                                           says how trec_eval prints it), `[p=v]` fixes one, `(tool)` says
-                                           whose name it is (trec_eval, ranx, ir_measures)
+    aliases: A (tool), B [p=v], ...        other spellings, separated by `, `: `{k}` captures a parameter
+                                           (`{r:.2f}` also says how trec_eval prints it), `[p=v,q=w]` fixes
+                                           some, `(tool)` says whose name it is (trec_eval, ranx, ir_measures)
     aggregate: mean | sum | geometric      how per-list values become one number (default mean)
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
@@ -45,6 +45,7 @@ PARAM_TYPES = {
     "prob": "a number strictly between 0 and 1",
     "fraction": "a number between 0 and 1",
     "number": "a positive number",
+    "real": "a finite number of either sign",
     "choice": "one of the listed options",
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures")
@@ -190,14 +191,15 @@ class _Reader:
             return Param(name, ptype, raw, False, {})
         value = self.number(line, raw, f"param {name}'s default")
         ok = {"cutoff": value.is_integer() and value >= 1, "level": value.is_integer(), "prob": 0 < value < 1,
-              "fraction": 0 <= value <= 1, "number": value > 0}[ptype]
+              "fraction": 0 <= value <= 1, "number": value > 0, "real": True}[ptype]
         if not ok:
             raise self.fail(line, f"param {name}: the default {raw!r} is not {PARAM_TYPES[ptype]}.")
         return Param(name, ptype, int(value) if ptype in ("cutoff", "level") else value, False, {})
 
     def aliases(self, line: int, value: str, params: dict) -> tuple:
         out = []
-        for part in filter(None, (p.strip() for p in value.split(","))):
+        # Aliases are separated by a comma and a space: `utility.{a},{b},{c},{d}` is one alias.
+        for part in filter(None, (p.strip() for p in re.split(r",\s+", value))):
             tool = None
             if m := _ALIAS_TAG.match(part):
                 part, tool = m.group("pattern"), m.group("tool")
