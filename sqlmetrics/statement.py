@@ -204,8 +204,12 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     if plan.ideal:
         ideal_order = [_ordered(_c("relevance"), True, False), _ordered(_c("doc_id"), True, False)]
         ideal_rnk = _window(exp.func("ROW_NUMBER"), _cols(stats_key), ideal_order)
-        ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"), exp.alias_(ideal_rnk, "ideal_rnk", copy=False))
-                     .from_("judgments", copy=False)))
+        # A gain mapping may sort the grades otherwise: one more ranking of the same rows per such order.
+        others = [exp.alias_(_window(exp.func("ROW_NUMBER"), _cols(stats_key),
+                                     [_ordered(e.copy(), True, False), _ordered(_c("doc_id"), True, False)]), name,
+                             copy=False) for name, e in plan.ideal_orders.items()]
+        ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"), exp.alias_(ideal_rnk, "ideal_rnk", copy=False),
+                                         *others).from_("judgments", copy=False)))
         stats += [exp.alias_(fixed(e, stats_order), name, copy=False) for name, e in plan.ideal.items()]
     ctes.append(("query_stats", exp.select(*_cols(stats_key), *stats)
                  .from_("ideal" if plan.ideal else "judgments", copy=False).group_by(*_cols(stats_key), copy=False)))

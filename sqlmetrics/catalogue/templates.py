@@ -21,6 +21,8 @@ value is an error naming the file and line):
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
+    ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
+                                           relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
     example: [PARAMS] qrels: Q D G, ... run: Q D S, ... => VALUE
                                            required, repeatable: a hand-computed value of this measure with
@@ -47,6 +49,7 @@ PARAM_TYPES = {
     "number": "a positive number",
     "real": "a finite number of either sign",
     "choice": "one of the listed options",
+    "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0; an unlisted grade gains its grade)",
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures")
 AGGREGATES = ("mean", "sum", "geometric")
@@ -122,6 +125,7 @@ class Measure:
     body: str
     windows: dict  # name -> SQL
     ideals: dict  # name -> SQL
+    ideal_order: str | None  # SQL the ideal ranking sorts by (None: relevance)
     examples: tuple  # Example, in order
     path: Path
 
@@ -136,7 +140,8 @@ class SharedColumn:
 _LINE = re.compile(r"^--(.*)$")
 _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>.*)$")
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
-_SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range")
+_SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
+           "ideal_order")
 _NAMED = ("param", "window", "ideal")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
@@ -185,6 +190,8 @@ class _Reader:
             return Param(name, ptype, ABSENT, True, {})
         if raw == "none":
             return Param(name, ptype, ABSENT, False, {})
+        if ptype == "gains":
+            raise self.fail(line, f"param {name}: a gains parameter's default is none (every grade gains itself).")
         if raw == "relevance_level" and ptype == "level" or raw == "max_relevance" and ptype == "number":
             return Param(name, ptype, raw, False, {})
         if ptype == "choice":
@@ -306,6 +313,7 @@ class _Reader:
             aliases=self.aliases(line.get("aliases"), value.get("aliases", ""), params),
             aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
+            ideal_order=value.get("ideal_order"),
             examples=tuple(examples), path=self.path)
 
 
