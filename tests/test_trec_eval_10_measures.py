@@ -20,11 +20,8 @@ NOT_COMPARED = {
     "runid": "the run's name, not a measure",
     "relstring": "a string of the top-10 relevance grades, not a number",
     "relstring_20": "relstring for the top 20 (out.test.aql asks for it with -mrelstring.20)",
-    "G": "trec_eval's G: each document's discount depends on the ideal ranking's gain up to its own rank, "
-         "which the one-statement plan cannot join in (not in the catalogue)",
-    "ndcg_rel": "nDCG averaged at each relevant document against the ideal DCG at that rank (not in the catalogue, "
-                "same reason as G)",
-    "Rndcg": "nDCG averaged at the ideal ranking's gain-level boundaries (not in the catalogue, same reason as G)",
+    "Rndcg": "nDCG averaged at the ideal ranking's gain-level boundaries: each boundary needs the run's DCG at an "
+             "ideal rank, a second pass over the ideal ranking the plan does not make (not in the catalogue)",
     "11pt_avg_.25,.5,.75": "11pt_avg over custom recall points: the catalogue has the default eleven only",
 }
 

@@ -21,6 +21,8 @@ value is an error naming the file and line):
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
+    ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
+                                           by the body at the row's rank as NAME (NULL past the ideal's end)
     ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
@@ -126,6 +128,7 @@ class Measure:
     windows: dict  # name -> SQL
     ideals: dict  # name -> SQL
     ideal_order: str | None  # SQL the ideal ranking sorts by (None: relevance)
+    ideal_running: dict  # name -> SQL (a window over the ideal ranking, read at the row's rank)
     examples: tuple  # Example, in order
     path: Path
 
@@ -142,7 +145,7 @@ _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
 _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
            "ideal_order")
-_NAMED = ("param", "window", "ideal")
+_NAMED = ("param", "window", "ideal", "ideal_running")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
 _EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)\s*=>\s*(?P<value>\S+)$")
@@ -241,7 +244,7 @@ class _Reader:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
         single: dict = {}
         params: dict = {}
-        sections: dict = {"window": {}, "ideal": {}}
+        sections: dict = {"window": {}, "ideal": {}, "ideal_running": {}}
         examples = []
         last = None  # (key, name) of the line a continuation belongs to
         for line, text in header:
@@ -313,7 +316,7 @@ class _Reader:
             aliases=self.aliases(line.get("aliases"), value.get("aliases", ""), params),
             aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
-            ideal_order=value.get("ideal_order"),
+            ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
             examples=tuple(examples), path=self.path)
 
 
