@@ -17,7 +17,7 @@
 -- window inpool_so_far: SUM(CASE WHEN relevance IS NOT NULL THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 SUM(
   CASE WHEN is_rel = 1 THEN
-    1.0 / rnk + CAST(inpool_so_far - 1 AS DOUBLE) / rnk
-      * (CAST(rel_so_far - 1 AS DOUBLE) + 0.00001) / (CAST(rel_so_far - 1 + nonrel_so_far AS DOUBLE) + 0.00002)
+    CAST(1 AS DOUBLE) / rnk + CAST(inpool_so_far - 1 AS DOUBLE) / rnk
+      * (CAST(rel_so_far - 1 AS DOUBLE) + CAST(0.00001 AS DOUBLE)) / (CAST(rel_so_far - 1 + nonrel_so_far AS DOUBLE) + CAST(0.00002 AS DOUBLE))
   ELSE 0 END
 ) / NULLIF(num_rel, 0)

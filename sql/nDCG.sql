@@ -25,6 +25,6 @@
 --   (grade 2 last): (3 + 1/log2(5)) / (3 + 3/log2(3) + 1/2) = 0.6361599522. Second: d2 gains 1 at rank 2:
 --   (1 + 1/log2(3) + 2/log2(5)) / (2 + 1/log2(3) + 1/2 + 1/log2(5)) = 0.6997637166. Third: d2 gains -1:
 --   (1 - 1/log2(3) + 2/log2(5)) / (2 + 1/log2(3) + 1/2) = 0.3929897696.
--- ideal_order: CASE WHEN relevance >= :rel THEN :gains END
+-- ideal_order: CASE WHEN relevance >= :rel THEN :gains ELSE 0 END
 -- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance >= 0 AND relevance >= :rel AND :gain > 0 THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
 SUM(CASE WHEN rnk <= :k AND relevance >= 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)

@@ -16,7 +16,7 @@
 -- ideal num_positive: SUM(CASE WHEN relevance > 0 THEN 1 ELSE 0 END)
 -- ideal_running idcg_at_rank: SUM(CASE WHEN relevance > 0 THEN relevance / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 (
-  SUM(CASE WHEN relevance > 0 THEN dcg_so_far / COALESCE(idcg_at_rank, idcg) ELSE 0 END)
+  SUM(CASE WHEN relevance > 0 THEN dcg_so_far / NULLIF(COALESCE(idcg_at_rank, idcg), 0) ELSE 0 END)
   + (num_positive - SUM(CASE WHEN relevance > 0 THEN 1 ELSE 0 END))
-    * SUM(CASE WHEN relevance > 0 THEN relevance / (LN(rnk + 1) / LN(2)) ELSE 0 END) / idcg
+    * SUM(CASE WHEN relevance > 0 THEN relevance / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)
 ) / NULLIF(num_positive, 0)
