@@ -25,6 +25,10 @@
 --   (grade 2 last): (3 + 1/log2(5)) / (3 + 3/log2(3) + 1/2) = 0.6361599522. Second: d2 gains 1 at rank 2:
 --   (1 + 1/log2(3) + 2/log2(5)) / (2 + 1/log2(3) + 1/2 + 1/log2(5)) = 0.6997637166. Third: d2 gains -1:
 --   (1 - 1/log2(3) + 2/log2(5)) / (2 + 1/log2(3) + 1/2) = 0.3929897696.
+-- note: trec_eval's own gains differ in two corners: its sort of the gain levels compares (int)(g1 - g2), so
+--   two gains less than 1 apart may come out in either order (an ideal ranking that is not ideal); and 9.0.8
+--   holds gains as 32-bit floats (4.5 is exact, 0.1 is not). trec_eval's ndcg_cut takes no gains: ours
+--   (nDCG(gains=...)@k) is ir_measures', the mapped grades' ndcg_cut.
 -- ideal_order: CASE WHEN relevance >= :rel THEN :gains ELSE 0 END
 -- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance >= 0 AND relevance >= :rel AND :gain > 0 THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
 SUM(CASE WHEN rnk <= :k AND relevance >= 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)

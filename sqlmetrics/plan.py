@@ -143,7 +143,8 @@ class Plan:
     ideal: dict = field(default_factory=dict)  # column name -> expression (query_stats, over ideal)
     # Extra orders of the ideal ranking (a gain mapping that reorders grades): rank column -> sort expression.
     ideal_orders: dict = field(default_factory=dict)
-    # Running values down the ideal ranking, joined to each ranked row at its rank: column -> window expression.
+    # Running values down an ideal ranking, joined to each ranked row at its rank: ideal rank column (ideal_rnk,
+    # or one of ideal_orders) -> {column -> window expression}.
     ideal_running: dict = field(default_factory=dict)
     collection: dict = field(default_factory=dict)
     ranking_reads_collection: bool = False
@@ -204,19 +205,20 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
             if order != exp.column("relevance"):  # the shared ideal ranking sorts by relevance already
                 ideal_rnk = local_names.setdefault("ORDER BY " + order.sql(READ), f"ideal_rnk_{len(local_names) + 1}")
                 plan.ideal_orders[ideal_rnk] = order
-        if m.ideal_running and (ideal_rnk != "ideal_rnk" or not m.ideals):  # a template bug, not the caller's
-            raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section and the ideal "
-                               f"ranking by relevance")
+        if m.ideal_running and not m.ideals:  # a template bug, not the caller's
+            raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section")
         for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running)):
             for local, sql in defs.items():
                 tree = resolve_columns(_bind_placeholders(_parse(sql), call), level, {})
-                if kind == "ideal" and ideal_rnk != "ideal_rnk":
+                if kind in ("ideal", "ideal_running") and ideal_rnk != "ideal_rnk":
                     tree = tree.transform(lambda n: exp.column(ideal_rnk) if n == exp.column("ideal_rnk") else n)
-                rendered = tree.sql(READ)
+                # A running ideal value is ordered by its ranking, which its SQL does not show.
+                rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind == "ideal_running" else "")
                 if rendered not in local_names:
                     local_names[rendered] = f"{local}_{len(local_names) + 1}"
-                    {"window": plan.row, "ideal": plan.ideal, "ideal_running": plan.ideal_running}[kind][
-                        local_names[rendered]] = tree
+                    bucket = plan.ideal_running.setdefault(ideal_rnk, {}) if kind == "ideal_running" else \
+                        plan.row if kind == "window" else plan.ideal
+                    bucket[local_names[rendered]] = tree
                 sections[local] = local_names[rendered]
         body = resolve_columns(_bind_placeholders(_parse(m.body), call), level, sections)
         plan.values.append((out, body, m.empty))
