@@ -1,17 +1,23 @@
 -- measure: RBP
 -- description: Rank-biased precision: (1-p) * sum of gain * p^(position-1) over the top k (whole run without k).
--- reference: Moffat & Zobel 2008; ir_measures RBP; ranx rbp.p (ranx's graded variant uses the raw grade)
+-- reference: Moffat & Zobel 2008; ir_measures RBP; ranx rbp.p (ranx's graded variant uses the raw grade); trec_eval 10.0 rbp (p = 0.9, gain graded_query)
 -- param p: prob = 0.8
 -- param k: cutoff = none
 -- param gain: choice = binary
 --   binary: is_rel
 --   graded: CASE WHEN relevance > 0 THEN relevance / max_relevance ELSE 0 END
+--   graded_query: CASE WHEN relevance > 0 THEN relevance / query_max_relevance ELSE 0 END
 -- param rel: level
 -- at: k
--- aliases: rbp{p} (ranx)
+-- aliases: rbp{p} (ranx), rbp [p=0.9,gain=graded_query] (trec_eval), rbp_p={p} [gain=graded_query] (trec_eval), rbp.p={p} [gain=graded_query] (trec_eval)
 -- aggregate: mean
 -- range: 0..1
 -- example: (p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 9/16
 -- example: (p=0.5,gain='graded') qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 5/16
+-- example: (p=0.5,gain='graded_query') qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1, q2 d1 4 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 9/64
 -- example: (p=0.5)@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- note: gain graded_query is trec_eval 10.0's rbp: the grade over the query's highest grade (trec_eval scales
+--   the query's gains to [0, 1] when its highest grade is above 1), whatever the relevance level. Its example:
+--   q1's grades go up to 2, so d1 gains 1/2 at rank 1 and d3 gains 1 at rank 5: (1/2) * (1/2 + 1/16) = 9/32
+--   for q1, and q2, judged but not retrieved, 0: the mean is 9/64. With gain graded, q2's grade 4 would scale q1.
 (1 - :p) * SUM(CASE WHEN rnk <= :k THEN :gain * POWER(:p, rnk - 1) ELSE 0 END)

@@ -14,5 +14,6 @@
 -- window rel_so_far: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 -- window nonrel_so_far: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 -- query num_rel: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END)
+-- query query_max_relevance: MAX(relevance)
 -- query num_nonrel: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END)
 -- collection max_relevance: MAX(relevance)

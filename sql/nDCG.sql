@@ -1,17 +1,34 @@
 -- measure: nDCG
 -- description: Normalised DCG: DCG@k over the DCG@k of the ideal ranking of all the query's judgments (without k: the whole ideal list, so short runs are penalised).
--- reference: trec_eval ndcg, ndcg_cut_k; ranx ndcg@k, ndcg_burges@k; ir_measures nDCG@k
+-- reference: trec_eval ndcg (and its gains ndcg.1=3,2=9), ndcg_cut_k; ranx ndcg@k, ndcg_burges@k; ir_measures nDCG@k, nDCG(gains={0:0,1:1,2:3})@k
 -- param k: cutoff = none
 -- param gain: choice = linear
---   linear: relevance
---   exp: POWER(2, relevance) - 1
+--   linear: :gains
+--   exp: POWER(2, :gains) - 1
+-- param gains: gains = none
 -- param rel: level = none
 -- at: k
--- aliases: ndcg (trec_eval), ndcg_cut_{k} (trec_eval), ndcg_cut.{k} (trec_eval), ndcg@{k} (ranx), ndcg_burges@{k} [gain=exp] (ranx), ndcg_burges [gain=exp] (ranx)
+-- aliases: ndcg (trec_eval), ndcg_{gains} (trec_eval), ndcg.{gains} (trec_eval), ndcg_cut_{k} (trec_eval), ndcg_cut.{k} (trec_eval), ndcg@{k} (ranx), ndcg_burges@{k} [gain=exp] (ranx), ndcg_burges [gain=exp] (ranx)
 -- aggregate: mean
 -- range: 0..1
 -- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.5945049115
 -- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.3800937667
 -- example: (gain='exp')@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.2754115524
--- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
-SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)
+-- example: (gains={1:3,2:1})@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.6361599522
+-- example: (gains={0:1}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.6997637166
+-- example: (gains={0:-1}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.3929897696
+-- note: gains maps grades (>= 0) to gains; an unlisted grade gains its grade, and the ideal ranking sorts the
+--   query's judgments by their mapped gains (trec_eval -m ndcg.1=3,2=9,4=4.5; ir_measures gains=, which maps
+--   the grades themselves before nDCG). A gain may be 0 or negative: it counts in the run's DCG, but the
+--   ideal ranking keeps only positive gains (trec_eval; ir_measures turns a negative mapped grade into an
+--   unjudged document instead). First gains example: d1 and d4 gain 3, d3 gains 1, so the ideal is 3, 3, 1
+--   (grade 2 last): (3 + 1/log2(5)) / (3 + 3/log2(3) + 1/2) = 0.6361599522. Second: d2 gains 1 at rank 2:
+--   (1 + 1/log2(3) + 2/log2(5)) / (2 + 1/log2(3) + 1/2 + 1/log2(5)) = 0.6997637166. Third: d2 gains -1:
+--   (1 - 1/log2(3) + 2/log2(5)) / (2 + 1/log2(3) + 1/2) = 0.3929897696.
+-- note: trec_eval's own gains differ in two corners: its sort of the gain levels compares (int)(g1 - g2), so
+--   two gains less than 1 apart may come out in either order (an ideal ranking that is not ideal); and 9.0.8
+--   holds gains as 32-bit floats (4.5 is exact, 0.1 is not). trec_eval's ndcg_cut takes no gains: ours
+--   (nDCG(gains=...)@k) is ir_measures', the mapped grades' ndcg_cut.
+-- ideal_order: CASE WHEN relevance >= :rel THEN :gains ELSE 0 END
+-- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance >= 0 AND relevance >= :rel AND :gain > 0 THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
+SUM(CASE WHEN rnk <= :k AND relevance >= 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END) / NULLIF(idcg, 0)

@@ -64,6 +64,8 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
     def replace(node):
         if isinstance(node, exp.Placeholder) and node.name in values:
             value, param = values[node.name], params[node.name]
+            if param.type == "gains":
+                return _gain_case(value)
             if param.type == "choice":
                 # Parenthesised: the option is spliced into a larger expression (`:gain / log2(...)`).
                 return exp.Paren(this=_bind_placeholders(_parse(param.options[value]), call))
@@ -76,7 +78,7 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
             raise RuntimeError(f"{call.measure.path.name}: placeholder :{node.name} is not a declared parameter")
         return node
 
-    absent = {n for n, v in values.items() if v is ABSENT}
+    absent = {n for n, v in values.items() if v is ABSENT and params[n].type != "gains"}
 
     def drop_absent_comparisons(node):
         if isinstance(node, (exp.LTE, exp.GTE, exp.LT, exp.GT, exp.EQ)):
@@ -86,6 +88,18 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
 
     tree = tree.transform(drop_absent_comparisons)
     return _simplify(tree.transform(replace))
+
+
+def _gain_case(pairs) -> exp.Expression:
+    """A grade -> gain mapping as SQL: CASE WHEN relevance = 1 THEN 3 ... ELSE relevance END (no mapping:
+    relevance itself)."""
+    if pairs is ABSENT:
+        return exp.column("relevance")
+    case = exp.Case(default=exp.column("relevance"))
+    for grade, gain in pairs:
+        case = case.when(exp.EQ(this=exp.column("relevance"), expression=exp.Literal.number(grade)),
+                         exp.Literal.number(_number(gain)) if gain >= 0 else exp.Neg(this=exp.Literal.number(_number(-gain))))
+    return exp.Paren(this=case)
 
 
 def _number(value) -> str:
@@ -127,6 +141,11 @@ class Plan:
     row: dict = field(default_factory=dict)  # column name -> expression (row and window scope, judged_ranking)
     query: dict = field(default_factory=dict)  # column name -> expression (query_stats)
     ideal: dict = field(default_factory=dict)  # column name -> expression (query_stats, over ideal)
+    # Extra orders of the ideal ranking (a gain mapping that reorders grades): rank column -> sort expression.
+    ideal_orders: dict = field(default_factory=dict)
+    # Running values down an ideal ranking, joined to each ranked row at its rank: ideal rank column (ideal_rnk,
+    # or one of ideal_orders) -> {column -> window expression}.
+    ideal_running: dict = field(default_factory=dict)
     collection: dict = field(default_factory=dict)
     ranking_reads_collection: bool = False
     values: list = field(default_factory=list)  # (output column, expression, empty value)
@@ -180,13 +199,26 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
         if "rel" in m.params and m.params["rel"].default != "relevance_level":
             level = relevance_level  # a gain threshold, not a relevance level: is_rel keeps the global one
         sections: dict[str, str] = {}
-        for kind, defs in (("window", m.windows), ("ideal", m.ideals)):
+        ideal_rnk = "ideal_rnk"
+        if m.ideal_order:
+            order = _bind_placeholders(_parse(m.ideal_order), call)
+            if order != exp.column("relevance"):  # the shared ideal ranking sorts by relevance already
+                ideal_rnk = local_names.setdefault("ORDER BY " + order.sql(READ), f"ideal_rnk_{len(local_names) + 1}")
+                plan.ideal_orders[ideal_rnk] = order
+        if m.ideal_running and not m.ideals:  # a template bug, not the caller's
+            raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section")
+        for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running)):
             for local, sql in defs.items():
                 tree = resolve_columns(_bind_placeholders(_parse(sql), call), level, {})
-                rendered = tree.sql(READ)
+                if kind in ("ideal", "ideal_running") and ideal_rnk != "ideal_rnk":
+                    tree = tree.transform(lambda n: exp.column(ideal_rnk) if n == exp.column("ideal_rnk") else n)
+                # A running ideal value is ordered by its ranking, which its SQL does not show.
+                rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind == "ideal_running" else "")
                 if rendered not in local_names:
                     local_names[rendered] = f"{local}_{len(local_names) + 1}"
-                    (plan.row if kind == "window" else plan.ideal)[local_names[rendered]] = tree
+                    bucket = plan.ideal_running.setdefault(ideal_rnk, {}) if kind == "ideal_running" else \
+                        plan.row if kind == "window" else plan.ideal
+                    bucket[local_names[rendered]] = tree
                 sections[local] = local_names[rendered]
         body = resolve_columns(_bind_placeholders(_parse(m.body), call), level, sections)
         plan.values.append((out, body, m.empty))

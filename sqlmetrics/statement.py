@@ -206,9 +206,21 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     if plan.ideal:
         ideal_order = [_ordered(_c("relevance"), True, False), _ordered(_c("doc_id"), True, False)]
         ideal_rnk = _window(exp.func("ROW_NUMBER"), _cols(stats_key), ideal_order)
-        ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"), exp.alias_(ideal_rnk, "ideal_rnk", copy=False))
-                     .from_("judgments", copy=False)))
+        # A gain mapping may sort the grades otherwise: one more ranking of the same rows per such order.
+        others = [exp.alias_(_window(exp.func("ROW_NUMBER"), _cols(stats_key),
+                                     [_ordered(e.copy(), True, False), _ordered(_c("doc_id"), True, False)]), name,
+                             copy=False) for name, e in plan.ideal_orders.items()]
+        ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"), exp.alias_(ideal_rnk, "ideal_rnk", copy=False),
+                                         *others).from_("judgments", copy=False)))
         stats += [exp.alias_(fixed(e, stats_order), name, copy=False) for name, e in plan.ideal.items()]
+    # Running values down an ideal ranking, one row per ideal position, read by each ranked row at its rank: one
+    # CTE per ideal ranking that has some.
+    running_ctes = {rank: f"ideal_running_{i + 1}" for i, rank in enumerate(plan.ideal_running)}
+    for rank, sections in plan.ideal_running.items():
+        by_rank = [_ordered(_c(rank), False, True)]
+        running = [exp.alias_(_with_window(e, _cols(stats_key), by_rank), name, copy=False)
+                   for name, e in sections.items()]
+        ctes.append((running_ctes[rank], exp.select(*_cols(stats_key), _c(rank), *running).from_("ideal", copy=False)))
     ctes.append(("query_stats", exp.select(*_cols(stats_key), *stats)
                  .from_("ideal" if plan.ideal else "judgments", copy=False).group_by(*_cols(stats_key), copy=False)))
     if plan.collection:
@@ -274,8 +286,12 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     if plan.collection:
         list_values = list_values.join("collection", join_type="CROSS", copy=False)
     list_values = list_values.join("judged_ranking", on=_equal_on("lists", "judged_ranking", key, options.segment_key),
-                                   join_type="LEFT",
-                                   copy=False).group_by(*group, copy=False)
+                                   join_type="LEFT", copy=False)
+    for rank, cte in running_ctes.items():
+        at_rank = exp.EQ(this=_c(rank, cte), expression=_c("rnk", "judged_ranking"))
+        list_values = list_values.join(cte, on=_and(_equal_on("judged_ranking", cte, stats_key, options.segment_key),
+                                                    at_rank), join_type="LEFT", copy=False)
+    list_values = list_values.group_by(*group, copy=False)
     ctes.append(("list_values", list_values))
 
     final = _final(options, plan, key, per_query)

@@ -181,6 +181,11 @@ PYTREC_CANON = {
     "GMBpref": "bpref",  # per query GMBpref is Bpref; its aggregate is checked against gm_bpref below
     **{f"RprecMult(mult={m})": f"Rprec_mult_{m:.2f}" for m in RPREC_MULTS},
     "IPrec11pt": "11pt_avg",
+    "infAP": "infAP",
+    "Utility": "utility",
+    "binG": "binG",
+    "G": "G",
+    "nDCGRel": "ndcg_rel",
 }
 # trec_eval spellings (checked on fewer examples: each extra measure costs evaluate() time).
 PYTREC_SPELLINGS = {
@@ -193,13 +198,15 @@ PYTREC_SPELLINGS = {
     "relative_P_5": "relative_P_5", "relative_P.3": "relative_P_3", "num_nonrel_judged_ret": "num_nonrel_judged_ret",
     "gm_bpref": "bpref", "Rprec_mult_0.20": "Rprec_mult_0.20", "Rprec_mult.1.4": "Rprec_mult_1.40",
     "11pt_avg": "11pt_avg",
+    "infAP": "infAP", "utility": "utility", "binG": "binG", "G": "G", "ndcg_rel": "ndcg_rel",
 }
 PYTREC_REQUEST = (
     [f"P_{k}" for k in CUTS] + [f"recall_{k}" for k in CUTS] + [f"map_cut_{k}" for k in CUTS]
     + [f"ndcg_cut_{k}" for k in CUTS] + [f"success_{k}" for k in CUTS]
     + ["map", "gm_map", "ndcg", "recip_rank", "Rprec", "bpref", "iprec_at_recall", "set_P", "set_recall",
        "set_F", "num_q", "num_ret", "num_rel", "num_rel_ret", "set_map", "set_relative_P",
-       f"relative_P.{','.join(map(str, CUTS))}", "num_nonrel_judged_ret", "gm_bpref", "Rprec_mult", "11pt_avg"]
+       f"relative_P.{','.join(map(str, CUTS))}", "num_nonrel_judged_ret", "gm_bpref", "Rprec_mult", "11pt_avg",
+       "infAP", "utility", "binG", "G", "ndcg_rel"]
 )
 # Geometric means: our measure string -> pytrec_eval's per-query log value, whose mean's exp is the aggregate.
 GEOMETRIC = {"GMAP": "gm_map", "gm_map": "gm_map", "GMBpref": "gm_bpref", "gm_bpref": "gm_bpref"}
@@ -378,7 +385,7 @@ NEG_ZERO = ["P@1", "P@5", "R@5", "AP", "AP@5", "nDCG", "nDCG@5", "nDCG(gain='exp
             "Bpref", "IPrec@0.0", "IPrec@0.5", "IPrec@1.0", "SetP", "SetR", "SetF(beta=0.5)", "F1", "F1@5",
             "Success@5", "Hits@5", "Hits", "DCG@5", "DCG", "CG@5", "RBP(p=0.8)", "ERR@10", "ContextPrecision@5",
             "NumRel", "NumRelRet", "SetAP", "SetRelP", "RelP@5", "NumNonRelJudgedRet", "GMBpref", "RprecMult",
-            "RprecMult(mult=0.2)", "IPrec11pt"]
+            "RprecMult(mult=0.2)", "IPrec11pt", "infAP", "binG", "nDCG(gains={0:1,1:3})", "G", "nDCGRel"]
 
 
 @settings(max_examples=max(_N // 2, 10), **_SETTINGS)
@@ -499,3 +506,63 @@ def test_ranx_tie_free(data):
 def test_ranx_spellings_and_level_suffix(data):
     qrels, run = data
     check_against_ranx(qrels, run, RANX_SPELLINGS)
+
+
+# --------------------------------------------------------------------------------------------------
+# ir_measures (its pytrec_eval provider for infAP and gain mappings; its judged provider for Judged@k)
+
+GAIN_MAPS = ({0: 0, 1: 1, 2: 3}, {1: 5, 2: 1, 3: 2}, {0: 2, 3: 1})  # the second and third reorder the grades
+
+
+def ir_measures_per_query(qrels, run, measures):
+    """{qid: {str(measure): value}} from ir_measures.iter_calc."""
+    import ir_measures
+
+    out = {}
+    for metric in ir_measures.iter_calc(measures, qrels, run):
+        out.setdefault(metric.query_id, {})[str(metric.measure)] = metric.value
+    return out
+
+
+def gains_text(gains):
+    return "{" + ",".join(f"{g}:{v}" for g, v in gains.items()) + "}"
+
+
+@settings(max_examples=max(_N // 2, 10), **_SETTINGS)
+@given(data=qrels_and_runs(scores=SCORES_F32_EXACT), gains=st.sampled_from(GAIN_MAPS))
+def test_ir_measures_infap_and_gains(data, gains):
+    """infAP and nDCG(gains=...)(@k) per query, ties included. ir_measures maps the qrels grades through gains
+    (an unlisted grade keeps its own) and hands the mapped qrels to trec_eval's ndcg / ndcg_cut_k: the ideal
+    ranking follows the mapped gains, which these maps reorder."""
+    import ir_measures
+
+    qrels, run = data
+    theirs = [ir_measures.infAP, ir_measures.nDCG(gains=gains), ir_measures.nDCG(gains=gains) @ 3]
+    ours_names = ["infAP", f"nDCG(gains={gains_text(gains)})", f"nDCG(gains={gains_text(gains)})@3"]
+    expected_raw = ir_measures_per_query(qrels, run, theirs)
+    expected = {q: {o: values.get(str(t), 0.0) for o, t in zip(ours_names, theirs)} for q, values in expected_raw.items()}
+    got, _ = ours(qrels, run, ours_names)  # ir_measures scores every judged query, as queries="qrels" does
+    context = describe(qrels, run, gains=gains)
+    assert set(expected) == set(got), context
+    compare(got, expected, context)
+
+
+@settings(max_examples=max(_N // 2, 10), **_SETTINGS)
+@given(data=qrels_and_runs(min_rel=0, scores=SCORES_F32_EXACT), k=st.sampled_from(CUTS))
+def test_unjudged_is_one_minus_ir_measures_judged(data, k):
+    """unj_k (trec_eval 10.0) = 1 - ir_measures' Judged@k when the run has at least k documents and no grade is
+    negative; otherwise (min(k, n) - judged in the top k) / k. ir_measures breaks ties by doc id ascending."""
+    import ir_measures
+
+    qrels, run = data
+    judged = ir_measures_per_query(qrels, run, [ir_measures.Judged @ k])
+    got, _ = ours(qrels, run, [f"unj_{k}"], queries="intersection", ties="docid_asc")
+    bad = []
+    for qid, values in judged.items():
+        if qid not in run:
+            continue
+        n = min(k, len(run[qid]))
+        want = (n - values[str(ir_measures.Judged @ k)] * n) / k
+        if not math.isclose(got[qid][f"unj_{k}"], want, abs_tol=TOL):
+            bad.append(f"  {qid!r}: ours={got[qid][f'unj_{k}']!r} from Judged: {want!r}")
+    assert not bad, "\n".join(bad) + "\n" + describe(qrels, run, k=k)

@@ -41,7 +41,10 @@ class MeasureCall:
             if p.name == m.at or p.name not in self.given:
                 continue
             v = vals[p.name]
-            inner.append(f"{p.name}={v!r}" if isinstance(v, str) else f"{p.name}={_fmt(v)}")
+            if p.type == "gains":
+                inner.append(f"{p.name}={{{','.join(f'{g}:{_fmt(x)}' for g, x in v)}}}")
+            else:
+                inner.append(f"{p.name}={v!r}" if isinstance(v, str) else f"{p.name}={_fmt(v)}")
         text = m.name + (f"({','.join(inner)})" if inner else "")
         if m.at and vals[m.at] is not ABSENT:
             text += f"@{_fmt(vals[m.at])}"
@@ -49,6 +52,8 @@ class MeasureCall:
 
 
 def _fmt(v) -> str:
+    if isinstance(v, tuple):  # gains, as trec_eval writes them: 1=3,2=9
+        return ",".join(f"{g}={_fmt(x)}" for g, x in v)
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
@@ -58,11 +63,20 @@ _RANX_LEVEL = re.compile(r"^(?P<base>.+)-l(?P<rel>-?\d+)$")
 
 
 def _alias_regex(alias: Alias, measure: Measure) -> re.Pattern:
-    """`map_cut_{k}` -> a regex with a named group per parameter (`{r:.2f}` reads any number too)."""
+    """`map_cut_{k}` -> a regex with a named group per parameter (`{r:.2f}` reads any number too; a `real`
+    parameter's number may be negative: `utility.2,-1,0,0`)."""
     regex = ""
     for part in re.split(r"(\{\w+(?::[^}]*)?\})", alias.text):
         name = re.fullmatch(r"\{(\w+)(?::[^}]*)?\}", part)
-        regex += rf"(?P<{name.group(1)}>{_NUMBER})" if name else re.escape(part)
+        ptype = name and measure.params[name.group(1)].type
+        if ptype == "gains":  # trec_eval's pairs: ndcg.1=3,2=9,4=4.5
+            pair = rf"-?[0-9]+=-?{_NUMBER}"
+            regex += rf"(?P<{name.group(1)}>{pair}(?:,{pair})*)"
+        elif name:
+            sign = "-?" if ptype == "real" else ""
+            regex += rf"(?P<{name.group(1)}>{sign}{_NUMBER})"
+        else:
+            regex += re.escape(part)
     return re.compile(f"^{regex}$", re.IGNORECASE)
 
 
@@ -99,6 +113,8 @@ def _convert(measure: Measure, p: Param, raw, text: str):
         if value not in p.options:
             raise SqlmetricsError(f"{where}: {value!r} is not one of {', '.join(p.options)}.")
         return value
+    if p.type == "gains":
+        return _gains(str(raw), where)
     if isinstance(raw, str):
         raw = raw.strip().strip("'\"")
         # A decimal number as C's strtod reads it: Python's float() would also take `1_000`, `inf`, `nan`.
@@ -111,10 +127,28 @@ def _convert(measure: Measure, p: Param, raw, text: str):
         if not value.is_integer() or (p.type == "cutoff" and value < 1):
             raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
         return int(value)
-    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0}[p.type]
+    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0, "real": True}[p.type]
     if not ok:
         raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
     return value
+
+
+def _gains(raw: str, where: str) -> tuple:
+    """`{1:3,2:9}` (ir_measures) or `1=3,2=9` (trec_eval) -> ((1, 3.0), (2, 9.0)), sorted by grade."""
+    text = raw.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    out = {}
+    for pair in text.split(","):
+        grade, sep, gain = pair.replace("=", ":").partition(":")
+        grade, gain = grade.strip(), gain.strip()
+        if not sep or not re.fullmatch(r"[0-9]+", grade) or not _DECIMAL.fullmatch(gain) or int(grade) in out:
+            raise SqlmetricsError(f"{where}: write grade:gain pairs such as {{1:3,2:9}} (grades >= 0, each once), "
+                                  f"got {raw!r}.")
+        out[int(grade)] = float(gain)
+    if any(math.isinf(v) for v in out.values()):
+        raise SqlmetricsError(f"{where}: a gain must be finite, got {raw!r}.")
+    return tuple(sorted(out.items()))
 
 
 COMPAT = BY_NAME["compat"].default
@@ -154,7 +188,8 @@ def _bind(measure: Measure, given: dict, text: str, relevance_level: int, compat
 
 def _split_params(raw: str, text: str) -> dict:
     given = {}
-    for pair in filter(None, (s.strip() for s in raw.split(","))):
+    # A comma inside braces belongs to the value: gains={1:3,2:9}.
+    for pair in filter(None, (s.strip() for s in re.split(r",(?![^{]*\})", raw))):
         key, eq, value = pair.partition("=")
         if not eq or not key.strip():
             raise SqlmetricsError(f"measure {text!r}: parameters are written name=value, got {pair!r}.")
@@ -177,8 +212,11 @@ def parse(text: str, relevance_level: int = 1, compat: str = COMPAT) -> MeasureC
     if m := _RANX_LEVEL.match(s):  # ranx: ndcg@10-l2
         base, given["rel"] = m.group("base"), m.group("rel")
 
-    # trec_eval and ranx aliases first: `map`, `P_10` and `ndcg_cut.10` are not canonical syntax.
-    for regex, fixed, measure in _aliases():
+    # trec_eval and ranx aliases first: `map`, `P_10` and `ndcg_cut.10` are not canonical syntax. A measure's
+    # own name, as spelled in the catalogue, is never an alias: `RBP` is ir_measures', `rbp` trec_eval 10.0's.
+    exact = _CANONICAL.match(base)
+    aliases = [] if exact and exact.group("name") in catalogue else _aliases()
+    for regex, fixed, measure in aliases:
         if m := regex.match(base):
             captured = {k: v for k, v in m.groupdict().items() if v is not None}
             if "p" in captured and "." not in captured["p"]:

@@ -12,15 +12,19 @@ value is an error naming the file and line):
                                            A choice named `compat` with options `trec_eval-9.0.8` and
                                            `trec_eval-10.0` takes the evaluation's compat= unless given
     at: NAME                               the parameter that `@` binds (`P@10` -> k=10, `IPrec@0.5` -> r)
-    aliases: A (tool), B [p=v], ...        other spellings: `{k}` captures a parameter (`{r:.2f}` also
-                                           says how trec_eval prints it), `[p=v]` fixes one, `(tool)` says
-                                           whose name it is (trec_eval, ranx, ir_measures)
+    aliases: A (tool), B [p=v], ...        other spellings, separated by `, `: `{k}` captures a parameter
+                                           (`{r:.2f}` also says how trec_eval prints it), `[p=v,q=w]` fixes
+                                           some, `(tool)` says whose name it is (trec_eval, ranx, ir_measures)
     aggregate: mean | sum | geometric      how per-list values become one number (default mean)
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
+    ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
+                                           by the body at the row's rank as NAME (NULL past the ideal's end)
+    ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
+                                           relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
     example: [PARAMS] qrels: Q D G, ... run: Q D S, ... => VALUE
                                            required, repeatable: a hand-computed value of this measure with
@@ -45,7 +49,9 @@ PARAM_TYPES = {
     "prob": "a number strictly between 0 and 1",
     "fraction": "a number between 0 and 1",
     "number": "a positive number",
+    "real": "a finite number of either sign",
     "choice": "one of the listed options",
+    "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0; an unlisted grade gains its grade)",
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures")
 AGGREGATES = ("mean", "sum", "geometric")
@@ -121,6 +127,8 @@ class Measure:
     body: str
     windows: dict  # name -> SQL
     ideals: dict  # name -> SQL
+    ideal_order: str | None  # SQL the ideal ranking sorts by (None: relevance)
+    ideal_running: dict  # name -> SQL (a window over the ideal ranking, read at the row's rank)
     examples: tuple  # Example, in order
     path: Path
 
@@ -135,8 +143,9 @@ class SharedColumn:
 _LINE = re.compile(r"^--(.*)$")
 _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>.*)$")
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
-_SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range")
-_NAMED = ("param", "window", "ideal")
+_SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
+           "ideal_order")
+_NAMED = ("param", "window", "ideal", "ideal_running")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
 _EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)\s*=>\s*(?P<value>\S+)$")
@@ -184,20 +193,23 @@ class _Reader:
             return Param(name, ptype, ABSENT, True, {})
         if raw == "none":
             return Param(name, ptype, ABSENT, False, {})
+        if ptype == "gains":
+            raise self.fail(line, f"param {name}: a gains parameter's default is none (every grade gains itself).")
         if raw == "relevance_level" and ptype == "level" or raw == "max_relevance" and ptype == "number":
             return Param(name, ptype, raw, False, {})
         if ptype == "choice":
             return Param(name, ptype, raw, False, {})
         value = self.number(line, raw, f"param {name}'s default")
         ok = {"cutoff": value.is_integer() and value >= 1, "level": value.is_integer(), "prob": 0 < value < 1,
-              "fraction": 0 <= value <= 1, "number": value > 0}[ptype]
+              "fraction": 0 <= value <= 1, "number": value > 0, "real": True}[ptype]
         if not ok:
             raise self.fail(line, f"param {name}: the default {raw!r} is not {PARAM_TYPES[ptype]}.")
         return Param(name, ptype, int(value) if ptype in ("cutoff", "level") else value, False, {})
 
     def aliases(self, line: int, value: str, params: dict) -> tuple:
         out = []
-        for part in filter(None, (p.strip() for p in value.split(","))):
+        # Aliases are separated by a comma and a space: `utility.{a},{b},{c},{d}` is one alias.
+        for part in filter(None, (p.strip() for p in re.split(r",\s+", value))):
             tool = None
             if m := _ALIAS_TAG.match(part):
                 part, tool = m.group("pattern"), m.group("tool")
@@ -232,7 +244,7 @@ class _Reader:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
         single: dict = {}
         params: dict = {}
-        sections: dict = {"window": {}, "ideal": {}}
+        sections: dict = {"window": {}, "ideal": {}, "ideal_running": {}}
         examples = []
         last = None  # (key, name) of the line a continuation belongs to
         for line, text in header:
@@ -304,6 +316,7 @@ class _Reader:
             aliases=self.aliases(line.get("aliases"), value.get("aliases", ""), params),
             aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
+            ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
             examples=tuple(examples), path=self.path)
 
 

@@ -30,7 +30,7 @@ WITH judgments AS (
     SUM(CASE WHEN relevance >= 0 AND relevance < 1 THEN 1 ELSE 0 END) AS num_nonrel,
     SUM(
       CASE
-        WHEN ideal_rnk <= 10 AND relevance > 0
+        WHEN ideal_rnk <= 10 AND relevance >= 0 AND relevance > 0
         THEN relevance / (
           LN(ideal_rnk + 1) / LN(2)
         )
@@ -152,7 +152,7 @@ WITH judgments AS (
     COALESCE(
       SUM(
         CASE
-          WHEN rnk <= 10 AND relevance > 0
+          WHEN rnk <= 10 AND relevance >= 0
           THEN relevance / (
             LN(rnk + 1) / LN(2)
           )

@@ -30,7 +30,7 @@ WITH judgments AS (
     SUM(CASE WHEN relevance >= 0 AND relevance < 1 THEN 1 ELSE 0 END) AS num_nonrel,
     SUM(
       CASE
-        WHEN ideal_rnk <= 10 AND relevance > 0
+        WHEN ideal_rnk <= 10 AND relevance >= 0 AND relevance > 0
         THEN CAST(relevance AS FLOAT) / (
           CAST(LOG(ideal_rnk + 1) AS FLOAT) / LOG(2)
         )
@@ -146,7 +146,7 @@ WITH judgments AS (
     COALESCE(
       CAST(SUM(
         CASE
-          WHEN rnk <= 10 AND relevance > 0
+          WHEN rnk <= 10 AND relevance >= 0
           THEN CAST(relevance AS FLOAT) / (
             CAST(LOG(rnk + 1) AS FLOAT) / LOG(2)
           )

@@ -1,0 +1,21 @@
+-- measure: Unjudged
+-- description: Share of the top k positions holding an unjudged document (no qrels row, or a negative grade), over k (not over the run's length: a short run's missing positions count as judged).
+-- reference: trec_eval 10.0 unj_k (default cutoffs 5, 10, 20); 1 - ir_measures Judged@k when the run has k documents and no negative grades
+-- param k: cutoff
+-- at: k
+-- aliases: unj_{k} (trec_eval), unj.{k} (trec_eval)
+-- aggregate: mean
+-- better: lower
+-- range: 0..1
+-- example: @3 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 1/3
+-- example: @5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 2/5
+-- example: @2 qrels: q1 d1 1, q2 d1 1 run: q1 d7 0.9 => 1/4
+-- example: @10 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 1/5
+-- note: d5 (no qrels row) and d6 (grade -1) are unjudged: one in the top 3, two in the top 5 and the top 10
+--   (the run has 5 documents, and trec_eval still divides by 10). Only judged rows are ranked rows here, so
+--   the unjudged ones are min(k, run length) minus the documents graded >= 0 in the top k. ir_measures'
+--   Judged@k (our Judged) divides by min(k, run length) and counts a negative grade as judged: unj_k = 1 -
+--   Judged@k only when the run has at least k documents and no negative grade in its top k. A judged query
+--   absent from the run scores 0 (no document, hence none unjudged), as in trec_eval -c.
+CAST(CASE WHEN COALESCE(MAX(num_ret), 0) < :k THEN COALESCE(MAX(num_ret), 0) ELSE :k END
+     - SUM(CASE WHEN rnk <= :k AND relevance >= 0 THEN 1 ELSE 0 END) AS DOUBLE) / :k

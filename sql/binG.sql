@@ -1,0 +1,11 @@
+-- measure: binG
+-- description: Binary G (trec_eval binG): each relevant document scores 1 / log2(2 + the documents above it that are not relevant, unjudged ones included); the sum is divided by R.
+-- reference: trec_eval binG (experimental), same in 9.0.8 and 10.0
+-- param rel: level
+-- aliases: binG (trec_eval)
+-- aggregate: mean
+-- range: 0..1
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 0.4768921860
+-- note: Example: d1 at rank 1 has no document above it: 1/log2(2) = 1; d3 at rank 5 has 3 non-relevant ones
+--   above (d2, d5, d6): 1/log2(5); R = 3: (1 + 1/log2(5)) / 3 = 0.4768921860.
+SUM(CASE WHEN is_rel = 1 THEN 1 / (LN(2 + rnk - rel_so_far) / LN(2)) ELSE 0 END) / NULLIF(num_rel, 0)
