@@ -30,9 +30,9 @@ class TrecMeasure:
             values = self.defaults if params is None else self._parsed(params)
             shown = "{}" if self.kind == "cutoffs" else "{:.2f}"
             return [(f"{self.name}_{shown.format(v)}", self.spelling.format(v)) for v in values]
-        if params is not None:
-            raise SqlmetricsError(f"-m {self.name}.{','.join(params)}: sqlmetrics does not take parameters for "
-                             f"trec_eval's {self.name} yet; use -m {self.name}.")
+        if params is not None:  # printed as trec_eval prints it, `utility_2,-1,0,0`, which is also our alias
+            shown = f"{self.name}_{','.join(params)}"
+            return [(shown, shown)]
         return [(self.name, self.spelling)]
 
     def _parsed(self, params: tuple) -> list:
@@ -64,10 +64,15 @@ MEASURES = [
     TrecMeasure("P", "cutoffs", "P@{}", CUTOFFS),
     TrecMeasure("relstring", "relstring", "", (10,)),
     TrecMeasure("recall", "cutoffs", "R@{}", CUTOFFS),
+    TrecMeasure("infAP", "value", "infAP"),
     TrecMeasure("gm_bpref", "value", "gm_bpref", summary_only=True),
     TrecMeasure("Rprec_mult", "points", "RprecMult(mult={})", tuple(i / 10 for i in range(2, 21, 2))),
+    TrecMeasure("utility", "value", "utility"),
     TrecMeasure("11pt_avg", "value", "11pt_avg"),
+    TrecMeasure("binG", "value", "binG"),
+    TrecMeasure("G", "value", "G"),
     TrecMeasure("ndcg", "value", "ndcg"),
+    TrecMeasure("ndcg_rel", "value", "ndcg_rel"),
     TrecMeasure("ndcg_cut", "cutoffs", "nDCG@{}", CUTOFFS),
     TrecMeasure("map_cut", "cutoffs", "AP@{}", CUTOFFS),
     TrecMeasure("relative_P", "cutoffs", "RelP@{}", CUTOFFS),
@@ -78,6 +83,10 @@ MEASURES = [
     TrecMeasure("set_map", "value", "set_map"),
     TrecMeasure("set_F", "value", "set_F"),
     TrecMeasure("num_nonrel_judged_ret", "count", "num_nonrel_judged_ret"),
+    TrecMeasure("yaap", "value", "yaap"),
+    TrecMeasure("rbp", "value", "rbp"),
+    TrecMeasure("rbp_resid", "value", "rbp_resid"),
+    TrecMeasure("unj", "cutoffs", "Unjudged@{}", (5, 10, 20)),
 ]
 BY_TREC_NAME = {m.name: m for m in MEASURES}
 
