@@ -69,7 +69,7 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
                 return exp.Paren(this=_bind_placeholders(_parse(param.options[value]), call))
             if value is ABSENT:
                 return exp.Null()
-            if value == "max_relevance":
+            if value == "max_relevance" or param.type == "grade" and value == "max":
                 return exp.column("max_relevance")
             return exp.Literal.number(_number(value))
         if isinstance(node, exp.Placeholder):  # a template bug, not the caller's
