@@ -14,4 +14,8 @@
 -- example: (p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 9/16
 -- example: (p=0.5,gain='graded') qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 5/16
 -- example: (p=0.5)@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- note: ranx's rbp.95 (p = 0.95) is this measure on binary qrels only: ranx weighs each document graded
+--   >= rel by its raw grade (so its value can exceed 1 with grades above 1), where the default gain here is
+--   binary and gain='graded' divides by the largest grade. ranx also reads rbp@95 as p = 0.95; that
+--   spelling is not an alias here, because RBP@95 is RBP with a cutoff of 95.
 (1 - :p) * SUM(CASE WHEN rnk <= :k THEN :gain * POWER(:p, rnk - 1) ELSE 0 END)

@@ -95,7 +95,8 @@ def _number(value) -> str:
 
 
 def _simplify(tree: exp.Expression) -> exp.Expression:
-    """Fold what binding an absent parameter leaves behind: `x AND TRUE`, `CASE WHEN TRUE`, COALESCE(NULL, x)."""
+    """Fold what binding an absent parameter leaves behind: `x AND TRUE`, `CASE WHEN TRUE`, COALESCE(NULL, x),
+    and `:p IS NULL` once p is bound (TRUE when absent, FALSE when given)."""
 
     def fold(node):
         if isinstance(node, exp.And):
@@ -107,6 +108,9 @@ def _simplify(tree: exp.Expression) -> exp.Expression:
             first = node.args["ifs"][0]
             if first.this == exp.true():
                 return first.args["true"]
+            if first.this == exp.false():
+                rest = node.args["ifs"][1:]
+                return exp.Case(ifs=rest, default=node.args.get("default")) if rest else node.args.get("default")
         if isinstance(node, exp.Coalesce):
             args = [node.this, *node.expressions]
             while len(args) > 1 and isinstance(args[0], exp.Null):
@@ -117,7 +121,13 @@ def _simplify(tree: exp.Expression) -> exp.Expression:
             return node.this
         return node
 
-    return tree.transform(fold)
+    def bound_is_null(node):  # `:p IS NULL` once p is bound, folded first: transform() visits parents first
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) \
+                and isinstance(node.this, (exp.Null, exp.Literal)):
+            return exp.true() if isinstance(node.this, exp.Null) else exp.false()
+        return node
+
+    return tree.transform(bound_is_null).transform(fold)
 
 
 @dataclass
