@@ -4,7 +4,7 @@
 -- param k: cutoff
 -- param T: number = 1
 -- param min_rel: level = 0
--- param max_rel: grade
+-- param max_rel: grade = max
 -- at: k
 -- aggregate: mean
 -- range: 0..1
@@ -14,7 +14,8 @@
 -- example: (max_rel=2,min_rel=1)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/4
 -- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
 --   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
---   reported value). max_rel is required, as in ir_measures; max_rel='max' takes the qrels' largest grade.
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
 --   cwl_eval pads or cuts every ranking to 1000 positions, so ranks past 1000 count for nothing.
 --   cwl_gain is that gain on each row (a row value among the running ones).
 -- note: cwl_eval's continuation is 1 while the gain so far (through rank i) is below T and i < k, else 0, so

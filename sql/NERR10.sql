@@ -3,14 +3,15 @@
 -- reference: Azzopardi, Mackenzie & Moffat 2021 (ERR is not C/W/L); ir_measures NERR10(p=..., min_rel=..., max_rel=...) (its cwl_eval provider, cwl-eval 1.0.12)
 -- param p: prob = 0.9
 -- param min_rel: level = 0
--- param max_rel: grade
+-- param max_rel: grade = max
 -- aggregate: mean
 -- range: 0..1
 -- example: (max_rel=1,p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
 -- example: (max_rel=2,p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 9/23
 -- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
 --   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
---   reported value). max_rel is required, as in ir_measures; max_rel='max' takes the qrels' largest grade.
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
 --   cwl_eval pads or cuts every ranking to 1000 positions, so ranks past 1000 count for nothing.
 --   cwl_gain is that gain on each row (a row value among the running ones).
 -- note: With N = 1000, P_i = p^(i-1) times the product of (1 - gain_j) over j < i, cwl_eval's weights are

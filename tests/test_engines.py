@@ -134,7 +134,8 @@ def all_measures() -> list[str]:
             if p.name == m.at:
                 continue
             values = {"choice": [f"'{o}'" for o in p.options if o != p.default], "level": ["2"],
-                      "prob": ["0.5"], "number": ["2"], "fraction": ["0.5"], "cutoff": ["3"]}[p.type]
+                      "prob": ["0.5"], "number": ["2"], "fraction": ["0.5"], "cutoff": ["3"],
+                      "grade": ["2", "'max'"]}[p.type]
             out += [f"{m.name}({p.name}={v}){suffix}" for v in values]
     return out
 

@@ -295,6 +295,8 @@ HAND = {
     "NERR8(max_rel=3)@5": (7 / 25, 0.0),
     # continuation p(1 - g) = 1/2, 1/6, 1/3, 1/2, ...: P = 1, 1/2, 1/12, 1/36, 1/72, ... (sum 59/36)
     "NERR10(p=0.5,max_rel=3)": (13 / 59, 0.0),
+    # max_rel defaults to the qrels' largest grade, 3 here
+    "BPM@5": (1 / 3, 0.0), "NERR8@5": (7 / 25, 0.0), "NERR10(p=0.5)": (13 / 59, 0.0),
 }
 
 
