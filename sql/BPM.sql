@@ -17,7 +17,8 @@
 --   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
 --   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
 --   cwl_eval pads or cuts every ranking to 1000 positions, so ranks past 1000 count for nothing.
---   cwl_gain is that gain on each row (a row value among the running ones).
+--   cwl_gain is that gain on each row (a row value among the running ones). With max_rel <= min_rel
+--   (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
 -- note: cwl_eval's continuation is 1 while the gain so far (through rank i) is below T and i < k, else 0, so
 --   the reader stops at s = min(k, 1000, first rank where the gain so far reaches T) and the value is (gain
 --   in the top s) / s. A row counts when the gain above it is below T. Gains are summed in units of
@@ -25,10 +26,10 @@
 --   sums float gains, which can land just below T (e.g. six gains of 1/3 against T = 2), and then differs.
 -- note: Example 1: gains 1/2 (d1), 0, 0, 1 (d3); T = 1 is reached at rank 4 = k: (1/2 + 1)/4. Example 3:
 --   T = 0.5 is reached at rank 1: (1/2)/1. Example 4: min_rel = 1: gains 0, 0, 0, 1: 1/4.
--- window bpm_units_before: COALESCE(SUM(CASE WHEN relevance IS NULL THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
--- window bpm_units_through: SUM(CASE WHEN relevance IS NULL THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
--- window cwl_gain: (CASE WHEN relevance IS NULL THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(:max_rel - :min_rel AS DOUBLE)
-SUM(CASE WHEN rnk <= :k AND rnk <= 1000 AND bpm_units_before < :T * CAST(:max_rel - :min_rel AS DOUBLE) THEN cwl_gain ELSE 0 END)
+-- window bpm_units_before: COALESCE(SUM(CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window bpm_units_through: SUM(CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+SUM(CASE WHEN rnk <= :k AND rnk <= 1000 AND bpm_units_before < :T * CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN cwl_gain ELSE 0 END)
   / COALESCE(
-    MIN(CASE WHEN rnk <= :k AND rnk <= 1000 AND bpm_units_through >= :T * CAST(:max_rel - :min_rel AS DOUBLE) THEN rnk END),
+    MIN(CASE WHEN rnk <= :k AND rnk <= 1000 AND bpm_units_through >= :T * CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN rnk END),
     CASE WHEN :k < 1000 THEN :k ELSE 1000 END)

@@ -297,6 +297,8 @@ HAND = {
     "NERR10(p=0.5,max_rel=3)": (13 / 59, 0.0),
     # max_rel defaults to the qrels' largest grade, 3 here
     "BPM@5": (1 / 3, 0.0), "NERR8@5": (7 / 25, 0.0), "NERR10(p=0.5)": (13 / 59, 0.0),
+    # max_rel = 3 <= min_rel (ir_measures refuses it): every gain is 0
+    "NERR10(min_rel=3)": (0.0, 0.0), "BPM(min_rel=3)@5": (0.0, 0.0), "NERR8(min_rel=4)@5": (0.0, 0.0),
 }
 
 
