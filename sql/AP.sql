@@ -4,7 +4,7 @@
 -- param k: cutoff = none
 -- param rel: level
 -- at: k
--- aliases: map (trec_eval), map_cut_{k} (trec_eval), map_cut.{k} (trec_eval), map@{k} (ranx)
+-- aliases: map (trec_eval), map_cut_{k} (trec_eval), map_cut.{k} (trec_eval), map@{k} (ranx), map (ranx)
 -- aggregate: mean
 -- range: 0..1
 -- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 1/2

@@ -1,8 +1,15 @@
 -- measure: NumRet
--- description: Number of documents retrieved (summed over queries).
--- reference: trec_eval num_ret
+-- description: Number of documents retrieved (summed over queries); with rel, only those judged relevance >= rel.
+-- reference: trec_eval num_ret; ir_measures NumRet, NumRet(rel=r)
+-- param rel: level = none
 -- aliases: num_ret (trec_eval)
 -- aggregate: sum
 -- range: 0..
 -- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 6
-CAST(MAX(num_ret) AS DOUBLE)
+-- example: (rel=1) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 3
+-- example: (rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 1
+-- note: Without rel, the list's length (trec_eval num_ret): `:rel IS NULL` is then NULL IS NULL, folded away
+--   when the template is bound. With rel, the retrieved documents graded >= rel (ir_measures NumRet(rel=r),
+--   trec_eval num_rel_ret at level r); the evaluation's relevance level plays no part. ir_measures refuses
+--   rel <= 0 (pytrec_eval's level must be positive); here rel=0 counts the retrieved documents judged >= 0.
+CAST(CASE WHEN :rel IS NULL THEN MAX(num_ret) ELSE SUM(CASE WHEN relevance >= :rel THEN 1 ELSE 0 END) END AS DOUBLE)

@@ -20,4 +20,8 @@
 --   the query's gains to [0, 1] when its highest grade is above 1), whatever the relevance level. Its example:
 --   q1's grades go up to 2, so d1 gains 1/2 at rank 1 and d3 gains 1 at rank 5: (1/2) * (1/2 + 1/16) = 9/32
 --   for q1, and q2, judged but not retrieved, 0: the mean is 9/64. With gain graded, q2's grade 4 would scale q1.
+-- note: ranx's rbp.95 (p = 0.95) is this measure on binary qrels only: ranx weighs each document graded
+--   >= rel by its raw grade (so its value can exceed 1 with grades above 1), where the default gain here is
+--   binary and gain='graded' divides by the largest grade. ranx also reads rbp@95 as p = 0.95; that
+--   spelling is not an alias here, because RBP@95 is RBP with a cutoff of 95.
 (1 - :p) * SUM(CASE WHEN rnk <= :k THEN :gain * POWER(:p, rnk - 1) ELSE 0 END)

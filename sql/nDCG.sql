@@ -8,7 +8,7 @@
 -- param gains: gains = none
 -- param rel: level = none
 -- at: k
--- aliases: ndcg (trec_eval), ndcg_{gains} (trec_eval), ndcg.{gains} (trec_eval), ndcg_cut_{k} (trec_eval), ndcg_cut.{k} (trec_eval), ndcg@{k} (ranx), ndcg_burges@{k} [gain=exp] (ranx), ndcg_burges [gain=exp] (ranx)
+-- aliases: ndcg (trec_eval), ndcg_{gains} (trec_eval), ndcg.{gains} (trec_eval), ndcg_cut_{k} (trec_eval), ndcg_cut.{k} (trec_eval), ndcg@{k} (ranx), ndcg_burges@{k} [gain=exp] (ranx), ndcg_burges [gain=exp] (ranx), ndcg (ranx)
 -- aggregate: mean
 -- range: 0..1
 -- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.5945049115

@@ -71,7 +71,7 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
                 return exp.Paren(this=_bind_placeholders(_parse(param.options[value]), call))
             if value is ABSENT:
                 return exp.Null()
-            if value == "max_relevance":
+            if value == "max_relevance" or param.type == "grade" and value == "max":
                 return exp.column("max_relevance")
             return exp.Literal.number(_number(value))
         if isinstance(node, exp.Placeholder):  # a template bug, not the caller's
@@ -109,7 +109,8 @@ def _number(value) -> str:
 
 
 def _simplify(tree: exp.Expression) -> exp.Expression:
-    """Fold what binding an absent parameter leaves behind: `x AND TRUE`, `CASE WHEN TRUE`, COALESCE(NULL, x)."""
+    """Fold what binding an absent parameter leaves behind: `x AND TRUE`, `CASE WHEN TRUE`, COALESCE(NULL, x),
+    and `:p IS NULL` once p is bound (TRUE when absent, FALSE when given)."""
 
     def fold(node):
         if isinstance(node, exp.And):
@@ -121,6 +122,9 @@ def _simplify(tree: exp.Expression) -> exp.Expression:
             first = node.args["ifs"][0]
             if first.this == exp.true():
                 return first.args["true"]
+            if first.this == exp.false():
+                rest = node.args["ifs"][1:]
+                return exp.Case(ifs=rest, default=node.args.get("default")) if rest else node.args.get("default")
         if isinstance(node, exp.Coalesce):
             args = [node.this, *node.expressions]
             while len(args) > 1 and isinstance(args[0], exp.Null):
@@ -131,7 +135,13 @@ def _simplify(tree: exp.Expression) -> exp.Expression:
             return node.this
         return node
 
-    return tree.transform(fold)
+    def bound_is_null(node):  # `:p IS NULL` once p is bound, folded first: transform() visits parents first
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) \
+                and isinstance(node.this, (exp.Null, exp.Literal)):
+            return exp.true() if isinstance(node.this, exp.Null) else exp.false()
+        return node
+
+    return tree.transform(bound_is_null).transform(fold)
 
 
 @dataclass

@@ -135,7 +135,7 @@ def all_measures() -> list[str]:
                 continue
             values = {"choice": [f"'{o}'" for o in p.options if o != p.default], "level": ["2"],
                       "prob": ["0.5"], "number": ["2"], "fraction": ["0.5"], "cutoff": ["3"], "real": ["-2.5"],
-                      "gains": ["{0:1,1:3,2:2}"]}[p.type]
+                      "gains": ["{0:1,1:3,2:2}"], "grade": ["2", "'max'"]}[p.type]
             out += [f"{m.name}({p.name}={v}){suffix}" for v in values]
     return out
 

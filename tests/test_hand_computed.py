@@ -11,11 +11,13 @@ QRELS = {"q": {"a": 3, "b": 0, "c": 1, "d": -1}}
 RUN = {"q": {"a": 0.9, "x": 0.8, "c": 0.7, "b": 0.6, "d": 0.5}}
 
 EXPECTED = {
-    # r_i = (2^g - 1) / 2^gmax: a 7/8, c 1/8; ERR = 7/8 + (1/3)(1/8)(1 - 7/8)
-    "ERR@5": 7 / 8 + (1 / 3) * (1 / 8) * (1 / 8),
-    "ERR@2": 7 / 8,
-    # gdeval's fixed gmax = 4: a 7/16, c 1/16
+    # r_i = (2^g - 1) / 2^gmax, gmax = the qrels' max grade 3: a 7/8, c 1/8; ERR = 7/8 + (1/3)(1/8)(1 - 7/8)
+    "ERR(gmax='max')@5": 7 / 8 + (1 / 3) * (1 / 8) * (1 / 8),
+    "ERR(gmax='max')@2": 7 / 8,
+    # the default gmax = 4 (gdeval's, ir_measures' ERR@k): a 7/16, c 1/16
+    "ERR@5": 7 / 16 + (1 / 3) * (1 / 16) * (9 / 16),
     "ERR(gmax=4)@5": 7 / 16 + (1 / 3) * (1 / 16) * (9 / 16),
+    "ERR@2": 7 / 16,
     "Judged@3": 2 / 3,  # a, x, c: two have a qrels row
     "Judged@5": 4 / 5,  # d's -1 is a qrels row
     "Judged@10": 4 / 5,  # divided by min(k, n) = 5

@@ -152,8 +152,8 @@ NUMBER_CASES = {
         {"q.txt": "q1 0 d1 2000\nq1 0 d2 1\n", "r.txt": TREC_RUN}, ["q.txt", "r.txt", "-m", "nDCG(gain='exp')"],
         r"nDCG\(gain='exp'\) overflows a double for query 'q1': .*grades of 1024 or more"),
     "ERR's gain overflow": (
-        {"q.txt": "q1 0 d1 2000\nq1 0 d2 1\n", "r.txt": TREC_RUN}, ["q.txt", "r.txt", "-m", "ERR@10"],
-        r"ERR@10 overflows a double for query 'q1'"),
+        {"q.txt": "q1 0 d1 2000\nq1 0 d2 1\n", "r.txt": TREC_RUN}, ["q.txt", "r.txt", "-m", "ERR(gmax=max)@10"],
+        r"ERR\(gmax=max\)@10 overflows a double for query 'q1'"),
     # beta * R overflowed: SetF(beta=1e308) tends to R = 2/2 (both relevant documents retrieved).
     "huge F beta": (
         {"q.txt": QRELS, "r.txt": TREC_RUN}, ["q.txt", "r.txt", "-m", "SetF(beta=1e308)"], [["r", "", 1.0]]),

@@ -177,14 +177,17 @@ def test_measure_keys_are_strings_as_passed():
 def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_measure():
     from sqlmetrics.catalogue import measures
 
+    catalogue = measures()
     wanted = [f"{m.name}@5" if m.at and m.params[m.at].required and m.params[m.at].type == "cutoff"
-              else f"{m.name}@0.5" if m.at and m.params[m.at].required else m.name for m in measures().values()]
+              else f"{m.name}@0.5" if m.at and m.params[m.at].required else m.name for m in catalogue.values()]
     qrels = pa.table({"query_id": ["q1", "q2", "q2"], "doc_id": ["d1", "d1", "d2"], "relevance": [1, 1, 0]})
     run = pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0]})
     with pytest.warns(sqlmetrics.SqlmetricsWarning):
         res = sqlmetrics.evaluate(qrels, run, wanted)
     q2 = [r for r in res.per_query.to_pylist() if r["query_id"] == "q2"][0]
-    expected = {m: 0.0 for m in wanted} | {"NumQ": 1.0, "NumRel": 1.0, "FirstRank": None, "Grade@5": None}
+    # The template's `empty:` value: 0 for most; NULL for FirstRank and Accuracy, 1 for FallOut.
+    expected = {w: catalogue[w.split("@")[0]].empty for w in wanted} | {"NumQ": 1.0, "NumRel": 1.0}
+    assert expected["FirstRank"] is None and expected["AP"] == 0.0
     assert q2 == {"query_id": "q2", **expected}
 
 

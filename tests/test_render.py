@@ -295,7 +295,7 @@ def test_cli_sql_command():
 # here; every other measure is checked by executing it (test_engines.py, the examples in sql/).
 GOLDEN_CASES = {
     "warehouse_runs_per_query": dict(
-        measures=["nDCG@10", "AP", "ERR@20", "RBP(p=0.5)", "P(rel=2)@5", "Bpref", "GMAP", "FirstRank"],
+        measures=["nDCG@10", "AP", "ERR(gmax='max')@20", "RBP(p=0.5)", "P(rel=2)@5", "Bpref", "GMAP", "FirstRank"],
         qrels="analytics.eval.qrels", run="analytics.eval.search_log", per_query=True,
         columns={"query_id": "query_text", "doc_id": "item_id", "relevance": "rating", "rank_position": "position",
                  "run_name": "experiment_arm"},

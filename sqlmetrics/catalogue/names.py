@@ -115,6 +115,8 @@ def _convert(measure: Measure, p: Param, raw, text: str):
         return value
     if p.type == "gains":
         return _gains(str(raw), where)
+    if p.type == "grade" and isinstance(raw, str) and raw.strip().strip("'\"") == "max":
+        return "max"  # the largest grade in the qrels, bound to the max_relevance column
     if isinstance(raw, str):
         raw = raw.strip().strip("'\"")
         # A decimal number as C's strtod reads it: Python's float() would also take `1_000`, `inf`, `nan`.
@@ -127,7 +129,8 @@ def _convert(measure: Measure, p: Param, raw, text: str):
         if not value.is_integer() or (p.type == "cutoff" and value < 1):
             raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
         return int(value)
-    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0, "real": True}[p.type]
+    ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0, "real": True,
+          "grade": value > 0}[p.type]
     if not ok:
         raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
     return value

@@ -50,6 +50,7 @@ PARAM_TYPES = {
     "fraction": "a number between 0 and 1",
     "number": "a positive number",
     "real": "a finite number of either sign",
+    "grade": "a positive number, or 'max' (the largest grade in the qrels)",
     "choice": "one of the listed options",
     "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0; an unlisted grade gains its grade)",
 }
@@ -65,7 +66,7 @@ ABSENT = None
 class Param:
     name: str
     type: str
-    default: object  # a value, ABSENT, "relevance_level", or "max_relevance" (a column) for `number`
+    default: object  # a value, ABSENT, "relevance_level", "max_relevance" (a column) for `number`, "max" for `grade`
     required: bool
     options: dict = field(default_factory=dict)  # choice: option -> SQL fragment
 
@@ -195,13 +196,14 @@ class _Reader:
             return Param(name, ptype, ABSENT, False, {})
         if ptype == "gains":
             raise self.fail(line, f"param {name}: a gains parameter's default is none (every grade gains itself).")
-        if raw == "relevance_level" and ptype == "level" or raw == "max_relevance" and ptype == "number":
+        if raw == "relevance_level" and ptype == "level" or raw == "max_relevance" and ptype == "number" \
+                or raw == "max" and ptype == "grade":
             return Param(name, ptype, raw, False, {})
         if ptype == "choice":
             return Param(name, ptype, raw, False, {})
         value = self.number(line, raw, f"param {name}'s default")
         ok = {"cutoff": value.is_integer() and value >= 1, "level": value.is_integer(), "prob": 0 < value < 1,
-              "fraction": 0 <= value <= 1, "number": value > 0, "real": True}[ptype]
+              "fraction": 0 <= value <= 1, "number": value > 0, "real": True, "grade": value > 0}[ptype]
         if not ok:
             raise self.fail(line, f"param {name}: the default {raw!r} is not {PARAM_TYPES[ptype]}.")
         return Param(name, ptype, int(value) if ptype in ("cutoff", "level") else value, False, {})

@@ -1,9 +1,9 @@
 -- sqlmetrics: ranked-retrieval evaluation, rendered for oracle
--- measures: ndcg_at_10 = nDCG@10, ap = AP, err_at_20 = ERR@20, rbp_p_0_5 = RBP(p=0.5), p_rel_2_at_5 = P(rel=2)@5, bpref = Bpref, gmap = GMAP, firstrank = FirstRank
+-- measures: ndcg_at_10 = nDCG@10, ap = AP, err_gmax_max_at_20 = ERR(gmax='max')@20, rbp_p_0_5 = RBP(p=0.5), p_rel_2_at_5 = P(rel=2)@5, bpref = Bpref, gmap = GMAP, firstrank = FirstRank
 -- qrels: analytics.eval.qrels (query_id=query_text, doc_id=item_id, relevance=rating)
 -- run: analytics.eval.search_log (run_name=experiment_arm, query_id=query_text, doc_id=item_id, rank_position=position)
 -- options: queries='qrels', ties='rank', relevance_level=1, score_precision='float64'
--- one row per run_name and query_id: run_name, query_id, ndcg_at_10, ap, err_at_20, rbp_p_0_5, p_rel_2_at_5, bpref, gmap, firstrank
+-- one row per run_name and query_id: run_name, query_id, ndcg_at_10, ap, err_gmax_max_at_20, rbp_p_0_5, p_rel_2_at_5, bpref, gmap, firstrank
 WITH judgments AS (
   SELECT
     CAST(query_text AS VARCHAR2(4000)) AS query_id,
@@ -188,7 +188,7 @@ WITH judgments AS (
         END
       ),
       0
-    ) AS err_at_20,
+    ) AS err_gmax_max_at_20,
     COALESCE((
       1 - 0.5
     ) * SUM((
@@ -235,7 +235,7 @@ SELECT
   query_id,
   ndcg_at_10,
   ap,
-  err_at_20,
+  err_gmax_max_at_20,
   rbp_p_0_5,
   p_rel_2_at_5,
   bpref,

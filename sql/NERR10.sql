@@ -1,0 +1,31 @@
+-- measure: NERR10
+-- description: Not-but-nearly ERR, equation 10 (C/W/L): continue past rank i with probability p (1 - gain_i), over cwl_eval's 1000 ranks; the value is the expected gain per document read.
+-- reference: Azzopardi, Mackenzie & Moffat 2021 (ERR is not C/W/L); ir_measures NERR10(p=..., min_rel=..., max_rel=...) (its cwl_eval provider, cwl-eval 1.0.12)
+-- param p: prob = 0.9
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- aggregate: mean
+-- range: 0..1
+-- example: (max_rel=1,p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- example: (max_rel=2,p=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 9/23
+-- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
+--   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
+--   cwl_eval pads or cuts every ranking to 1000 positions, so ranks past 1000 count for nothing.
+--   cwl_gain is that gain on each row (a row value among the running ones). With max_rel <= min_rel
+--   (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
+-- note: With N = 1000, P_i = p^(i-1) times the product of (1 - gain_j) over j < i, cwl_eval's weights are
+--   W_i = P_i / (P_1 + ... + P_N). The product only changes after a document with a gain, so (1 - p) times
+--   P_1 + ... + P_N = 1 - p^N - sum over i <= N of Q_i gain_i (p^i - p^N), Q_i the product alone: the value
+--   is (1 - p) sum P_i gain_i over that, an aggregate over the judged rows.
+-- note: Example 2: gains 1/2, 0, 0, 1; continuation 1/4, 1/2, 1/2, 0 gives P = 1, 1/4, 1/8, 1/16 (then 0),
+--   sum 23/16; gain read 1/2 + 1/16 = 9/16: 9/23 (plus a term of order p^1000). Example 1: d1 gains 1: 1.
+-- note: nerr_full_before counts the documents above with gain 1, nerr_log_before adds ln(1 - gain) over the
+--   others: the product of (1 - gain) above a row is 0 or the exponential of that sum.
+-- window nerr_full_before: COALESCE(SUM(CASE WHEN (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) >= CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window nerr_log_before: COALESCE(SUM(CASE WHEN (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) < CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN LN(1 - (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)) ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+(1 - :p) * SUM(CASE WHEN rnk <= 1000 THEN POWER(:p, rnk - 1) * (CASE WHEN nerr_full_before > 0 THEN 0 ELSE EXP(nerr_log_before) END) * cwl_gain ELSE 0 END)
+  / (1 - POWER(:p, 1000)
+     - SUM(CASE WHEN rnk <= 1000 THEN (CASE WHEN nerr_full_before > 0 THEN 0 ELSE EXP(nerr_log_before) END) * cwl_gain * (POWER(:p, rnk) - POWER(:p, 1000)) ELSE 0 END))

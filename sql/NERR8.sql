@@ -1,0 +1,34 @@
+-- measure: NERR8
+-- description: Not-but-nearly ERR, equation 8 (C/W/L): continue past rank i < k with probability 1 - gain_i, stop at k; the value is the expected gain per document read.
+-- reference: Azzopardi, Mackenzie & Moffat 2021 (ERR is not C/W/L); ir_measures NERR8(min_rel=..., max_rel=...)@k (its cwl_eval provider, cwl-eval 1.0.12)
+-- param k: cutoff
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- at: k
+-- aggregate: mean
+-- range: 0..1
+-- example: (max_rel=2)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2/5
+-- example: (max_rel=2)@1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: (max_rel=1)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
+--   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
+--   cwl_eval pads or cuts every ranking to 1000 positions, so ranks past 1000 count for nothing.
+--   cwl_gain is that gain on each row (a row value among the running ones). With max_rel <= min_rel
+--   (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
+-- note: With m = min(k, 1000) and P_i the product of (1 - gain_j) over j < i, cwl_eval's weights are
+--   W_i = P_i / (P_1 + ... + P_m), and the value is the sum of W_i gain_i. P only changes after a document
+--   with a gain, so P_1 + ... + P_m = m - sum over i <= m of P_i gain_i (m - i): an aggregate over the
+--   judged rows, unjudged ones contributing nothing.
+-- note: Example 1: gains 1/2, 0, 0, 1 at ranks 1..4 give P = 1, 1/2, 1/2, 1/2 (sum 5/2 = 4 - (1/2)(3)); the
+--   value is (1 (1/2) + (1/2) 1) / (5/2) = 2/5. Example 2: k = 1 reads d1 alone: 1/2. Example 3: d1 gains
+--   1, so the reader never goes past it: 1.
+-- note: nerr_full_before counts the documents above with gain 1, nerr_log_before adds ln(1 - gain) over the
+--   others: the product of (1 - gain) above a row is 0 or the exponential of that sum.
+-- window nerr_full_before: COALESCE(SUM(CASE WHEN (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) >= CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window nerr_log_before: COALESCE(SUM(CASE WHEN (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) < CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN LN(1 - (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)) ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+SUM(CASE WHEN rnk <= :k AND rnk <= 1000 THEN (CASE WHEN nerr_full_before > 0 THEN 0 ELSE EXP(nerr_log_before) END) * cwl_gain ELSE 0 END)
+  / (CASE WHEN :k < 1000 THEN :k ELSE 1000 END
+     - SUM(CASE WHEN rnk <= :k AND rnk <= 1000 THEN (CASE WHEN nerr_full_before > 0 THEN 0 ELSE EXP(nerr_log_before) END) * cwl_gain * (CASE WHEN :k < 1000 THEN :k ELSE 1000 END - rnk) ELSE 0 END))

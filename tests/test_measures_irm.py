@@ -1,0 +1,353 @@
+"""Accuracy, NumRet(rel=), ERR@k, BPM, NERR8, NERR10 against ir_measures 0.4.3's own providers; FallOut and
+AUROC against torchmetrics' definitions written here in NumPy / scikit-learn; ranx's bpref (slow).
+
+Per-query values on small seeded random collections whose scores tie often, to 1e-9 (gdeval's printed
+ERR to its 5 decimals), plus a hand-computed case. Oracle behaviour these tests rely on (read in the
+installed sources):
+- Ties. ir_measures' accuracy and cwl_eval providers sort a query's documents by score with Python's stable
+  sort, so tied documents keep the order they were given in; the run is handed to them already in this
+  package's tie order (score DESC, then doc id DESC byte-wise), which they then keep. gdeval sorts by score
+  DESC, doc id DESC itself. torchmetrics' order for ties is unspecified: the NumPy oracles use ours.
+- Queries. Every provider reports every qrels query (ir_measures fills the missing ones with the measure's
+  default 0), as queries="qrels" does; run-only queries are not reported.
+- ir_measures' Accuracy raises ZeroDivisionError when the top k holds relevant documents and no
+  non-relevant one; those queries are left out of its run (it then reports its default 0, our documented
+  value there). pytrec_eval (NumRet) never sees a query whose judgments are all negative.
+- gdeval needs numeric query ids and grades <= 4, and prints 5 decimals.
+- cwl_eval sums float gains; BPM here decides "the gain so far reaches T" exactly. Gains are kept dyadic
+  (max_rel - min_rel in 1, 2, 4) in the random BPM checks, where both agree; the difference is pinned in
+  test_bpm_threshold_is_exact.
+"""
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import warnings
+
+import ir_measures
+import numpy as np
+import pytest
+from ir_measures import Qrel, ScoredDoc
+from sklearn.metrics import roc_auc_score
+
+import sqlmetrics
+
+TOL = 1e-9
+SEEDS = range(12)
+QIDS = ("1", "2", "3", "7", "10", "11")  # numeric: gdeval refuses other query ids
+DOCS = ("d1", "D1", "d-1", "d10", "a.b", "d.1", "D10", "d_1", "A", "a", "1", "10", "x", "y")
+SCORES = (-1.0, 0.0, 0.25, 0.5, 1.0, 2.0)  # few values: ties are frequent
+
+
+def collection(seed, *, min_grade=-1, max_grade=4, tie_free=False):
+    """(qrels, run) as {qid: {doc: value}}: the first query in both, the others in both, qrels or run only.
+    Every qrels query has a grade >= 0 (pytrec_eval must not see a negative-only query)."""
+    rng = random.Random(seed)
+    qrels, run = {}, {}
+    for i, qid in enumerate(rng.sample(QIDS, rng.randint(1, len(QIDS)))):
+        role = "both" if i == 0 else rng.choice(["both", "both", "qrels", "run"])
+        if role != "run":
+            docs = rng.sample(DOCS, rng.randint(1, 9))
+            grades = [rng.randint(min_grade, max_grade) for _ in docs]
+            if max(grades) < 0:
+                grades[0] = rng.randint(0, max_grade)
+            qrels[qid] = dict(zip(docs, grades))
+        if role != "qrels":
+            docs = rng.sample(DOCS, rng.randint(1, len(DOCS)))
+            values = rng.sample(range(-20, 20), len(docs)) if tie_free else [rng.choice(SCORES) for _ in docs]
+            run[qid] = {d: float(v) for d, v in zip(docs, values)}
+    return qrels, run
+
+
+def ordered(docs: dict) -> list:
+    """Doc ids in this package's default order: score DESC, then doc id DESC byte-wise (computed here)."""
+    by_id = sorted(docs, key=lambda d: d.encode(), reverse=True)
+    return sorted(by_id, key=lambda d: -docs[d])  # stable: ties keep the doc-id order
+
+
+def ours(qrels, run, measures, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # missing-query warnings are expected here
+        table = sqlmetrics.evaluate(qrels, run, list(measures), **options).per_query.to_pydict()
+    return {q: {m: table[m][i] for m in measures} for i, q in enumerate(table["query_id"])}
+
+
+def irm(provider, measures: dict, qrels, run) -> dict:
+    """{qid: {our string: value}} from an ir_measures provider; measures: {our string: ir_measures string}.
+    The run is given in our tie order, which the stable-sorting providers keep."""
+    parsed = {name: ir_measures.parse_measure(spec) for name, spec in measures.items()}
+    qrels_rows = [Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    run_rows = [ScoredDoc(q, d, docs[d]) for q, docs in run.items() for d in ordered(docs)]
+    out: dict = {}
+    for name, measure in parsed.items():
+        for metric in provider.evaluator([measure], qrels_rows).iter_calc(run_rows):
+            out.setdefault(metric.query_id, {})[name] = float(metric.value)
+    return out
+
+
+def compare(got, expected, context, tol=TOL):
+    bad = []
+    assert set(got) == set(expected), f"queries: ours {sorted(got)} oracle {sorted(expected)}\n{context}"
+    for qid, values in expected.items():
+        for m, want in values.items():
+            have = got[qid][m]
+            if want is None and have is None:
+                continue
+            if have is None or want is None or not math.isclose(have, want, rel_tol=0, abs_tol=tol):
+                bad.append(f"  {qid!r} {m}: ours={have!r} oracle={want!r}")
+    assert not bad, "per-query mismatches:\n" + "\n".join(bad[:30]) + f"\n{context}"
+
+
+# ------------------------------------------------------------------------------------------ ir_measures
+
+
+ACCURACY = {"Accuracy": None, "Accuracy@1": 1, "Accuracy@3": 3, "Accuracy@5": 5, "Accuracy(rel=2)@5": 5,
+            "Accuracy(rel=2)": None}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_accuracy(seed):
+    """ir_measures reports Accuracy only for queries with a relevant document in the top k (its mean is
+    over those): every other qrels query must be NULL here, which the mean skips."""
+    qrels, run = collection(seed)
+    got = ours(qrels, run, ACCURACY)
+    expected: dict = {q: dict.fromkeys(ACCURACY) for q in qrels}
+    for name, k in ACCURACY.items():
+        level = 2 if "rel=2" in name else 1
+        # ir_measures divides by zero when the top k holds relevant documents only: such queries are left
+        # out of its run, so that it reports nothing for them, and NULL is our value there.
+        kept = {}
+        for q, docs in run.items():
+            top = ordered(docs)[:k] if k else ordered(docs)
+            rel = [qrels.get(q, {}).get(d, 0) >= level for d in top]
+            if not (any(rel) and all(rel)):
+                kept[q] = docs
+        for q, values in irm(ir_measures.accuracy, {name: name}, qrels, kept).items():
+            expected.setdefault(q, {}).update(values)
+    compare(got, expected, f"qrels={qrels}\nrun={run}")
+
+
+NUMRET = {"NumRet": "NumRet", "NumRet(rel=1)": "NumRet(rel=1)", "NumRet(rel=2)": "NumRet(rel=2)",
+          "num_ret": "NumRet", "NumRet(rel=4)": "NumRet(rel=4)"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_numret(seed):
+    qrels, run = collection(seed)
+    compare(ours(qrels, run, NUMRET), irm(ir_measures.pytrec_eval, NUMRET, qrels, run), f"qrels={qrels}\nrun={run}")
+
+
+def gdeval_err(qrels, run, k, gmax):
+    """gdeval's ERR@k, written here from its rules: run sorted by score DESC then doc id DESC, grades <= 0
+    gain nothing, r = (2^g - 1) / 2^gmax (gdeval: gmax = 4); a query with no positive grade scores 0."""
+    out = {}
+    for q, judged in qrels.items():
+        grades = [max(judged.get(d, 0), 0) for d in ordered(run.get(q, {}))][:k]
+        value, reach = 0.0, 1.0
+        for i, g in enumerate(grades):
+            r = (2 ** min(g, gmax) - 1) / 2 ** gmax
+            value += reach * r / (i + 1)
+            reach *= 1 - r
+        out[q] = value
+    return out
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="gdeval (ir_measures' ERR) is a Perl script")
+@pytest.mark.parametrize("seed", SEEDS)
+def test_err_gdeval(seed):
+    """ERR@k is ir_measures' (gdeval's) ERR@k: to the 5 decimals gdeval prints, and to 1e-9 against
+    gdeval's rules written here; ERR(gmax='max')@k scales by the largest grade of the qrels."""
+    qrels, run = collection(seed)
+    cuts = (1, 3, 5, 20)
+    got = ours(qrels, run, [f"ERR@{k}" for k in cuts] + [f"ERR(gmax='max')@{k}" for k in cuts] + ["ERR"])
+    context = f"qrels={qrels}\nrun={run}"
+    printed = irm(ir_measures.gdeval, {f"ERR@{k}": f"ERR@{k}" for k in cuts}, qrels, run)
+    compare({q: {m: v for m, v in values.items() if m in printed[q]} for q, values in got.items()}, printed,
+            context, tol=5e-6)
+    top = max(g for docs in qrels.values() for g in docs.values())
+    exact: dict = {q: {} for q in qrels}
+    for k in cuts:
+        for q, v in gdeval_err(qrels, run, k, 4).items():
+            exact[q][f"ERR@{k}"] = v
+        for q, v in gdeval_err(qrels, run, k, top).items():
+            exact[q][f"ERR(gmax='max')@{k}"] = v
+    for q, v in gdeval_err(qrels, run, 10 ** 6, 4).items():
+        exact[q]["ERR"] = v
+    compare(got, exact, context)
+
+
+# cwl_eval: gains (g - min_rel) / (max_rel - min_rel). BPM's threshold checks keep max_rel - min_rel dyadic.
+CWL = ["BPM(max_rel=4)@5", "BPM(T=0.5,max_rel=2)@3", "BPM(T=2,min_rel=1,max_rel=3)@10", "BPM(T=1.5,max_rel=1)@4",
+       "BPM(T=0.75,max_rel=4)@20", "NERR8(max_rel=4)@5", "NERR8(max_rel=2)@3", "NERR8(min_rel=1,max_rel=3)@10",
+       "NERR8(max_rel=3)@20", "NERR10(max_rel=4)", "NERR10(p=0.5,max_rel=2)", "NERR10(p=0.8,min_rel=1,max_rel=3)",
+       "NERR10(p=0.95,max_rel=3)"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cwl(seed):
+    qrels, run = collection(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = irm(ir_measures.cwl_eval, {m: m for m in CWL}, qrels, run)
+    compare(ours(qrels, run, CWL), expected, f"qrels={qrels}\nrun={run}")
+
+
+def test_cwl_past_1000_ranks():
+    """cwl_eval cuts and pads every ranking to 1000 ranks: relevant documents at ranks 999..1002 and cutoffs
+    beyond 1000."""
+    qrels = {"1": {f"d{i:04d}": g for i, g in ((2, 1), (998, 4), (999, 2), (1000, 3), (1001, 4), (1002, 1))}}
+    run = {"1": {f"d{i:04d}": float(2000 - i) for i in range(1, 1201)}}
+    measures = ["BPM(T=5,max_rel=4)@1100", "BPM(T=0.1,max_rel=4)@1100", "NERR8(max_rel=4)@1200",
+                "NERR8(max_rel=5)@999", "NERR8(max_rel=5)@1200", "NERR10(p=0.999,max_rel=4)",
+                "NERR10(p=0.999,max_rel=5)", "NERR10(p=0.5,max_rel=5)"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = irm(ir_measures.cwl_eval, {m: m for m in measures}, qrels, run)
+    compare(ours(qrels, run, measures), expected, "ranks past 1000")
+
+
+def test_bpm_threshold_is_exact():
+    """Six gains of 1/3 reach T = 2 exactly at rank 6: the reader stops there, (6/3)/6. cwl_eval's float
+    sum is 1.9999999999999998 < 2, so it reads on to k = 10: 2/10 (the documented difference)."""
+    qrels = {"1": {d: 1 for d in "abcdef"}}
+    run = {"1": {d: float(10 - i) for i, d in enumerate("abcdefghij")}}
+    measure = "BPM(T=2,max_rel=3)@10"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert irm(ir_measures.cwl_eval, {measure: measure}, qrels, run)["1"][measure] == pytest.approx(0.2, abs=TOL)
+    assert ours(qrels, run, [measure])["1"][measure] == pytest.approx(1 / 3, abs=TOL)
+
+
+# ------------------------------------------------------------------------------------------ torchmetrics
+
+
+def targets(qrels, run, q, level):
+    """torchmetrics' view of a query: the ranked documents (our order), target = graded >= level."""
+    docs = ordered(run[q])
+    return docs, np.array([qrels[q].get(d, 0) >= level for d in docs], dtype=int)
+
+
+def fallout(t, k):
+    """RetrievalFallOut(top_k=k): non-relevant in the top k over the non-relevant given; 1.0 when there is
+    none (empty_target_action='pos', its default)."""
+    neg = 1 - t
+    return 1.0 if neg.sum() == 0 else float(neg[:k].sum() / neg.sum())
+
+
+def auroc(t, scores, k):
+    """RetrievalAUROC(top_k=k): the ROC area over the top k; 0 when the top k has no positive (torchmetrics
+    returns 0) or no negative (its ROC curve then has a zero false-positive rate, area 0)."""
+    t, scores = t[:k], scores[:k]
+    if t.sum() == 0 or t.sum() == len(t):
+        return 0.0
+    return float(roc_auc_score(t, scores))
+
+
+TORCH_CUTS = (1, 3, 5, None)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("tie_free", [True, False])
+def test_fallout_and_auroc(seed, level, tie_free):
+    """On tie-free runs AUROC is scikit-learn's ROC area on the scores themselves; with ties, on the
+    positions (the ranking, ties broken by the evaluation's rule), which is what AUROC measures here."""
+    qrels, run = collection(seed, tie_free=tie_free)
+    names = {}
+    for k in TORCH_CUTS:
+        at = f"@{k}" if k else ""
+        names[f"FallOut(rel={level}){at}"] = ("fallout", k)
+        names[f"AUROC(rel={level}){at}"] = ("auroc", k)
+    got = ours(qrels, run, names)
+    expected = {}
+    for q in qrels:
+        if q not in run:
+            expected[q] = {n: 1.0 if kind == "fallout" else 0.0 for n, (kind, _) in names.items()}
+            continue
+        docs, t = targets(qrels, run, q, level)
+        scores = np.array([run[q][d] for d in docs]) if tie_free else -np.arange(len(docs), dtype=float)
+        expected[q] = {n: fallout(t, k or len(t)) if kind == "fallout" else auroc(t, scores, k or len(t))
+                       for n, (kind, k) in names.items()}
+    compare(got, expected, f"qrels={qrels}\nrun={run}")
+
+
+# ------------------------------------------------------------------------------------------ hand case
+
+# Query 1: run x 1.0, a 1.0, c 0.5, b 0.5, d 0.2 ranks (ties by doc id DESC) x, a, c, b, d; grades a 2, c 1,
+# b 0, d -1, e 3 (not retrieved), x unjudged. Query 2 is judged and has no ranking.
+HAND_QRELS = {"1": {"a": 2, "b": 0, "c": 1, "d": -1, "e": 3}, "2": {"f": 1}}
+HAND_RUN = {"1": {"a": 1.0, "x": 1.0, "c": 0.5, "b": 0.5, "d": 0.2}}
+HAND = {
+    # relevant a (rank 2), c (3); non-relevant x, b, d; x is above both: 2 of the 6 pairs inverted
+    "Accuracy": (1 - 2 / 6, None), "AUROC": (1 - 2 / 6, 0.0),
+    "Accuracy@2": (0.0, None), "AUROC@2": (0.0, 0.0),  # x, a: one pair, inverted
+    "Accuracy@1": (None, None), "AUROC@1": (0.0, 0.0),  # no pair
+    "FallOut@2": (1 / 3, 1.0), "FallOut": (1.0, 1.0),  # x of x, b, d
+    "NumRet": (5.0, 0.0), "NumRet(rel=1)": (2.0, 0.0), "NumRet(rel=2)": (1.0, 0.0),
+    # r = (2^g - 1) / 16: a 3/16, c 1/16 at ranks 2, 3
+    "ERR@5": (3 / 16 / 2 + (13 / 16) * (1 / 16) / 3, 0.0),
+    # gmax = 3, the qrels' largest grade: a 3/8, c 1/8
+    "ERR(gmax='max')@5": (3 / 8 / 2 + (5 / 8) * (1 / 8) / 3, 0.0),
+    # gains (max_rel 3): 0, 2/3, 1/3, 0, 0. BPM T=1: reached at rank 3; T=2 never: read to k = 5
+    "BPM(max_rel=3)@5": (1 / 3, 0.0), "BPM(T=2,max_rel=3)@5": (1 / 5, 0.0),
+    # P = 1, 1, 1/3, 2/9, 2/9: gain read 2/3 + 1/9 over 25/9
+    "NERR8(max_rel=3)@5": (7 / 25, 0.0),
+    # continuation p(1 - g) = 1/2, 1/6, 1/3, 1/2, ...: P = 1, 1/2, 1/12, 1/36, 1/72, ... (sum 59/36)
+    "NERR10(p=0.5,max_rel=3)": (13 / 59, 0.0),
+    # max_rel defaults to the qrels' largest grade, 3 here
+    "BPM@5": (1 / 3, 0.0), "NERR8@5": (7 / 25, 0.0), "NERR10(p=0.5)": (13 / 59, 0.0),
+    # max_rel = 3 <= min_rel (ir_measures refuses it): every gain is 0
+    "NERR10(min_rel=3)": (0.0, 0.0), "BPM(min_rel=3)@5": (0.0, 0.0), "NERR8(min_rel=4)@5": (0.0, 0.0),
+}
+
+
+def test_hand_case():
+    got = ours(HAND_QRELS, HAND_RUN, HAND)
+    compare(got, {q: {m: v[i] for m, v in HAND.items()} for i, q in enumerate(("1", "2"))}, "hand case")
+
+
+def test_accuracy_mean_skips_undefined_queries():
+    """Query 1's Accuracy is 2/3, query 2 has no ranking: ir_measures' mean and ours are 2/3 (AUROC's 1/3)."""
+    measure = ir_measures.parse_measure("Accuracy")
+    qrels_rows = [Qrel(q, d, g) for q, docs in HAND_QRELS.items() for d, g in docs.items()]
+    run_rows = [ScoredDoc("1", d, HAND_RUN["1"][d]) for d in ordered(HAND_RUN["1"])]
+    assert ir_measures.accuracy.evaluator([measure], qrels_rows).calc_aggregate(run_rows)[measure] == pytest.approx(2 / 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        aggregate = sqlmetrics.evaluate(HAND_QRELS, HAND_RUN, ["Accuracy", "AUROC"]).aggregate
+    assert aggregate["Accuracy"] == pytest.approx(2 / 3, abs=TOL)
+    assert aggregate["AUROC"] == pytest.approx(1 / 3, abs=TOL)
+
+
+def test_auroc_ties_differ_from_the_roc_curve():
+    """Pinned difference: x and a tie at 1.0; ranked x, a (doc id DESC) the top-2 pair is inverted, 0;
+    the ROC curve (torchmetrics, scikit-learn) counts the tied pair 1/2."""
+    assert roc_auc_score([0, 1], [1.0, 1.0]) == 0.5
+    assert ours(HAND_QRELS, HAND_RUN, ["AUROC@2"])["1"]["AUROC@2"] == 0.0
+
+
+# ------------------------------------------------------------------------------------------ ranx
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_ranx_bpref(seed):
+    """`bpref` is also ranx's name: equal to ranx where ranx is defined and agrees (tie-free runs, no negative
+    grades, every query with a relevant and a judged non-relevant document); its NaN cases are noted in
+    sql/Bpref.sql."""
+    import ranx  # slow import (numba)
+
+    qrels, run = collection(seed, min_grade=0, tie_free=True)
+    common = [q for q in sorted(set(qrels) & set(run))
+              if any(g >= 1 for g in qrels[q].values()) and any(g < 1 for g in qrels[q].values())]
+    if not common:
+        return
+    rq = ranx.Qrels({q: qrels[q] for q in common})
+    rr = ranx.Run({q: run[q] for q in common})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ranx.evaluate(rq, rr, ["bpref", "map"], return_mean=False)
+    expected = {q: {"bpref": float(rr.scores["bpref"][q])} for q in common}
+    got = ours({q: qrels[q] for q in common}, {q: run[q] for q in common}, ["bpref"])
+    compare(got, expected, f"qrels={qrels}\nrun={run}")
