@@ -97,8 +97,9 @@ def _gain_case(pairs) -> exp.Expression:
         return exp.column("relevance")
     case = exp.Case(default=exp.column("relevance"))
     for grade, gain in pairs:
+        value = exp.Literal.number(_number(abs(gain)))
         case = case.when(exp.EQ(this=exp.column("relevance"), expression=exp.Literal.number(grade)),
-                         exp.Literal.number(_number(gain)) if gain >= 0 else exp.Neg(this=exp.Literal.number(_number(-gain))))
+                         value if gain >= 0 else exp.Neg(this=value))
     return exp.Paren(this=case)
 
 

@@ -210,8 +210,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         others = [exp.alias_(_window(exp.func("ROW_NUMBER"), _cols(stats_key),
                                      [_ordered(e.copy(), True, False), _ordered(_c("doc_id"), True, False)]), name,
                              copy=False) for name, e in plan.ideal_orders.items()]
-        ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"), exp.alias_(ideal_rnk, "ideal_rnk", copy=False),
-                                         *others).from_("judgments", copy=False)))
+        ctes.append(("ideal", exp.select(*_cols(stats_key), _c("relevance"),
+                                         exp.alias_(ideal_rnk, "ideal_rnk", copy=False), *others)
+                     .from_("judgments", copy=False)))
         stats += [exp.alias_(fixed(e, stats_order), name, copy=False) for name, e in plan.ideal.items()]
     # Running values down an ideal ranking, one row per ideal position, read by each ranked row at its rank: one
     # CTE per ideal ranking that has some.

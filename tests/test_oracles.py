@@ -540,7 +540,8 @@ def test_ir_measures_infap_and_gains(data, gains):
     theirs = [ir_measures.infAP, ir_measures.nDCG(gains=gains), ir_measures.nDCG(gains=gains) @ 3]
     ours_names = ["infAP", f"nDCG(gains={gains_text(gains)})", f"nDCG(gains={gains_text(gains)})@3"]
     expected_raw = ir_measures_per_query(qrels, run, theirs)
-    expected = {q: {o: values.get(str(t), 0.0) for o, t in zip(ours_names, theirs)} for q, values in expected_raw.items()}
+    expected = {q: {o: values[str(t)] for o, t in zip(ours_names, theirs)}
+                for q, values in expected_raw.items()}
     got, _ = ours(qrels, run, ours_names)  # ir_measures scores every judged query, as queries="qrels" does
     context = describe(qrels, run, gains=gains)
     assert set(expected) == set(got), context
