@@ -25,13 +25,16 @@ class TrecMeasure:
     summary_only: bool = False  # printed for 'all' only (num_q and the geometric means)
 
     def printed_names(self, params: tuple | None) -> list:
-        """[(the name trec_eval prints, our measure string)], in trec_eval's order."""
+        """[(the name trec_eval prints, our measure string)], in trec_eval's order. The measure string is a
+        tuple of them for 11pt_avg with recall points: the value is their mean (trec_eval's definition)."""
         if self.kind in ("cutoffs", "points"):
             values = self.defaults if params is None else self._parsed(params)
             shown = "{}" if self.kind == "cutoffs" else "{:.2f}"
             return [(f"{self.name}_{shown.format(v)}", self.spelling.format(v)) for v in values]
         if params is not None:  # printed as trec_eval prints it, `utility_2,-1,0,0`, which is also our alias
             shown = f"{self.name}_{','.join(params)}"
+            if self.name == "11pt_avg":  # the mean of IPrec at the given points: a tuple of measures to average
+                return [(shown, tuple(f"IPrec@{v}" for v in TrecMeasure("", "points")._parsed(params)))]
             return [(shown, shown)]
         return [(self.name, self.spelling)]
 

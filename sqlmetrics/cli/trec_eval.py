@@ -81,7 +81,8 @@ def run(args) -> tuple:
         if m.name in wanted and m.kind != "runid":
             printed.append((m, m.printed_names(wanted[m.name]) if m.kind != "relstring" else
                             relstring_names(wanted[m.name])))
-    strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, s in names)]))
+    strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, spelling in names
+                                              for s in (spelling if isinstance(spelling, tuple) else [spelling]))]))
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
     args.runs, args.name = [args.files[1]], None
@@ -96,10 +97,12 @@ def run(args) -> tuple:
         res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows)
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
+    aggregate = dict(res.aggregate[name])
+    printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    return _print(printed, wanted, per_query, res.aggregate[name], trec_tag(path) or name, args, zscores is not None), None
+    return _print(printed, wanted, per_query, aggregate, trec_tag(path) or name, args, zscores is not None), None
 
 
 def _relstring_text(values: dict, names: list) -> str:
@@ -113,6 +116,23 @@ def _relstring_text(values: dict, names: list) -> str:
         grade = None if grade is None else math.trunc(grade)  # trec_eval keeps grades as integers
         chars.append("-" if grade is None else "." if grade < 0 else ">" if grade > 9 else str(grade))
     return "".join(chars)
+
+
+def _means(printed: list, per_query: dict, aggregate: dict) -> list:
+    """A value that is the mean of several measures (11pt_avg with recall points) computed per query and
+    for 'all' (the mean of the per-query means, as trec_eval averages it) under its printed name."""
+    out = []
+    for m, names in printed:
+        named = []
+        for shown, spelling in names:
+            if isinstance(spelling, tuple):
+                for values in per_query.values():
+                    values[shown] = math.fsum(values[s] or 0.0 for s in spelling) / len(spelling)
+                aggregate[shown] = math.fsum(v[shown] for v in per_query.values()) / max(len(per_query), 1)
+                spelling = shown
+            named.append((shown, spelling))
+        out.append((m, named))
+    return out
 
 
 def _read_zscores(path: str) -> dict:
