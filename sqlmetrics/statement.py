@@ -17,6 +17,11 @@ Shape of the statement (CTEs, in order):
     lists        the lists to average (queries="qrels": every run x every judged query)
     list_values  one GROUP BY over lists x judged_ranking: every measure is one aggregate expression
 
+With judgment groups (Shape.judgment_groups, qrels_format='qrels_jg'), the judgments carry
+`judgment_group`, and everything from query_stats to the GROUP BY is keyed by it too: judged_run repeats
+each run row once per group of its query, the GROUP BY (then named group_values) gives each measure per
+list and group, and list_values is their mean over the groups (trec_eval's map_avgjg, P_avgjg_k, ...).
+
 The list key is run_key + segment columns (group_by, internally seg_1, ...) + query_id; templates never
 name it. With segments and qrels, `lists` are the lists present (which judged queries a segment should
 have seen is unknown). Labelled lists (Shape.labels, no qrels): run_rows carries `relevance` (a label
@@ -53,6 +58,9 @@ class Shape:
     # The runs to evaluate, when known (several runs evaluated locally): a run without rows still scores
     # every judged query 0. Otherwise, the runs are the run_key values present in the run rows.
     run_names: tuple = ()
+    # qrels_format='qrels_jg': the judgments carry `judgment_group`; every list is evaluated once per judgment
+    # group of its query, and its value is the mean over those groups (trec_eval's *_avgjg measures).
+    judgment_groups: bool = False
 
     @property
     def segment_key(self) -> tuple:
@@ -61,6 +69,11 @@ class Shape:
     @property
     def list_key(self) -> tuple:
         return (*self.run_key, *self.segment_key, "query_id")
+
+    @property
+    def group_key(self) -> tuple:
+        """What the measures are computed per: the list, and its judgment group when there are groups."""
+        return (*self.list_key, "judgment_group") if self.judgment_groups else self.list_key
 
     def check(self):
         for name in ("queries", "ties", "relevance_level", "score_precision"):
@@ -173,10 +186,13 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
     """
     options.check()
-    key = list(options.list_key)
+    if options.judgment_groups and (options.labels or qrels is None):
+        raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
+    key = list(options.group_key)
     order = _order_by(options)
-    # The key the judgments are keyed by: the query (qrels) or the whole list (labels in the run).
-    stats_key = key if options.labels else ["query_id"]
+    # The key the judgments are keyed by: the query (qrels) or the whole list (labels in the run); and the
+    # judgment group, when there are groups.
+    stats_key = key if options.labels else ["query_id", *(["judgment_group"] if options.judgment_groups else [])]
     order_cols = ["rank_position"] if options.ties == "rank" else ["score"]
 
     run_roles = {k: "VARCHAR" for k in (*options.run_key, *options.segment_key)}
@@ -193,8 +209,10 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
             .where(exp.not_(_c("relevance").is_(exp.null())), copy=False)
         ctes += [run_rows, ("judgments", labelled)]
     else:
-        ctes += [("judgments", qrels.select({"query_id": "VARCHAR", "doc_id": "VARCHAR", "relevance": "DOUBLE"})),
-                 run_rows]
+        roles = {"query_id": "VARCHAR", "doc_id": "VARCHAR", "relevance": "DOUBLE"}
+        if options.judgment_groups:
+            roles["judgment_group"] = "VARCHAR"
+        ctes += [("judgments", qrels.select(roles)), run_rows]
     def fixed(e, order):
         return _in_fixed_order(e, order) if options.fixed_order else e.copy()
 
@@ -215,6 +233,17 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     if options.labels:
         ctes.append(("judged_run", exp.select(*_cols([*key, "doc_id", *order_cols, "relevance"]))
                      .from_("run_rows", copy=False)))
+    elif options.judgment_groups:
+        # Each run row once per judgment group of its query (query_stats has one row per group), judged by
+        # that group's judgments: an unjudged document still takes its place in every group's ranking.
+        judged = exp.select(*_cols(options.list_key, "run_rows"), _c("judgment_group", "query_stats"),
+                            *_cols(["doc_id", *order_cols], "run_rows"), _c("relevance", "judgments")) \
+            .from_("run_rows", copy=False) \
+            .join("query_stats", on=_equal_on("run_rows", "query_stats", ["query_id"]), copy=False) \
+            .join("judgments", on=_and(_equal_on("run_rows", "judgments", ["query_id", "doc_id"]),
+                                       _equal_on("query_stats", "judgments", ["judgment_group"])),
+                  join_type="LEFT", copy=False)
+        ctes.append(("judged_run", judged))
     else:
         judged = exp.select(*_cols([*key, "doc_id", *order_cols], "run_rows"), _c("relevance", "judgments")) \
             .from_("run_rows", copy=False) \
@@ -265,16 +294,25 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     list_values = list_values.join("judged_ranking", on=_equal_on("lists", "judged_ranking", key, options.segment_key),
                                    join_type="LEFT",
                                    copy=False).group_by(*group, copy=False)
+    if options.judgment_groups:
+        # The values per judgment group, then each list's value: their mean over the query's groups.
+        ctes.append(("group_values", list_values))
+        outer = list(options.list_key)
+        means = [exp.alias_(fixed(exp.func("AVG", _c(out)), _by(["judgment_group"])), out, copy=False)
+                 for out, _, _ in plan.values]
+        list_values = exp.select(*_cols(outer), *means).from_("group_values", copy=False) \
+            .group_by(*_cols(outer), copy=False)
     ctes.append(("list_values", list_values))
 
-    final = _final(options, plan, key, per_query)
+    final = _final(options, plan, list(options.list_key), per_query)
     for name, cte in ctes:
         final = final.with_(name, as_=cte, copy=False)
     return final
 
 
 def _lists(options: Shape, key: list) -> exp.Select:
-    """The lists to average."""
+    """The lists to average (with judgment groups: each list once per group of its query)."""
+    groups = ["judgment_group"] if options.judgment_groups else []
     if options.labels:
         return exp.select(*_cols(key)).from_("query_stats", copy=False)  # every list of the log
     if options.queries == "intersection" or options.group_by:
@@ -283,13 +321,13 @@ def _lists(options: Shape, key: list) -> exp.Select:
             exp.EQ(this=_c("rnk"), expression=exp.Literal.number(1)), copy=False)
     if options.run_key and options.run_names:
         runs = exp.values([(name,) for name in options.run_names], alias="runs", columns=list(options.run_key))
-        return exp.select(*_cols(options.run_key, "runs"), _c("query_id", "query_stats")).from_(runs, copy=False) \
-            .join("query_stats", join_type="CROSS", copy=False)
+        return exp.select(*_cols(options.run_key, "runs"), *_cols(["query_id", *groups], "query_stats")) \
+            .from_(runs, copy=False).join("query_stats", join_type="CROSS", copy=False)
     if options.run_key:
         runs = exp.select(*_cols(options.run_key)).distinct(copy=False).from_("run_rows", copy=False).subquery("runs")
-        return exp.select(*_cols(options.run_key, "runs"), _c("query_id", "query_stats")).from_(runs, copy=False) \
-            .join("query_stats", join_type="CROSS", copy=False)
-    return exp.select("query_id").from_("query_stats", copy=False)
+        return exp.select(*_cols(options.run_key, "runs"), *_cols(["query_id", *groups], "query_stats")) \
+            .from_(runs, copy=False).join("query_stats", join_type="CROSS", copy=False)
+    return exp.select(*_cols(["query_id", *groups])).from_("query_stats", copy=False)
 
 
 def _final(options: Shape, plan: Plan, key: list, per_query: bool) -> exp.Select:

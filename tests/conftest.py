@@ -30,6 +30,11 @@ def trec_eval_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def trec_eval_10_dir() -> Path:
+    return _need(SHARED / "data" / "trec_eval_10_test")
+
+
+@pytest.fixture(scope="session")
 def seed_examples_path() -> Path:
     return _need(SHARED / "data" / "seed_examples.json")
 
