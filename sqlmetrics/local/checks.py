@@ -27,14 +27,15 @@ MAX_FLOAT32 = 3.4028234663852886e38
 
 
 def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role: str = "score",
-          float32: bool = False, groups: tuple = ()) -> None:
+          float32: bool = False, groups: tuple = (), whole_grades: bool = True) -> None:
     """Empty input, missing ids, values that are not numbers, repeated documents: an error naming the line.
 
     Only the values evaluation reads are checked: the grade (qrels), and the run's score or, with
     ties='rank', its position (a TREC run's rank field is otherwise ignored, as trec_eval ignores it).
     Repeats are found by hashing (query, doc); only when two hashes are equal is the exact (slower) search
     run, which also rules out a hash collision. groups: the qrels' judgment-group roles, within which a
-    document may be judged once (qrels_format='qrels_jg'); their values must not be empty either.
+    document may be judged once (qrels_format='qrels_jg', ...); their values must not be empty either.
+    whole_grades: a TREC grade must be an integer (trec_eval reads it so; its preferences' levels are any number).
     """
     BY_NAME["duplicates"].check(duplicates)
     q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
@@ -50,7 +51,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
         bad.append(f"contains({v}, '_')")
     if value_role == "rank_position":  # a whole number that fits a BIGINT: 0.6 is not rounded to a position
         bad += [f"{number} <> floor({number})", f"abs({number}) >= {float(POSITION_LIMIT)!r}"]
-    elif kind == "qrels" and loaded.fixed_columns:
+    elif kind == "qrels" and loaded.fixed_columns and whole_grades:
         # trec_eval reads a TREC grade as an integer: 0.5 would silently be 0 there.
         bad.append(f"{number} <> floor({number})")
     elif float32:  # score_precision='float32': a score past the float range would become infinite

@@ -16,7 +16,7 @@ from ..catalogue import parse_all
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import GROUP_ROLES, QRELS_ROLES, RUN_ROLES, Settings
+from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, Settings
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..results import Results
@@ -389,7 +389,7 @@ class _Job:
     @property
     def group_roles(self) -> tuple:
         """The qrels' judgment-group roles the statement reads (qrels_format)."""
-        return GROUP_ROLES if self.shape.judgment_groups else ()
+        return FORMAT_GROUPS[self.shape.qrels_format]
 
     @property
     def texts(self) -> list:
@@ -420,7 +420,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             if missing:
                 raise SqlmetricsError(f"{q.label}: qrels_format={o.qrels_format!r} needs a {missing[0]!r} column; "
                                       f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
-            checks.check(con, q, "qrels", groups=groups)
+            # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
+            checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format in ("qrels", "qrels_jg"))
         runs = _load_runs(con, run, run_columns, inputs)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -485,7 +486,15 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
         raise SqlmetricsError(f"qrels_format={o.qrels_format!r} reads judgment groups from the qrels; with qrels=None "
                               "the judgments are the run's own labels.")
     shape = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level, score_precision=o.score_precision,
-                  fixed_order=True, judgment_groups=o.qrels_format == "qrels_jg")
+                  fixed_order=True, qrels_format=o.qrels_format)
+    preferences = [c.text for c in calls if c.measure.rows == "preferences"]
+    if o.qrels_format == "qrels_jg" and preferences:
+        raise SqlmetricsError(f"{preferences[0]} compares preferences: it takes qrels_format='qrels' (one judgment "
+                              "group per query), 'prefs' or 'qrels_prefs', not 'qrels_jg'.")
+    others = [c.text for c in calls if c.measure.rows != "preferences"]
+    if o.qrels_format in ("prefs", "qrels_prefs") and others:
+        raise SqlmetricsError(f"qrels_format={o.qrels_format!r} holds preferences: {others[0]} needs graded "
+                              "judgments (qrels_format='qrels' or 'qrels_jg'); the prefs_* measures read preferences.")
     return _Job(calls, shape, segments, qrels is None, "rank_position" if o.ties == "rank" else "score")
 
 

@@ -40,12 +40,16 @@ KNOWN_NAMES = {
     "score": ("score", "sim", "similarity", "rsv"),
     "rank_position": ("rank", "position", "pos", "rank_position"),
     "judgment_group": ("judgment_group", "jg"),
+    "judgment_subgroup": ("judgment_subgroup", "jsg"),
 }
 
 TREC_FIELDS = {
     "qrels": ("query_id", "iteration", "doc_id", "relevance"),
-    # qrels_format='qrels_jg': the second field is the judgment group (trec_eval -R qrels_jg)
+    # qrels_format='qrels_jg' and 'qrels_prefs': the second field is the judgment group (trec_eval -R)
     "qrels_jg": ("query_id", "judgment_group", "doc_id", "relevance"),
+    "qrels_prefs": ("query_id", "judgment_group", "doc_id", "relevance"),
+    # qrels_format='prefs': trec_eval's preferences, `query group subgroup document level`
+    "prefs": ("query_id", "judgment_group", "judgment_subgroup", "doc_id", "relevance"),
     "run": ("query_id", "q0", "doc_id", "rank_position", "score", "tag"),
 }
 TABULAR = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
