@@ -482,22 +482,23 @@ _PREFERENCES = [
                        "CASE WHEN a_ord < b_ord THEN a_ord ELSE b_ord END, CASE WHEN a_ord < b_ord THEN b_ord ELSE a_ord "
                        "END) AS share, ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group ORDER BY a_ord, b_ord) "
                        "AS edge_no FROM pref_edges"),
-    ("pref_group_doc_stats", "SELECT {k}, judgment_group, MAX(subgroups) AS subgroups, COUNT(*) AS n_docs, "
+    ("pref_group_doc_stats", "SELECT {k}, judgment_group, MAX(subgroups) AS n_subgroups, COUNT(*) AS n_docs, "
                              "SUM(ret) AS n_ret_docs, SUM(rel) AS n_rel, SUM(nonrel) AS n_nonrel, "
                              "SUM(rel * ret) AS n_rel_ret, SUM(nonrel * ret) AS n_nonrel_ret, "
                              "SUM(first_r * ret_before) AS ec_extra, SUM(first_r_ret * ret_before) AS ec_extra_ret, "
                              "SUM(first_r_ret) AS n_first_r_ret FROM pref_group_flags GROUP BY {k}, judgment_group"),
-    ("pref_group_edge_stats", "SELECT {k}, judgment_group, COUNT(*) AS prefs, SUM(ful) AS ful, SUM(ful_ret) AS ful_ret, "
-                              "SUM(both_ret) AS prefs_ret, SUM(any_ret) AS prefs_imp, "
+    # (No alias is a column's name: ClickHouse would read the column inside other expressions as the alias.)
+    ("pref_group_edge_stats", "SELECT {k}, judgment_group, COUNT(*) AS prefs, SUM(ful) AS n_ful, SUM(ful_ret) AS "
+                              "n_ful_ret, SUM(both_ret) AS prefs_ret, SUM(any_ret) AS prefs_imp, "
                               "SUM(1 - b_last) AS ec_poss, SUM(CASE WHEN b_last = 0 OR b_first_r = 1 THEN ful ELSE 0 END) "
                               "AS ec_ful, SUM((1 - b_last) * both_ret) AS ec_poss_ret, SUM(CASE WHEN b_last = 0 OR "
                               "b_first_r_ret = 1 THEN ful_ret ELSE 0 END) AS ec_ful_ret, SUM(kept) AS pa_poss, "
                               "SUM(kept * ful) AS pa_ful, SUM(kept * both_ret) AS pa_poss_ret, SUM(kept * ful_ret) "
                               "AS pa_ful_ret FROM pref_edge_rows GROUP BY {k}, judgment_group"),
-    ("pref_group_counts", "SELECT {k_d}, d.judgment_group, d.subgroups, d.n_docs, d.n_ret_docs, d.n_rel, d.n_nonrel, "
+    ("pref_group_counts", "SELECT {k_d}, d.judgment_group, d.n_subgroups, d.n_docs, d.n_ret_docs, d.n_rel, d.n_nonrel, "
                           "d.n_rel_ret, d.n_nonrel_ret, d.ec_extra, d.ec_extra_ret, d.n_first_r_ret, "
                           + ", ".join(f"COALESCE(e.{c}, 0) AS {c}" for c in (
-                              "prefs", "ful", "ful_ret", "prefs_ret", "prefs_imp", "ec_poss", "ec_ful", "ec_poss_ret",
+                              "prefs", "n_ful", "n_ful_ret", "prefs_ret", "prefs_imp", "ec_poss", "ec_ful", "ec_poss_ret",
                               "ec_ful_ret", "pa_poss", "pa_ful", "pa_poss_ret", "pa_ful_ret"))
                           + " FROM pref_group_doc_stats AS d LEFT JOIN pref_group_edge_stats AS e ON {on_e_d} "
                           "AND e.judgment_group = d.judgment_group"),
@@ -506,13 +507,13 @@ _PREFERENCES = [
     # non-relevant documents only, as trec_eval recalculates them (with one subgroup: every document of the
     # group against the first R of its lowest class, which counts pairs within that class too).
     ("pref_groups", "SELECT {k}, judgment_group, prefs, prefs_ret, prefs_imp, COUNT(*) OVER (PARTITION BY {k}) AS num_jgs, "
-                    "CASE WHEN n_rel >= n_nonrel THEN CAST(ful + n_rel_ret * (n_rel - n_nonrel) AS DOUBLE) "
+                    "CASE WHEN n_rel >= n_nonrel THEN CAST(n_ful + n_rel_ret * (n_rel - n_nonrel) AS DOUBLE) "
                     "/ NULLIF(prefs + n_rel * (n_rel - n_nonrel), 0) "
-                    "WHEN subgroups = 1 THEN CAST(ec_ful + ec_extra AS DOUBLE) / NULLIF(ec_poss + n_docs * n_rel, 0) "
+                    "WHEN n_subgroups = 1 THEN CAST(ec_ful + ec_extra AS DOUBLE) / NULLIF(ec_poss + n_docs * n_rel, 0) "
                     "ELSE CAST(pa_ful AS DOUBLE) / NULLIF(pa_poss, 0) END AS rn, "
-                    "CASE WHEN n_rel_ret >= n_nonrel_ret THEN CAST(ful_ret + n_rel_ret * (n_rel_ret - n_nonrel_ret) AS "
+                    "CASE WHEN n_rel_ret >= n_nonrel_ret THEN CAST(n_ful_ret + n_rel_ret * (n_rel_ret - n_nonrel_ret) AS "
                     "DOUBLE) / NULLIF(prefs_ret + n_rel * (n_rel_ret - n_nonrel_ret), 0) "
-                    "WHEN subgroups = 1 THEN CAST(ec_ful_ret + ec_extra_ret AS DOUBLE) "
+                    "WHEN n_subgroups = 1 THEN CAST(ec_ful_ret + ec_extra_ret AS DOUBLE) "
                     "/ NULLIF(ec_poss_ret + n_ret_docs * n_first_r_ret, 0) "
                     "ELSE CAST(pa_ful_ret AS DOUBLE) / NULLIF(pa_poss_ret, 0) END AS rn_ret FROM pref_group_counts"),
     ("pref_rows", "SELECT {k_g}, g.judgment_group, g.num_jgs, g.rn, g.rn_ret, g.prefs AS jg_prefs, "
