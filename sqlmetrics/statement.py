@@ -318,7 +318,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         # The preference measures: one GROUP BY over each list's preference rows, beside the ranked ones.
         ctes.append(("ranked_values", list_values))
         ctes += _preference_ctes(options)
-        pref_order = _by(["judgment_group", "edge_no"])
+        pref_order = _by(["judgment_group", "a_ord", "b_ord"])  # unique within a list
         prefs = [exp.alias_(fixed(e, pref_order), out, copy=False) for out, e, _ in plan.values if out in plan.preferences]
         ctes.append(("pref_values", exp.select(*_cols(key), *prefs).from_("pref_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
@@ -469,6 +469,8 @@ _PREFERENCES = [
                          "FROM pref_group_ranks"),
     # A preference is fulfilled when its better document is retrieved above the other (or the other is not).
     ("pref_edges", "SELECT {k_a}, a.judgment_group, a.ord AS a_ord, b.ord AS b_ord, "
+                   "CASE WHEN a.ord < b.ord THEN a.ord ELSE b.ord END AS lo_ord, "
+                   "CASE WHEN a.ord < b.ord THEN b.ord ELSE a.ord END AS hi_ord, "
                    "CASE WHEN a.ret = 1 AND (b.ret = 0 OR a.ord < b.ord) THEN 1 ELSE 0 END AS ful, "
                    "CASE WHEN a.ret = 1 AND b.ret = 1 THEN 1 ELSE 0 END AS both_ret, "
                    "CASE WHEN a.ret = 1 OR b.ret = 1 THEN 1 ELSE 0 END AS any_ret, a.kept * b.kept AS kept, "
@@ -476,12 +478,13 @@ _PREFERENCES = [
                    "FROM pref_pairs AS p JOIN pref_group_flags AS a ON a.query_id = p.query_id "
                    "AND a.judgment_group = p.judgment_group AND a.doc_id = p.better JOIN pref_group_flags AS b "
                    "ON {on_b_a} AND b.judgment_group = a.judgment_group AND b.doc_id = p.worse"),
-    # share: 1 / the number of groups preferring either document of the pair over the other.
-    ("pref_edge_rows", "SELECT {k}, judgment_group, a_ord, b_ord, ful, ful * both_ret AS ful_ret, both_ret, any_ret, "
-                       "kept, b_last, b_first_r, b_first_r_ret, CAST(1 AS DOUBLE) / COUNT(*) OVER (PARTITION BY {k}, "
-                       "CASE WHEN a_ord < b_ord THEN a_ord ELSE b_ord END, CASE WHEN a_ord < b_ord THEN b_ord ELSE a_ord "
-                       "END) AS share, ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group ORDER BY a_ord, b_ord) "
-                       "AS edge_no FROM pref_edges"),
+    # How many of the list's groups prefer either document of a pair to the other (a GROUP BY: a window
+    # over as many partitions as pairs costs DuckDB several times more).
+    ("pref_pair_groups", "SELECT {k}, lo_ord, hi_ord, COUNT(*) AS n_groups FROM pref_edges GROUP BY {k}, lo_ord, hi_ord"),
+    ("pref_edge_rows", "SELECT {k_e}, e.judgment_group, e.a_ord, e.b_ord, e.ful, e.ful * e.both_ret AS ful_ret, "
+                       "e.both_ret, e.any_ret, e.kept, e.b_last, e.b_first_r, e.b_first_r_ret, "
+                       "CAST(1 AS DOUBLE) / c.n_groups AS share FROM pref_edges AS e JOIN pref_pair_groups AS c "
+                       "ON {on_c_e} AND c.lo_ord = e.lo_ord AND c.hi_ord = e.hi_ord"),
     ("pref_group_doc_stats", "SELECT {k}, judgment_group, MAX(subgroups) AS n_subgroups, COUNT(*) AS n_docs, "
                              "SUM(ret) AS n_ret_docs, SUM(rel) AS n_rel, SUM(nonrel) AS n_nonrel, "
                              "SUM(rel * ret) AS n_rel_ret, SUM(nonrel * ret) AS n_nonrel_ret, "
@@ -516,13 +519,13 @@ _PREFERENCES = [
                     "WHEN n_subgroups = 1 THEN CAST(ec_ful_ret + ec_extra_ret AS DOUBLE) "
                     "/ NULLIF(ec_poss_ret + n_ret_docs * n_first_r_ret, 0) "
                     "ELSE CAST(pa_ful_ret AS DOUBLE) / NULLIF(pa_poss_ret, 0) END AS rn_ret FROM pref_group_counts"),
-    ("pref_rows", "SELECT {k_g}, g.judgment_group, g.num_jgs, g.rn, g.rn_ret, g.prefs AS jg_prefs, "
-                  "g.prefs_ret AS jg_prefs_ret, g.prefs_imp AS jg_prefs_imp, "
-                  "CASE WHEN e.edge_no IS NULL THEN 0 ELSE 1 END AS pref, COALESCE(e.edge_no, 0) AS edge_no, "
-                  "CASE WHEN e.edge_no IS NULL OR e.edge_no = 1 THEN 1 ELSE 0 END AS jg_first, "
-                  + ", ".join(f"COALESCE(e.{c}, 0) AS {c}" for c in ("ful", "ful_ret", "both_ret", "any_ret", "share"))
-                  + " FROM pref_groups AS g LEFT JOIN pref_edge_rows AS e ON {on_e_g} "
-                  "AND e.judgment_group = g.judgment_group"),
+    # A group's own row (pref = 0, jg_first = 1), then one row per preference.
+    ("pref_rows", "SELECT {k}, judgment_group, num_jgs, rn, rn_ret, prefs AS jg_prefs, prefs_ret AS jg_prefs_ret, "
+                  "prefs_imp AS jg_prefs_imp, 0 AS pref, 1 AS jg_first, 0 AS a_ord, 0 AS b_ord, 0 AS ful, "
+                  "0 AS ful_ret, 0 AS both_ret, 0 AS any_ret, CAST(0 AS DOUBLE) AS share FROM pref_groups UNION ALL "
+                  "SELECT {k_g}, g.judgment_group, g.num_jgs, g.rn, g.rn_ret, g.prefs, g.prefs_ret, g.prefs_imp, "
+                  "1, 0, e.a_ord, e.b_ord, e.ful, e.ful_ret, e.both_ret, e.any_ret, e.share FROM pref_groups AS g "
+                  "JOIN pref_edge_rows AS e ON {on_e_g} AND e.judgment_group = g.judgment_group"),
 ]
 
 
@@ -536,8 +539,9 @@ def _preference_ctes(options: Shape) -> list:
                             for c in key)
 
     groups = FORMAT_GROUPS[options.qrels_format]
-    fill = {"k": ", ".join(key), **{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "rloadg"},
+    fill = {"k": ", ".join(key), **{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "rloadge"},
             "on_r_l": on("r", "l"), "on_b_a": on("b", "a"), "on_e_d": on("e", "d"), "on_e_g": on("e", "g"),
+            "on_c_e": on("c", "e"),
             "jg": "judgment_group" if "judgment_group" in groups else "''",
             "jsg": "judgment_subgroup" if "judgment_subgroup" in groups else "''",
             "order_col": "rank_position" if options.ties == "rank" else "score",
