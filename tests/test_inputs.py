@@ -184,7 +184,8 @@ def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_me
     with pytest.warns(sqlmetrics.SqlmetricsWarning):
         res = sqlmetrics.evaluate(qrels, run, wanted)
     q2 = [r for r in res.per_query.to_pylist() if r["query_id"] == "q2"][0]
-    expected = {m: 0.0 for m in wanted} | {"NumQ": 1.0, "NumRel": 1.0, "FirstRank": None}
+    # NumRel and PrefsNumPrefsPoss count judgments (q2: one relevant document, one preference d1 > d2).
+    expected = {m: 0.0 for m in wanted} | {"NumQ": 1.0, "NumRel": 1.0, "FirstRank": None, "PrefsNumPrefsPoss": 1.0}
     assert q2 == {"query_id": "q2", **expected}
 
 
