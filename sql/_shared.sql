@@ -21,7 +21,8 @@
 -- them). A judgment group's preferences are the pairs of its documents at different levels within one of
 -- its subgroups, closed under transitivity; with qrels_format='qrels' every query is one group of one
 -- subgroup, its grades the levels. Documents are ordered as trec_eval orders them: the retrieved ones by
--- rank, then the others by id. A list has one row for each of its judgment groups, then one per preference
+-- rank, then the others by id. (trec_eval's preference code breaks score ties by id ascending, unlike its
+-- other measures: ties='docid_asc' reproduces it.) A list has one row for each of its judgment groups, then one per preference
 -- of each group; these columns (0/1 flags unless said) are on every row:
 --   pref          1 on a preference's row, 0 on a group's own row
 --   ful           the better document is retrieved, and above the other or the other is not retrieved
