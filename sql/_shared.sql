@@ -17,3 +17,20 @@
 -- query query_max_relevance: MAX(relevance)
 -- query num_nonrel: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END)
 -- collection max_relevance: MAX(relevance)
+--
+-- Preference rows (templates with `rows: preferences`, trec_eval's prefs_* measures; statement.py builds
+-- them). A judgment group's preferences are the pairs of its documents at different levels within one of
+-- its subgroups, closed under transitivity; with qrels_format='qrels' every query is one group of one
+-- subgroup, its grades the levels. Documents are ordered as trec_eval orders them: the retrieved ones by
+-- rank, then the others by id. (trec_eval's preference code breaks score ties by id ascending, unlike its
+-- other measures: ties='docid_asc' reproduces it.) A list has one row for each of its judgment groups, then one per preference
+-- of each group; these columns (0/1 flags unless said) are on every row:
+--   pref          1 on a preference's row, 0 on a group's own row
+--   ful           the better document is retrieved, and above the other or the other is not retrieved
+--   ful_ret       fulfilled with both documents retrieved
+--   both_ret      both documents are retrieved;  any_ret: at least one is
+--   share         1 / the number of the list's groups preferring either document of the pair to the other
+--   jg_prefs      the group's preferences;  jg_prefs_ret, jg_prefs_imp: those with both, with any retrieved
+--   jg_first      1 on a group's own row (read group values through it)
+--   rn, rn_ret    the group's prefs_avgjg_Rnonrel (_ret) ratio, NULL where trec_eval divides 0 by 0
+--   num_jgs       the number of judgment groups of the query

@@ -13,7 +13,12 @@ from .errors import SqlmetricsError
 
 QRELS_ROLES = ("query_id", "doc_id", "relevance")
 RUN_ROLES = ("run_name", "query_id", "doc_id", "score", "rank_position")
-ROLES = (*RUN_ROLES, "relevance")
+# The qrels' judgment group and subgroup (qrels_format='qrels_jg', 'prefs', 'qrels_prefs'), read only when
+# the format says so.
+GROUP_ROLES = ("judgment_group", "judgment_subgroup")
+# The group roles each qrels format reads.
+FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_ROLES, "qrels_prefs": ("judgment_group",)}
+ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES)
 
 TESTS = {
     "student": "paired Student's t-test",
@@ -100,10 +105,17 @@ OPTIONS = (
     Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
            _EVERYWHERE, choices=("float64", "float32")),
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
-           "run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
+           "judgment_group, judgment_subgroup, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
            _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
     Option("qrels_columns", None, "the qrels' own column for a role, where it differs from the shared mapping",
-           _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=QRELS_ROLES),
+           _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=(*QRELS_ROLES, *GROUP_ROLES)),
+    Option("qrels_format", "qrels", "how the qrels are read (trec_eval -R): 'qrels_jg' takes TREC text's second "
+           "field (or the judgment_group column) as the judgment group, and every measure is computed per group and "
+           "averaged over the query's groups (map_avgjg, P_avgjg_k, ...); 'prefs' reads preferences (query, group, "
+           "subgroup, document, level; or the judgment_group and judgment_subgroup columns) for the prefs_* measures; "
+           "'qrels_prefs' reads qrels as preferences, the second field being the group",
+           frozenset({EVALUATE, EVAL_CMD}), choices=("qrels", "qrels_jg", "prefs", "qrels_prefs"),
+           flags=("-R", "--qrels-format")),
     Option("duplicates", "error", "a document ranked twice for a query: refuse (as trec_eval), keep the best-placed "
            "row ('max'), or the first line ('first')", _LOCAL, choices=("error", "max", "first")),
     Option("memory_limit", None, "DuckDB's memory limit, e.g. '2GB'; past it DuckDB spills to disk", _LOCAL,

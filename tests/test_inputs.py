@@ -185,8 +185,10 @@ def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_me
     with pytest.warns(sqlmetrics.SqlmetricsWarning):
         res = sqlmetrics.evaluate(qrels, run, wanted)
     q2 = [r for r in res.per_query.to_pylist() if r["query_id"] == "q2"][0]
-    # The template's `empty:` value: 0 for most; NULL for FirstRank and Accuracy, 1 for FallOut.
-    expected = {w: catalogue[w.split("@")[0]].empty for w in wanted} | {"NumQ": 1.0, "NumRel": 1.0}
+    # The template's `empty:` value: 0 for most; NULL for FirstRank and Accuracy, 1 for FallOut. NumRel and
+    # PrefsNumPrefsPoss count judgments (q2: one relevant document, one preference d1 > d2).
+    expected = {w: catalogue[w.split("@")[0]].empty for w in wanted} | {"NumQ": 1.0, "NumRel": 1.0,
+                                                                         "PrefsNumPrefsPoss": 1.0}
     assert expected["FirstRank"] is None and expected["AP"] == 0.0
     assert q2 == {"query_id": "q2", **expected}
 

@@ -257,12 +257,14 @@ def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[Mea
     return calls
 
 
-def trec_name(call: MeasureCall) -> str:
+def trec_name(call: MeasureCall, judgment_groups: bool = False) -> str:
     """trec_eval's name for a measure (nDCG@10 -> ndcg_cut_10), from the header's `(trec_eval)` aliases: the
-    first one whose placeholders are exactly the parameters the caller gave. Else the text as given."""
+    first one whose placeholders are exactly the parameters the caller gave. Else the text as given.
+    judgment_groups (qrels_format='qrels_jg'): the name of its mean over judgment groups (AP -> map_avgjg)."""
     given = set(call.given)
     for alias in call.measure.aliases:
-        if alias.tool == "trec_eval" and not alias.fixed and set(alias.captures) == given:
+        if (alias.tool == "trec_eval" and not alias.fixed and set(alias.captures) == given
+                and (JUDGMENT_GROUPS in alias.text) == judgment_groups):
             text = alias.text
             for name, spec in alias.captures.items():
                 value = call.values[name]
@@ -270,6 +272,10 @@ def trec_name(call: MeasureCall) -> str:
                 text = re.sub(r"\{" + name + r"(?::[^}]*)?\}", shown, text)
             return text
     return call.text
+
+
+# trec_eval's spelling of a measure averaged over judgment groups (-R qrels_jg): map_avgjg, P_avgjg_10, ...
+JUDGMENT_GROUPS = "_avgjg"
 
 
 def split_measure_list(values) -> list:

@@ -19,6 +19,8 @@ value is an error naming the file and line):
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
+    rows: ranking | preferences            what the body aggregates (default ranking): the ranked rows of a
+                                           list, or its preferences' rows (sql/_shared.sql lists their columns)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -56,6 +58,7 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures")
 AGGREGATES = ("mean", "sum", "geometric")
+ROWS = ("ranking", "preferences")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -132,6 +135,7 @@ class Measure:
     ideal_running: dict  # name -> SQL (a window over the ideal ranking, read at the row's rank)
     examples: tuple  # Example, in order
     path: Path
+    rows: str = "ranking"  # what the body aggregates: the ranked rows, or the list's preferences (ROWS)
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,7 @@ _LINE = re.compile(r"^--(.*)$")
 _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>.*)$")
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
 _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
-           "ideal_order")
+           "ideal_order", "rows")
 _NAMED = ("param", "window", "ideal", "ideal_running")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
@@ -297,7 +301,7 @@ class _Reader:
         if value["measure"] != self.path.stem:
             raise self.fail(line["measure"], f"the measure is named {value['measure']!r} but the file "
                                              f"{self.path.name!r}: they must be the same.")
-        checks = (("aggregate", AGGREGATES), ("better", ("higher", "lower")))
+        checks = (("aggregate", AGGREGATES), ("better", ("higher", "lower")), ("rows", ROWS))
         for key, allowed in checks:
             if key in value and value[key] not in allowed:
                 raise self.fail(line[key], f"{key}: {value[key]!r} is not one of {', '.join(allowed)}.")
@@ -319,7 +323,7 @@ class _Reader:
             aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
             ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
-            examples=tuple(examples), path=self.path)
+            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"))
 
 
 def sql_dir() -> Path:

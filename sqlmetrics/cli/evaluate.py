@@ -69,7 +69,7 @@ def run(args) -> tuple:
         res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows)
     if args.group_by:
         return _rows(res.per_query if args.per_query else res.per_group, args.format), args.output
-    table = EvalTable(res, list(runs), calls)
+    table = EvalTable(res, list(runs), calls, judgment_groups=options.get("qrels_format") == "qrels_jg")
     if args.format == "trec":
         tags = {name: trec_tag(path) or name for name, path in runs.items()}
         return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
@@ -100,8 +100,9 @@ def _rows(table: tuple, fmt: str) -> str:
 class EvalTable:
     """evaluate() results rendered in each output format of `sqlmetrics eval`."""
 
-    def __init__(self, res, run_names: list, calls: list):
+    def __init__(self, res, run_names: list, calls: list, judgment_groups: bool = False):
         self.runs = run_names
+        self.judgment_groups = judgment_groups  # trec_eval's names are then the *_avgjg ones
         self.calls = calls
         self.measures = [c.text for c in calls]
         self.counts = {c.text for c in calls if c.measure.aggregate == "sum"}
@@ -173,7 +174,7 @@ class EvalTable:
         Per query (-q) come first, only for queries the run ranks and without num_q and gm_map (as trec_eval
         -c prints them), then `runid` and the `all` lines. Several runs: one such block per run.
         """
-        names = {c.text: trec_name(c) for c in self.calls}
+        names = {c.text: trec_name(c, self.judgment_groups) for c in self.calls}
         per_query_calls = [c for c in self.calls if c.measure.name != "NumQ" and c.measure.aggregate != "geometric"]
         out = []
 

@@ -27,21 +27,22 @@ MAX_FLOAT32 = 3.4028234663852886e38
 
 
 def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role: str = "score",
-          float32: bool = False) -> None:
+          float32: bool = False, groups: tuple = (), whole_grades: bool = True) -> None:
     """Empty input, missing ids, values that are not numbers, repeated documents: an error naming the line.
 
     Only the values evaluation reads are checked: the grade (qrels), and the run's score or, with
     ties='rank', its position (a TREC run's rank field is otherwise ignored, as trec_eval ignores it).
     Repeats are found by hashing (query, doc); only when two hashes are equal is the exact (slower) search
-    run, which also rules out a hash collision.
+    run, which also rules out a hash collision. groups: the qrels' judgment-group roles, within which a
+    document may be judged once (qrels_format='qrels_jg', ...); their values must not be empty either.
+    whole_grades: a TREC grade must be an integer (trec_eval reads it so; its preferences' levels are any number).
     """
     BY_NAME["duplicates"].check(duplicates)
     q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
     value_role = "relevance" if kind == "qrels" else order_role
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {loaded.view})").fetchall())
-    problems = {
-        "empty id": f"{q} IS NULL OR {d} IS NULL OR CAST({q} AS VARCHAR) = '' OR CAST({d} AS VARCHAR) = ''",
-    }
+    ids = [q, *(_col(loaded, g) for g in groups), d]
+    problems = {"empty id": " OR ".join(f"{c} IS NULL OR CAST({c} AS VARCHAR) = ''" for c in ids)}
     v = _col(loaded, value_role)
     number = f"TRY_CAST({v} AS DOUBLE)"
     bad = [f"{v} IS NULL", f"{number} IS NULL", f"isnan({number})", f"isinf({number})"]
@@ -50,7 +51,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
         bad.append(f"contains({v}, '_')")
     if value_role == "rank_position":  # a whole number that fits a BIGINT: 0.6 is not rounded to a position
         bad += [f"{number} <> floor({number})", f"abs({number}) >= {float(POSITION_LIMIT)!r}"]
-    elif kind == "qrels" and loaded.fixed_columns:
+    elif kind == "qrels" and loaded.fixed_columns and whole_grades:
         # trec_eval reads a TREC grade as an integer: 0.5 would silently be 0 there.
         bad.append(f"{number} <> floor({number})")
     elif float32:  # score_precision='float32': a score past the float range would become infinite
@@ -62,7 +63,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
     repeats = kind == "qrels" or duplicates == "error"
     counts = con.execute(
         "SELECT COUNT(*), " + ", ".join(f"SUM(CASE WHEN {c} THEN 1 ELSE 0 END)" for c in problems.values())
-        + (f", ({_equal_hash_neighbours(loaded)})" if repeats else ", 0")
+        + (f", ({_equal_hash_neighbours(loaded, ids)})" if repeats else ", 0")
         + f", MIN({number}) = MAX({number}), MIN({number}) FROM {loaded.view}"
     ).fetchall()[0]
     *counts, repeated, all_equal, only_score = counts
@@ -77,7 +78,8 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             continue
         line_no = _locate(con, loaded, condition)
         if problem == "empty id":
-            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id or document id is empty.")
+            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id{', judgment group' if groups else ''} or "
+                                  "document id is empty.")
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
                             f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
@@ -90,7 +92,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             f"({count} such {'row' if count == 1 else 'rows'}). Fix the value or map another column."
         )
     if repeated:
-        _report_duplicate(con, loaded, kind)
+        _report_duplicate(con, loaded, kind, ids)
     if kind == "run" and order_role == "score" and all_equal and counts[0] > 1:
         warnings.warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
                       "by the tie rule alone (document id descending). If the rows are in rank order, pass "
@@ -101,31 +103,33 @@ def _shown(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _equal_hash_neighbours(loaded: Loaded) -> str:
+def _equal_hash_neighbours(loaded: Loaded, ids: list) -> str:
     """A query counting the rows whose hash of (query, doc) equals the previous one in hash order: 0 means
     no repeats.
 
     Sorting the hashes and comparing neighbours is exact like COUNT(DISTINCT hash) and, in DuckDB, about
     1.5x faster over millions of rows. Equal hashes may still be a collision: _report_duplicate decides.
     """
-    q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
-    return (f"SELECT COUNT(*) FROM (SELECT h, LAG(h) OVER (ORDER BY h) AS previous FROM (SELECT hash(CAST({q} AS "
-            f"VARCHAR), CAST({d} AS VARCHAR)) AS h FROM {loaded.view})) WHERE h = previous")
+    cols = ", ".join(f"CAST({c} AS VARCHAR)" for c in ids)
+    return (f"SELECT COUNT(*) FROM (SELECT h, LAG(h) OVER (ORDER BY h) AS previous FROM (SELECT hash({cols}) AS h "
+            f"FROM {loaded.view})) WHERE h = previous")
 
 
-def _report_duplicate(con, loaded: Loaded, kind: str) -> None:
-    q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
+def _report_duplicate(con, loaded: Loaded, kind: str, ids: list) -> None:
+    texts = [f"CAST({c} AS VARCHAR)" for c in ids]
     dup = con.execute(
-        f"SELECT CAST({q} AS VARCHAR), CAST({d} AS VARCHAR) FROM {loaded.view} GROUP BY 1, 2 HAVING COUNT(*) > 1 LIMIT 1"
+        f"SELECT {', '.join(texts)} FROM {loaded.view} GROUP BY ALL HAVING COUNT(*) > 1 LIMIT 1"
     ).fetchall()
     if dup:  # else the hashes collided: no real repeat
         dup = dup[0]
         lines = [r[0] for r in con.execute(
-            f"SELECT line_no FROM {loaded.numbered} WHERE CAST({q} AS VARCHAR) = ? AND CAST({d} AS VARCHAR) = ? "
+            f"SELECT line_no FROM {loaded.numbered} WHERE {' AND '.join(f'{t} = ?' for t in texts)} "
             "ORDER BY line_no LIMIT 2", list(dup)).fetchall()]
+        group = f" in judgment group {dup[1]!r}" if len(ids) > 2 else ""
+        dup = (dup[0], dup[-1])
         fix = ("Remove the repeated judgment." if kind == "qrels" else
                "Remove the repeat, or pass duplicates='max' (keep the highest score) or 'first' (keep the first line).")
         raise SqlmetricsError(
-            f"{loaded.label}: document {dup[1]!r} appears more than once for query {dup[0]!r} "
+            f"{loaded.label}: document {dup[1]!r} appears more than once for query {dup[0]!r}{group} "
             f"({loaded.lines(*lines)}). {fix}"
         )

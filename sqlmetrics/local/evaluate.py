@@ -16,7 +16,7 @@ from ..catalogue import parse_all
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import QRELS_ROLES, RUN_ROLES, Settings
+from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, Settings
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..results import Results
@@ -370,7 +370,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
 def _table_columns(o: Settings) -> tuple[dict, dict]:
     """columns= maps both tables wherever the role exists; qrels_columns= overrides it for the qrels."""
     columns = dict(o.columns or {})
-    qrels = {r: c for r, c in columns.items() if r in QRELS_ROLES}
+    qrels = {r: c for r, c in columns.items() if r in (*QRELS_ROLES, *GROUP_ROLES)}
     qrels.update(o.qrels_columns or {})
     run = {r: c for r, c in columns.items() if r in RUN_ROLES}
     return qrels, run
@@ -385,6 +385,11 @@ class _Job:
     segments: tuple
     labels: bool  # the judgments are in the run (qrels=None)
     order_role: str  # score, or rank_position with ties="rank"
+
+    @property
+    def group_roles(self) -> tuple:
+        """The qrels' judgment-group roles the statement reads (qrels_format)."""
+        return FORMAT_GROUPS[self.shape.qrels_format]
 
     @property
     def texts(self) -> list:
@@ -407,9 +412,16 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
     try:
         q = None
         if not job.labels:
-            q = load(con, qrels, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
+            groups = job.group_roles
+            q = load(con, qrels, "qrels", qrels_columns, own_columns=bool(o.qrels_columns),
+                     layout=None if o.qrels_format == "qrels" else o.qrels_format)
             inputs.append(q)
-            checks.check(con, q, "qrels")
+            missing = [g for g in groups if g not in q.columns]
+            if missing:
+                raise SqlmetricsError(f"{q.label}: qrels_format={o.qrels_format!r} needs a {missing[0]!r} column; "
+                                      f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
+            # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
+            checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format in ("qrels", "qrels_jg"))
         runs = _load_runs(con, run, run_columns, inputs)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -421,7 +433,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         multi = _is_run_dict(run) or "run_name" in run_columns
         union = multi and len(checked) > 1
         run_source = _run_source(con, checked, job, union)
-        qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in QRELS_ROLES})
+        qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True).sql(READ)
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
@@ -470,8 +482,19 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
     for g in segments:
         if g in taken:
             raise SqlmetricsError(f"group_by= {g!r}: that name is taken by a result column; rename the column.")
+    if qrels is None and o.qrels_format != "qrels":
+        raise SqlmetricsError(f"qrels_format={o.qrels_format!r} reads judgment groups from the qrels; with qrels=None "
+                              "the judgments are the run's own labels.")
     shape = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level, score_precision=o.score_precision,
-                  depth=o.depth, judged_only=o.judged_only, fixed_order=True)
+                  depth=o.depth, judged_only=o.judged_only, fixed_order=True, qrels_format=o.qrels_format)
+    preferences = [c.text for c in calls if c.measure.rows == "preferences"]
+    if o.qrels_format == "qrels_jg" and preferences:
+        raise SqlmetricsError(f"{preferences[0]} compares preferences: it takes qrels_format='qrels' (one judgment "
+                              "group per query), 'prefs' or 'qrels_prefs', not 'qrels_jg'.")
+    others = [c.text for c in calls if c.measure.rows != "preferences"]
+    if o.qrels_format in ("prefs", "qrels_prefs") and others:
+        raise SqlmetricsError(f"qrels_format={o.qrels_format!r} holds preferences: {others[0]} needs graded "
+                              "judgments (qrels_format='qrels' or 'qrels_jg'); the prefs_* measures read preferences.")
     return _Job(calls, shape, segments, qrels is None, "rank_position" if o.ties == "rank" else "score")
 
 

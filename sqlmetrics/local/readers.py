@@ -26,7 +26,7 @@ import duckdb
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import QRELS_ROLES
+from ..options import GROUP_ROLES, QRELS_ROLES
 from .databases import DATABASE_FILES, copy_into, copy_table
 
 RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name only when mapped
@@ -39,6 +39,8 @@ KNOWN_NAMES = {
     "relevance": ("relevance", "rel", "label", "grade", "judgment", "judgement", "qrel", "rating"),
     "score": ("score", "sim", "similarity", "rsv"),
     "rank_position": ("rank", "position", "pos", "rank_position"),
+    "judgment_group": ("judgment_group", "jg"),
+    "judgment_subgroup": ("judgment_subgroup", "jsg"),
 }
 
 # A TREC line whose first non-blank character is '#' is a comment (trec_eval 10.0; 9.0.8 would read it as a
@@ -46,6 +48,11 @@ KNOWN_NAMES = {
 COMMENT = r"^\s*#"
 TREC_FIELDS = {
     "qrels": ("query_id", "iteration", "doc_id", "relevance"),
+    # qrels_format='qrels_jg' and 'qrels_prefs': the second field is the judgment group (trec_eval -R)
+    "qrels_jg": ("query_id", "judgment_group", "doc_id", "relevance"),
+    "qrels_prefs": ("query_id", "judgment_group", "doc_id", "relevance"),
+    # qrels_format='prefs': trec_eval's preferences, `query group subgroup document level`
+    "prefs": ("query_id", "judgment_group", "judgment_subgroup", "doc_id", "relevance"),
     "run": ("query_id", "q0", "doc_id", "rank_position", "score", "tag"),
 }
 TABULAR = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
@@ -245,7 +252,8 @@ def _sniff_delimiter(head: bytes, width: int) -> str | None:
     return None
 
 
-def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: bytes) -> Loaded:
+def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: bytes,
+               layout: str | None = None) -> Loaded:
     """TREC text: fields separated by any whitespace; fields after the expected ones are ignored.
 
     Read once into a temporary table with only the columns evaluation needs. Fast path: a file whose
@@ -253,8 +261,8 @@ def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: b
     line that does not fit (other whitespace, extra or missing fields) sends the whole file down the
     general path, a regular expression per line (several times slower, but any whitespace goes).
     """
-    fields = TREC_FIELDS[kind]
-    keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES]
+    fields = TREC_FIELDS[layout or kind]
+    keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES + GROUP_ROLES]
     view = _fresh(kind)
     loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields, compression, None),
                     fixed_columns=True)
@@ -357,7 +365,7 @@ def file_format(path: Path) -> str:
 
 
 def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt: str | None,
-               own_columns: bool) -> Loaded:
+               own_columns: bool, layout: str | None = None) -> Loaded:
     if not path.exists():
         raise SqlmetricsError(f"{label}: no such file. Check the path.")
     if path.is_dir():
@@ -374,7 +382,8 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
             if columns and own_columns:
                 raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, "
                                       "Parquet and tables.")
-            return dataclasses.replace(_trec_view(con, source, kind, label, compression, head), temporary=temporary)
+            return dataclasses.replace(_trec_view(con, source, kind, label, compression, head, layout),
+                                       temporary=temporary)
         if fmt != "parquet" and not head.strip():
             # Nothing in it, not even a header: a run that retrieved nothing (every judged query scores 0);
             # empty qrels are refused by the checks, naming the file.
@@ -583,7 +592,8 @@ def _first_line(e: Exception) -> str:
 def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) -> dict:
     present = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
     lower = {c.lower(): c for c in present}
-    roles = QRELS_ROLES if kind == "qrels" else RANKING_ROLES
+    # The judgment group is optional: read only by qrels_format='qrels_jg', which says when it is missing.
+    roles = (*QRELS_ROLES, *GROUP_ROLES) if kind == "qrels" else RANKING_ROLES
     required = ("query_id", "doc_id", "relevance") if kind == "qrels" else ("query_id", "doc_id")
     columns = dict(columns or {})
     if kind == "run" and "run_name" in columns:
@@ -698,15 +708,16 @@ def _arrow_types() -> tuple:
 
 
 def load(con, obj, kind: str, columns: dict | None = None, name: str | None = None, fmt: str | None = None,
-         own_columns: bool = False) -> Loaded:
+         own_columns: bool = False, layout: str | None = None) -> Loaded:
     """Register one qrels or run input as a view on `con`. columns: {role: column} for this table's roles;
-    own_columns: the mapping was given for this table alone (qrels_columns=), so a TREC file refuses it."""
+    own_columns: the mapping was given for this table alone (qrels_columns=), so a TREC file refuses it;
+    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg')."""
     what = kind if name is None else f"run {name!r}"
     if isinstance(obj, (str, Path)):
         text = str(obj)
         if target := _split_duckdb_target(text):
             return _database_table(con, *target, kind, columns, what)
-        return _file_view(con, Path(text), kind, f"{what} file {text!r}", columns, fmt, own_columns)
+        return _file_view(con, Path(text), kind, f"{what} file {text!r}", columns, fmt, own_columns, layout)
     view = _fresh(kind)
     if isinstance(obj, dict):
         table, label = _dict_table(obj, kind, f"{what} (dict)"), f"{what} (dict)"

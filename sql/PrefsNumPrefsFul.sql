@@ -1,0 +1,12 @@
+-- measure: PrefsNumPrefsFul
+-- description: The number of preferences fulfilled: the better document retrieved, above the other or with the other not retrieved.
+-- reference: trec_eval 10.0 prefs_num_prefs_ful (-R prefs, -R qrels_prefs)
+-- aliases: prefs_num_prefs_ful (trec_eval)
+-- rows: preferences
+-- aggregate: sum
+-- range: 0..
+-- example: qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d3 0.7 => 4
+-- note: The example's one judgment group (ordinary qrels) prefers d1 (grade 2) and d2 (1) to d3 and d4 (0),
+--   and d1 to d2: 5 preferences. The run ranks d2, d1, d3: d1 > d2 fails; d1 > d3 and d2 > d3 are fulfilled
+--   with both retrieved; d1 > d4 and d2 > d4 with only the better one retrieved.
+CAST(SUM(ful) AS DOUBLE)

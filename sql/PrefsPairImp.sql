@@ -1,0 +1,12 @@
+-- measure: PrefsPairImp
+-- description: prefs_pair over the pairs with at least one document retrieved.
+-- reference: trec_eval 10.0 prefs_pair_imp (-R prefs, -R qrels_prefs)
+-- aliases: prefs_pair_imp (trec_eval)
+-- rows: preferences
+-- aggregate: mean
+-- range: 0..1
+-- example: qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d3 0.7 => 4/5
+-- note: The example's one judgment group (ordinary qrels) prefers d1 (grade 2) and d2 (1) to d3 and d4 (0),
+--   and d1 to d2: 5 preferences. The run ranks d2, d1, d3: d1 > d2 fails; d1 > d3 and d2 > d3 are fulfilled
+--   with both retrieved; d1 > d4 and d2 > d4 with only the better one retrieved.
+SUM(ful * share) / NULLIF(SUM(any_ret * share), 0)
