@@ -17,6 +17,11 @@ WHOLE = [
     (V10, "out.test", "qrels.test results.test"),
     (V10, "out.test", "qrels.test.with-comments results.test"),
     (V10, "out.comment.test", "qrels.comment.test results.comment.test"),
+    (V10, "out.test.prefs", "-m all_prefs -q -R prefs prefs.test prefs.results.test"),
+    (V10, "out.test.prefs", "-m all_prefs -q -R prefs prefs.comment.test prefs.results.test"),
+    (V10, "out.test.qrels_prefs", "-m all_prefs -q -R qrels_prefs qrels.test results.test"),
+    (V10, "out.test.qrels_jg", "-m qrels_jg -q -R qrels_jg qrels.123 results.test"),
+    (V10, "out.test.qrels_jg", "-m qrels_jg -q -R qrels_jg qrels.comments.123 results.test"),
     (V9, "out.test", "qrels.test results.test"),
 ]
 
@@ -90,6 +95,8 @@ def test_flags(cli, trec_eval_10_dir, tmp_path):
     assert code == 2 and "P.x" in err
     code, _, err = cli("trec_eval", "-m", "nonsense", qrels, run)
     assert code == 2 and "'nonsense' is not a trec_eval measure" in err
+    code, _, err = cli("trec_eval", "-R", "other", qrels, run)
+    assert code == 2 and "qrels_jg" in err
     code, _, err = cli("trec_eval", "-T", "other", qrels, run)
     assert code == 2 and "trec_results" in err
     code, _, err = cli("trec_eval", qrels)

@@ -51,6 +51,10 @@ class TrecMeasure:
         return sorted(set(values))
 
 
+PREFS_COUNTS = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret")
+PREFS_VALUES = ("prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
+                "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")
+
 # trec_eval's measures in the order it computes and prints them (its measures.c), where sqlmetrics has them.
 MEASURES = [
     TrecMeasure("runid", "runid"),
@@ -86,6 +90,11 @@ MEASURES = [
     TrecMeasure("set_map", "value", "set_map"),
     TrecMeasure("set_F", "value", "set_F"),
     TrecMeasure("num_nonrel_judged_ret", "count", "num_nonrel_judged_ret"),
+    *(TrecMeasure(name, "count", name) for name in PREFS_COUNTS),
+    *(TrecMeasure(name, "value", name) for name in PREFS_VALUES),
+    TrecMeasure("map_avgjg", "value", "map_avgjg"),
+    TrecMeasure("P_avgjg", "cutoffs", "P_avgjg_{}", CUTOFFS),
+    TrecMeasure("Rprec_mult_avgjg", "points", "Rprec_mult_avgjg_{}", tuple(i / 10 for i in range(2, 21, 2))),
     TrecMeasure("yaap", "value", "yaap"),
     TrecMeasure("rbp", "value", "rbp"),
     TrecMeasure("rbp_resid", "value", "rbp_resid"),
@@ -96,6 +105,11 @@ BY_TREC_NAME = {m.name: m for m in MEASURES}
 # trec_eval's nicknames (measures.c), per version; a name sqlmetrics lacks makes the nickname an error.
 _OFFICIAL = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
              "recip_rank", "iprec_at_recall", "P"]
+_PREFS = {  # the same in both versions
+    "all_prefs": ["runid", "num_q", *PREFS_COUNTS, *PREFS_VALUES],
+    "prefs": ["runid", "num_q", *PREFS_COUNTS, *PREFS_VALUES[:3]],
+    "qrels_jg": ["runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"],
+}
 _SET = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
         "set_map", "set_F"]
 NICKNAMES = {
@@ -105,6 +119,7 @@ NICKNAMES = {
                      "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G",
                      "set_P", "set_recall", "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"],
         "set": _SET,
+        **_PREFS,
     },
     "trec_eval-10.0": {
         "official": _OFFICIAL,
@@ -113,6 +128,7 @@ NICKNAMES = {
                      "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
                      "num_nonrel_judged_ret"],
         "set": _SET,
+        **_PREFS,
     },
 }
 

@@ -49,7 +49,8 @@ def add_parser(sub, parents) -> None:
                    help="evaluate only each ranking's first num documents")
     p.add_argument("-J", "--Judged_docs_only", action="store_true",
                    help="drop unjudged documents from the rankings first")
-    p.add_argument("-R", "--Rel_info_format", default="qrels", metavar="format", help="qrels (the only one yet)")
+    p.add_argument("-R", "--Rel_info_format", default="qrels", metavar="format",
+                   help="qrels (default), qrels_jg (judgment groups), prefs or qrels_prefs (preferences)")
     p.add_argument("-T", "--Results_format", default="trec_results", metavar="format", help="trec_results")
     p.add_argument("-Z", "--Zscore", metavar="Zmean_file",
                    help="print z-scores against the per-query means and deviations in this file")
@@ -67,8 +68,9 @@ def run(args) -> tuple:
         return _help(args.parser, wanted, bool(args.measure)), None
     if len(args.files) != 2:
         raise UsageError("trec_eval takes two files: rel_info_file results_file (see -h).")
-    if args.Rel_info_format != "qrels":
-        raise UsageError(f"-R {args.Rel_info_format}: sqlmetrics reads only the 'qrels' format yet.")
+    formats = BY_NAME["qrels_format"].choices
+    if args.Rel_info_format not in formats:
+        raise UsageError(f"-R {args.Rel_info_format}: the rel_info formats are {', '.join(formats)}.")
     if args.Results_format != "trec_results":
         raise UsageError(f"-T {args.Results_format}: the only results format is 'trec_results'.")
     if args.Number_docs_in_coll is not None:
@@ -90,7 +92,10 @@ def run(args) -> tuple:
     runs = command_runs(args)
     (name, path), = runs.items()
     options = dict(queries="qrels" if args.complete_rel_info_wanted else "intersection",
-                   relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only)
+                   relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only,
+                   qrels_format=args.Rel_info_format)
+    if args.Rel_info_format in ("prefs", "qrels_prefs"):
+        options["ties"] = "docid_asc"  # trec_eval's preference code orders equal scores by ascending docno
     if args.Max_retrieved_per_topic is not None:
         options["depth"] = args.Max_retrieved_per_topic
     with Progress("evaluating"):

@@ -491,7 +491,8 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
     if o.qrels_format == "qrels_jg" and preferences:
         raise SqlmetricsError(f"{preferences[0]} compares preferences: it takes qrels_format='qrels' (one judgment "
                               "group per query), 'prefs' or 'qrels_prefs', not 'qrels_jg'.")
-    others = [c.text for c in calls if c.measure.rows != "preferences"]
+    # Counting the queries and the ranked documents needs no grade: trec_eval prints num_q with preferences.
+    others = [c.text for c in calls if c.measure.rows != "preferences" and c.measure.name not in ("NumQ", "NumRet")]
     if o.qrels_format in ("prefs", "qrels_prefs") and others:
         raise SqlmetricsError(f"qrels_format={o.qrels_format!r} holds preferences: {others[0]} needs graded "
                               "judgments (qrels_format='qrels' or 'qrels_jg'); the prefs_* measures read preferences.")
