@@ -30,6 +30,7 @@ rows, and query_stats / ideal are keyed by the whole list key, so R and the idea
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -198,9 +199,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     options.check()
     if options.judgment_groups and (options.labels or qrels is None):
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
-    if plan.preferences and (options.labels or options.judgment_groups):
-        raise SqlmetricsError("the prefs_* measures compare the preferences of qrels (qrels_format='qrels', 'prefs' or "
-                              "'qrels_prefs'): they cannot read labels from the run, nor qrels_format='qrels_jg'.")
+    if plan.preferences and options.judgment_groups:
+        raise SqlmetricsError("the prefs_* measures compare preferences (qrels_format='qrels', 'prefs' or 'qrels_prefs'), "
+                              "not qrels_format='qrels_jg'.")
     key = list(options.group_key)
     order = _order_by(options)
     # The key the judgments are keyed by: the query (qrels) or the whole list (labels in the run); and the
@@ -563,8 +564,8 @@ def _preference_ctes(options: Shape) -> list:
     key = list(options.list_key)
     nullable = set(options.segment_key)
 
-    def on(a, b):
-        return " AND ".join(f"{a}.{c} IS NOT DISTINCT FROM {b}.{c}" if c in nullable else f"{a}.{c} = {b}.{c}"
+    def on(a, b):  # parenthesised: some engines read `x IS NOT DISTINCT FROM y AND ...` as `x ... (y AND ...)`
+        return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in nullable else f"{a}.{c} = {b}.{c}"
                             for c in key)
 
     groups = FORMAT_GROUPS[options.qrels_format]
@@ -575,7 +576,18 @@ def _preference_ctes(options: Shape) -> list:
             "jsg": "judgment_subgroup" if "judgment_subgroup" in groups else "''",
             "order_col": "rank_position" if options.ties == "rank" else "score",
             "order": ", ".join(o.sql(READ) for o in _order_by(options))}
-    return [(name, _parse_ours(sql.format(**fill))) for name, sql in _PREFERENCES]
+    ctes = [(name, sql.format(**fill)) for name, sql in _PREFERENCES]
+    if options.labels:  # the judgments are each list's own labelled rows: keyed by the list, not the query
+        ctes = [(name, _judgments_by_list(sql, key, on)) for name, sql in ctes]
+    return [(name, _parse_ours(sql)) for name, sql in ctes]
+
+
+def _judgments_by_list(sql: str, key: list, on) -> str:
+    """A preference CTE with the judgments keyed by the whole list key instead of query_id."""
+    sql = re.sub(r"\b(\w+)\.query_id = (\w+)\.query_id\b", lambda m: on(m.group(1), m.group(2)), sql)
+    sql = re.sub(r"\b(SELECT|SELECT DISTINCT|GROUP BY) (?:(\w+)\.)?query_id,",
+                 lambda m: f"{m.group(1)} " + ", ".join(f"{m.group(2)}.{c}" if m.group(2) else c for c in key) + ",", sql)
+    return sql
 
 
 def _parse_ours(sql: str) -> exp.Select:

@@ -163,3 +163,21 @@ def test_preferences_from_tables_and_formats(tmp_path):
     qrels = pd.DataFrame({"query_id": ["q1"] * 3, "doc_id": ["d1", "d2", "d3"], "relevance": [2, 1, 0]})
     res = sqlmetrics.evaluate(qrels, run, ["prefs_simp", "P@1"]).aggregate
     assert res["prefs_simp"] == pytest.approx(1 / 3) and res["P@1"] == 0  # d3 above d1 and d2, d2 below d1
+
+
+def test_preferences_of_logs_are_each_lists_labels():
+    import pandas as pd
+
+    # Labels in the run (qrels=None): each list's labelled rows are its one judgment group. Without segments
+    # that is the qrels made of the labels; with them, each segment's list has its own preferences.
+    log = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 3, "doc_id": ["a", "b", "c", "d", "a", "b", "c"],
+                        "score": [4, 3, 2, 1, 3, 2, 1], "label": [0, 2, None, 1, 1, 0, 0],
+                        "day": ["x", "x", "x", "y", "x", "x", "x"]})
+    measures = ["prefs_num_prefs_poss", "prefs_simp", "prefs_pair", "prefs_avgjg_Rnonrel"]
+    qrels = log.dropna(subset=["label"]).rename(columns={"label": "relevance"})[["query_id", "doc_id", "relevance"]]
+    logged = sqlmetrics.evaluate(None, log, measures, label="label").aggregate
+    assert logged == pytest.approx(sqlmetrics.evaluate(qrels, log[["query_id", "doc_id", "score"]], measures).aggregate)
+    per_day = sqlmetrics.evaluate(None, log, measures, label="label", group_by="day").per_query.to_pylist()
+    # Day x, q1: b (2) > a (0), ranked below it: 0 of 1. Day y, q1: d alone, no preference.
+    assert [(r["day"], r["query_id"], r["prefs_num_prefs_poss"], r["prefs_simp"]) for r in per_day] == \
+        [("x", "q1", 1, 0), ("x", "q2", 2, 1), ("y", "q1", 0, 0)]
