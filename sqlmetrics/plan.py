@@ -157,6 +157,7 @@ class Plan:
     # Running values down an ideal ranking, joined to each ranked row at its rank: ideal rank column (ideal_rnk,
     # or one of ideal_orders) -> {column -> window expression}.
     ideal_running: dict = field(default_factory=dict)
+    ideal_suffix: dict = field(default_factory=dict)  # ideal ranking -> {name: window over its running values}
     collection: dict = field(default_factory=dict)
     ranking_reads_collection: bool = False
     values: list = field(default_factory=list)  # (output column, expression, empty value)
@@ -222,18 +223,23 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
             if order != exp.column("relevance"):  # the shared ideal ranking sorts by relevance already
                 ideal_rnk = local_names.setdefault("ORDER BY " + order.sql(READ), f"ideal_rnk_{len(local_names) + 1}")
                 plan.ideal_orders[ideal_rnk] = order
-        if m.ideal_running and not m.ideals:  # a template bug, not the caller's
-            raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section")
-        for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running)):
+        if m.ideal_running and not m.ideals or m.ideal_suffix and not m.ideal_running:  # a template bug
+            raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section, ideal_suffix ones an "
+                               "ideal_running one")
+        for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running),
+                           ("ideal_suffix", m.ideal_suffix)):
             for local, sql in defs.items():
-                tree = resolve_columns(_bind_placeholders(_parse(sql), call), level, {})
+                # A suffix reads the running values by their section names.
+                tree = resolve_columns(_bind_placeholders(_parse(sql), call), level,
+                                       sections if kind == "ideal_suffix" else {})
                 if kind in ("ideal", "ideal_running") and ideal_rnk != "ideal_rnk":
                     tree = tree.transform(lambda n: exp.column(ideal_rnk) if n == exp.column("ideal_rnk") else n)
                 # A running ideal value is ordered by its ranking, which its SQL does not show.
-                rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind == "ideal_running" else "")
+                rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind.startswith("ideal_") else "")
                 if rendered not in local_names:
                     local_names[rendered] = f"{local}_{len(local_names) + 1}"
                     bucket = plan.ideal_running.setdefault(ideal_rnk, {}) if kind == "ideal_running" else \
+                        plan.ideal_suffix.setdefault(ideal_rnk, {}) if kind == "ideal_suffix" else \
                         plan.row if kind == "window" else plan.ideal
                     bucket[local_names[rendered]] = tree
                 sections[local] = local_names[rendered]

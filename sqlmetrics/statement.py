@@ -244,13 +244,19 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
                      .from_("judgments", copy=False)))
         stats += [exp.alias_(fixed(e, stats_order), name, copy=False) for name, e in plan.ideal.items()]
     # Running values down an ideal ranking, one row per ideal position, read by each ranked row at its rank: one
-    # CTE per ideal ranking that has some.
-    running_ctes = {rank: f"ideal_running_{i + 1}" for i, rank in enumerate(plan.ideal_running)}
-    for rank, sections in plan.ideal_running.items():
+    # CTE per ideal ranking that has some, then (ideal_suffix sections) windows over those running values.
+    running_ctes = {}
+    for i, (rank, sections) in enumerate(plan.ideal_running.items(), start=1):
         by_rank = [_ordered(_c(rank), False, True)]
         running = [exp.alias_(_with_window(e, _cols(stats_key), by_rank), name, copy=False)
                    for name, e in sections.items()]
+        running_ctes[rank] = f"ideal_running_{i}"
         ctes.append((running_ctes[rank], exp.select(*_cols(stats_key), _c(rank), *running).from_("ideal", copy=False)))
+        if rank in plan.ideal_suffix:
+            suffix = [exp.alias_(_with_window(e, _cols(stats_key), by_rank), name, copy=False)
+                      for name, e in plan.ideal_suffix[rank].items()]
+            ctes.append((f"ideal_suffix_{i}", exp.select(exp.Star(), *suffix).from_(running_ctes[rank], copy=False)))
+            running_ctes[rank] = f"ideal_suffix_{i}"
     ctes.append(("query_stats", exp.select(*_cols(stats_key), *stats)
                  .from_("ideal" if plan.ideal else "judgments", copy=False).group_by(*_cols(stats_key), copy=False)))
     if plan.collection:

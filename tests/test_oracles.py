@@ -186,6 +186,7 @@ PYTREC_CANON = {
     "binG": "binG",
     "G": "G",
     "nDCGRel": "ndcg_rel",
+    "Rndcg": "Rndcg",
 }
 # trec_eval spellings (checked on fewer examples: each extra measure costs evaluate() time).
 PYTREC_SPELLINGS = {
@@ -198,7 +199,7 @@ PYTREC_SPELLINGS = {
     "relative_P_5": "relative_P_5", "relative_P.3": "relative_P_3", "num_nonrel_judged_ret": "num_nonrel_judged_ret",
     "gm_bpref": "bpref", "Rprec_mult_0.20": "Rprec_mult_0.20", "Rprec_mult.1.4": "Rprec_mult_1.40",
     "11pt_avg": "11pt_avg",
-    "infAP": "infAP", "utility": "utility", "binG": "binG", "G": "G", "ndcg_rel": "ndcg_rel",
+    "infAP": "infAP", "utility": "utility", "binG": "binG", "G": "G", "ndcg_rel": "ndcg_rel", "Rndcg": "Rndcg",
 }
 PYTREC_REQUEST = (
     [f"P_{k}" for k in CUTS] + [f"recall_{k}" for k in CUTS] + [f"map_cut_{k}" for k in CUTS]
@@ -206,7 +207,7 @@ PYTREC_REQUEST = (
     + ["map", "gm_map", "ndcg", "recip_rank", "Rprec", "bpref", "iprec_at_recall", "set_P", "set_recall",
        "set_F", "num_q", "num_ret", "num_rel", "num_rel_ret", "set_map", "set_relative_P",
        f"relative_P.{','.join(map(str, CUTS))}", "num_nonrel_judged_ret", "gm_bpref", "Rprec_mult", "11pt_avg",
-       "infAP", "utility", "binG", "G", "ndcg_rel"]
+       "infAP", "utility", "binG", "G", "ndcg_rel", "Rndcg"]
 )
 # Geometric means: our measure string -> pytrec_eval's per-query log value, whose mean's exp is the aggregate.
 GEOMETRIC = {"GMAP": "gm_map", "gm_map": "gm_map", "GMBpref": "gm_bpref", "gm_bpref": "gm_bpref"}
@@ -385,7 +386,7 @@ NEG_ZERO = ["P@1", "P@5", "R@5", "AP", "AP@5", "nDCG", "nDCG@5", "nDCG(gain='exp
             "Bpref", "IPrec@0.0", "IPrec@0.5", "IPrec@1.0", "SetP", "SetR", "SetF(beta=0.5)", "F1", "F1@5",
             "Success@5", "Hits@5", "Hits", "DCG@5", "DCG", "CG@5", "RBP(p=0.8)", "ERR@10", "ContextPrecision@5",
             "NumRel", "NumRelRet", "SetAP", "SetRelP", "RelP@5", "NumNonRelJudgedRet", "GMBpref", "RprecMult",
-            "RprecMult(mult=0.2)", "IPrec11pt", "infAP", "binG", "nDCG(gains={0:1,1:3})", "G", "nDCGRel"]
+            "RprecMult(mult=0.2)", "IPrec11pt", "infAP", "binG", "nDCG(gains={0:1,1:3})", "G", "nDCGRel", "Rndcg"]
 
 
 @settings(max_examples=max(_N // 2, 10), **_SETTINGS)

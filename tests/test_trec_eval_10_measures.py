@@ -20,9 +20,8 @@ NOT_COMPARED = {
     "runid": "the run's name, not a measure",
     "relstring": "a string of the top-10 relevance grades, not a number",
     "relstring_20": "relstring for the top 20 (out.test.aql asks for it with -mrelstring.20)",
-    "Rndcg": "nDCG averaged at the ideal ranking's gain-level boundaries: each boundary needs the run's DCG at an "
-             "ideal rank, a second pass over the ideal ranking the plan does not make (not in the catalogue)",
-    "11pt_avg_.25,.5,.75": "11pt_avg over custom recall points: the catalogue has the default eleven only",
+    "11pt_avg_.25,.5,.75": "11pt_avg over custom recall points: the catalogue has the default eleven only "
+                           "(`sqlmetrics trec_eval` prints it as the mean of IPrec at those points: test_trec_eval_cli)",
 }
 
 SUMMED = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}  # their 'all' row is a sum

@@ -1,19 +1,16 @@
 """`sqlmetrics trec_eval`: trec_eval's own test commands (its Makefile's `quicktest`), with only the program
 name changed, print exactly trec_eval's bytes: trec_eval 10.0's suite by default, 9.0.8's under
 --compat trec_eval-9.0.8 (the suites and the command behind each file: ../shared/data/trec_eval*_test).
-
-Commands whose measures sqlmetrics computes only in part are checked on those measures: the same command
-with -m naming them, against the expected file's lines for them (every other line of the file is left out,
-nothing else is changed: order, padding, per-query blocks, 'all' lines, -c, -M, -l, -Z).
 """
-import re
-
 import pytest
 
 V10, V9 = "trec_eval-10.0", "trec_eval-9.0.8"
 
-# Whole commands: (suite, expected file, arguments as in trec_eval's Makefile).
-WHOLE = [
+PARAMS = "-q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 -m Rprec_mult.5.0,0.2,0.35 " \
+         "-mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 -mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 " \
+         "qrels.test results.test"
+# Every command of both Makefiles: (suite, expected file, the arguments after the program name).
+COMMANDS = [
     (V10, "out.test", "qrels.test results.test"),
     (V10, "out.test", "qrels.test.with-comments results.test"),
     (V10, "out.comment.test", "qrels.comment.test results.comment.test"),
@@ -22,27 +19,16 @@ WHOLE = [
     (V10, "out.test.qrels_prefs", "-m all_prefs -q -R qrels_prefs qrels.test results.test"),
     (V10, "out.test.qrels_jg", "-m qrels_jg -q -R qrels_jg qrels.123 results.test"),
     (V10, "out.test.qrels_jg", "-m qrels_jg -q -R qrels_jg qrels.comments.123 results.test"),
+    (V10, "out.test.aqZ", "-q -m all_trec -Z zscores_file qrels.test results.test"),
     (V9, "out.test", "qrels.test results.test"),
-]
-
-# The all_trec measures sqlmetrics has, as -m arguments; the expected files' other measures are left out.
-HAVE = ("official relstring recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G ndcg ndcg_rel ndcg_cut map_cut "
-        "relative_P success set_P set_relative_P set_recall set_map set_F num_nonrel_judged_ret").split()
-MISSING = ("Rndcg",)
-HAVE_10 = ["rbp", "rbp_resid", "unj"]  # in trec_eval 10.0 only
-PART = [
-    (suite, expected, args) for suite in (V10, V9) for expected, args in [
-        ("out.test.a", "qrels.test results.test"),
-        ("out.test.aq", "-q qrels.test results.test"),
-        ("out.test.aqc", "-q -c qrels.test results.trunc"),
-        ("out.test.aqcM", "-q -c -M100 qrels.test results.trunc"),
-        ("out.test.aql", "-mrelstring.20 -q -l2 qrels.rel_level results.test"),
-    ]
-] + [(V10, "out.test.aqZ", "-q -Z zscores_file qrels.test results.test")]
-PARAMS = "-q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 -m Rprec_mult.5.0,0.2,0.35 " \
-         "-mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 -mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 " \
-         "qrels.test results.test"
-WHOLE += [(V10, "out.test.meas_params", PARAMS), (V9, "out.test.meas_params", PARAMS)]
+] + [(suite, expected, args) for suite in (V10, V9) for expected, args in [
+    ("out.test.a", "-m all_trec qrels.test results.test"),
+    ("out.test.aq", "-m all_trec -q qrels.test results.test"),
+    ("out.test.aqc", "-m all_trec -q -c qrels.test results.trunc"),
+    ("out.test.aqcM", "-m all_trec -q -c -M100 qrels.test results.trunc"),
+    ("out.test.aql", "-m all_trec -mrelstring.20 -q -l2 qrels.rel_level results.test"),
+    ("out.test.meas_params", PARAMS),
+]]
 
 
 def _folder(suite, trec_eval_dir, trec_eval_10_dir):
@@ -56,22 +42,10 @@ def _run(cli, folder, suite, args):
     return out
 
 
-@pytest.mark.parametrize("suite,expected,args", WHOLE)
-def test_whole_command(cli, suite, expected, args, trec_eval_dir, trec_eval_10_dir):
+@pytest.mark.parametrize("suite,expected,args", COMMANDS)
+def test_trec_eval_command(cli, suite, expected, args, trec_eval_dir, trec_eval_10_dir):
     folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
     assert _run(cli, folder, suite, args) == (folder / expected).read_text()
-
-
-@pytest.mark.parametrize("suite,expected,args", PART)
-def test_command_on_the_measures_we_have(cli, suite, expected, args, trec_eval_dir, trec_eval_10_dir):
-    folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
-    have = HAVE + (HAVE_10 if suite == V10 else [])
-    ours = _run(cli, folder, suite, " ".join(f"-m {m}" for m in have) + " " + args)
-    missing = re.compile(r"^Z?(%s) " % "|".join(MISSING))
-    wanted = "".join(line for line in (folder / expected).read_text().splitlines(keepends=True)
-                     if not missing.match(line))
-    assert len(wanted.splitlines()) > 40
-    assert ours == wanted
 
 
 def test_the_versions_differ_where_trec_eval_did(cli, trec_eval_dir, trec_eval_10_dir):
@@ -121,5 +95,6 @@ def test_eval_takes_trec_eval_measure_syntax(cli, trec_eval_10_dir):
                    (folder / expected).read_text().splitlines() if "\tall\t" in line}
         assert {n: ours[n] for n in names} == {n: printed[n] for n in names}
     assert list(ours).count("P_5") == 1
-    code, _, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "all_trec")
-    assert code == 2 and "Rndcg" in err  # named, until the catalogue has it
+    code, out, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "all_trec", "-f", "json")
+    assert code == 0, err
+    assert '"Rndcg"' in out and '"Unjudged@5"' not in out  # 9.0.8's all_trec (this command's compat)

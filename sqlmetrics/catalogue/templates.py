@@ -25,6 +25,9 @@ value is an error naming the file and line):
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
                                            by the body at the row's rank as NAME (NULL past the ideal's end)
+    ideal_suffix NAME: SQL                 a window over the ideal_running values (by their names) in the
+                                           ideal ranking's order, its frame as written (e.g. from the current
+                                           position to the end), read by the body at the row's rank as NAME
     ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
@@ -133,6 +136,7 @@ class Measure:
     ideals: dict  # name -> SQL
     ideal_order: str | None  # SQL the ideal ranking sorts by (None: relevance)
     ideal_running: dict  # name -> SQL (a window over the ideal ranking, read at the row's rank)
+    ideal_suffix: dict  # name -> SQL (a window over the ideal_running values, from the row's rank to the end)
     examples: tuple  # Example, in order
     path: Path
     rows: str = "ranking"  # what the body aggregates: the ranked rows, or the list's preferences (ROWS)
@@ -150,7 +154,7 @@ _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
 _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
            "ideal_order", "rows")
-_NAMED = ("param", "window", "ideal", "ideal_running")
+_NAMED = ("param", "window", "ideal", "ideal_running", "ideal_suffix")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
 _EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)\s*=>\s*(?P<value>\S+)$")
@@ -250,7 +254,7 @@ class _Reader:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
         single: dict = {}
         params: dict = {}
-        sections: dict = {"window": {}, "ideal": {}, "ideal_running": {}}
+        sections: dict = {"window": {}, "ideal": {}, "ideal_running": {}, "ideal_suffix": {}}
         examples = []
         last = None  # (key, name) of the line a continuation belongs to
         for line, text in header:
@@ -323,6 +327,7 @@ class _Reader:
             aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
             ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
+            ideal_suffix=sections["ideal_suffix"],
             examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"))
 
 

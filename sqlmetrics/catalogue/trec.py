@@ -80,6 +80,7 @@ MEASURES = [
     TrecMeasure("G", "value", "G"),
     TrecMeasure("ndcg", "value", "ndcg"),
     TrecMeasure("ndcg_rel", "value", "ndcg_rel"),
+    TrecMeasure("Rndcg", "value", "Rndcg"),
     TrecMeasure("ndcg_cut", "cutoffs", "nDCG@{}", CUTOFFS),
     TrecMeasure("map_cut", "cutoffs", "AP@{}", CUTOFFS),
     TrecMeasure("relative_P", "cutoffs", "RelP@{}", CUTOFFS),
