@@ -22,15 +22,16 @@
 -- note: The SQL: the sum over the levels' ends b of DCG@min(b, n) / IDCG@b equals the sum over the ranked
 --   documents of gain / log2(rank + 1) times the sum of 1 / IDCG@b over the ends b at or past the document's
 --   rank (level_weights). Windows cannot nest, so the ideal's running DCG and its next gain come from one CTE
---   (ideal_running) and the sum down to the end from the next (ideal_suffix). A level ends where the next
+--   (ideal_running; gain_here is the position's own gain, no window) and the sum down to the end from the next
+--   (ideal_suffix). LEAD rather than a one-row frame: Polars takes no frame but to or from the current row. A level ends where the next
 --   ideal gain differs (or the ideal ends); equal gains from different grades make one level, as in trec_eval.
 -- ideal_order: :gains
 -- ideal idcg: SUM(CASE WHEN relevance >= 0 AND :gains > 0 THEN :gains / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
 -- ideal num_positive: SUM(CASE WHEN relevance >= 0 AND :gains > 0 THEN 1 ELSE 0 END)
 -- ideal num_levels: COUNT(DISTINCT CASE WHEN relevance >= 0 AND :gains > 0 THEN :gains END)
 -- ideal_running idcg_at_rank: SUM(CASE WHEN relevance >= 0 AND :gains > 0 THEN :gains / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
--- ideal_running gain_here: MAX(CASE WHEN relevance >= 0 THEN :gains ELSE 0 END) OVER (ROWS BETWEEN CURRENT ROW AND CURRENT ROW)
--- ideal_running next_gain: MAX(CASE WHEN relevance >= 0 THEN :gains ELSE 0 END) OVER (ROWS BETWEEN 1 FOLLOWING AND 1 FOLLOWING)
+-- ideal_running gain_here: CASE WHEN relevance >= 0 THEN :gains ELSE 0 END
+-- ideal_running next_gain: LEAD(CASE WHEN relevance >= 0 THEN :gains ELSE 0 END) OVER ()
 -- ideal_suffix level_weights: SUM(CASE WHEN gain_here > 0 AND (next_gain IS NULL OR next_gain <> gain_here) THEN 1 / idcg_at_rank ELSE 0 END) OVER (ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
 CASE WHEN num_rel = 0 THEN 0 ELSE
   (SUM(CASE WHEN relevance >= 0 THEN :gains / (LN(rnk + 1) / LN(2)) * COALESCE(level_weights, 0) ELSE 0 END)

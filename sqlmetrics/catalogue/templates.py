@@ -24,7 +24,8 @@ value is an error naming the file and line):
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
-                                           by the body at the row's rank as NAME (NULL past the ideal's end)
+                                           by the body at the row's rank as NAME (NULL past the ideal's end);
+                                           without OVER, a value of the position itself
     ideal_suffix NAME: SQL                 a window over the ideal_running values (by their names) in the
                                            ideal ranking's order, its frame as written (e.g. from the current
                                            position to the end), read by the body at the row's rank as NAME
