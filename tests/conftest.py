@@ -4,6 +4,7 @@ Acceptance data (trec_eval's own test suite, the seeds' worked examples) lives i
 repository and is never copied in. Where it is absent (a user's clone) those tests skip with the reason;
 CI sets SQLMETRICS_REQUIRE_SHARED=1, which turns that skip into a failure.
 """
+import functools
 import os
 from pathlib import Path
 
@@ -22,6 +23,16 @@ def _need(path: Path) -> Path:
     if os.environ.get("SQLMETRICS_REQUIRE_SHARED") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+@functools.lru_cache(maxsize=None)
+def trec_eval_printed(path: Path) -> dict:
+    """{measure: {query id or 'all': value text}} from one trec_eval output file (`measure<TAB>qid<TAB>value`)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        measure, qid, value = line.split("\t")
+        out.setdefault(measure.strip(), {})[qid] = value.strip()
+    return out
 
 
 @pytest.fixture(scope="session")

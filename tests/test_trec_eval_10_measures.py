@@ -6,12 +6,12 @@ behind each file). Lines are `measure<TAB>query-or-all<TAB>value`, values with 4
 in the last place. Each printed name is passed as the measure string, so trec_eval's spellings are checked too.
 Every printed measure is compared unless NOT_COMPARED says why not.
 """
-import functools
 import warnings
 
 import pytest
 
 import sqlmetrics
+from conftest import trec_eval_printed
 from sqlmetrics.catalogue import parse
 
 TOLERANCE = 0.00005 + 1e-9  # trec_eval prints 4 decimals (rounded); the hair absorbs float noise
@@ -37,23 +37,13 @@ FILES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _printed(path):
-    """{measure: {query id or 'all': value text}} from one trec_eval output file."""
-    out = {}
-    for line in path.read_text().splitlines():
-        measure, qid, value = line.split("\t")
-        out.setdefault(measure.strip(), {})[qid] = value.strip()
-    return out
-
-
 def _compared(printed) -> list:
     return [m for m in printed if m not in NOT_COMPARED]
 
 
 @pytest.mark.parametrize("expected_file", FILES)
 def test_matches_trec_eval_10(expected_file, trec_eval_10_dir):
-    printed = _printed(trec_eval_10_dir / expected_file)
+    printed = trec_eval_printed(trec_eval_10_dir / expected_file)
     measures = _compared(printed)
     args = FILES[expected_file]
     options = {k: v for k, v in args.items() if k not in ("qrels", "run")}
@@ -78,7 +68,7 @@ def test_every_printed_measure_is_accounted_for(trec_eval_10_dir):
     NOT_COMPARED with why; a NOT_COMPARED entry no file prints is stale."""
     printed = set()
     for expected_file in FILES:
-        names = _printed(trec_eval_10_dir / expected_file)
+        names = trec_eval_printed(trec_eval_10_dir / expected_file)
         printed |= set(names)
         for measure in _compared(names):
             parse(measure)  # raises for a measure the catalogue does not have

@@ -10,6 +10,7 @@ import functools
 import pytest
 
 import sqlmetrics
+from conftest import trec_eval_printed
 from sqlmetrics import SqlmetricsError
 
 TOLERANCE = 0.00005 + 1e-9  # trec_eval prints 4 decimals (rounded); the hair absorbs float noise
@@ -41,16 +42,6 @@ FILES = {
 
 
 @functools.lru_cache(maxsize=None)
-def _printed(path):
-    """{measure: {query id or 'all': value text}} from one trec_eval output file."""
-    out = {}
-    for line in path.read_text().splitlines():
-        measure, qid, value = line.split("\t")
-        out.setdefault(measure.strip(), {})[qid] = value
-    return out
-
-
-@functools.lru_cache(maxsize=None)
 def _evaluated(folder, expected_file):
     args, measures = FILES[expected_file]
     args = dict(args, qrels=str(folder / args["qrels"]), run=str(folder / args["run"]))
@@ -63,7 +54,7 @@ def _cases():
 
 @pytest.mark.parametrize("expected_file,measure", _cases())
 def test_every_value_matches(trec_eval_10_dir, expected_file, measure):
-    printed = _printed(trec_eval_10_dir / expected_file)[measure]
+    printed = trec_eval_printed(trec_eval_10_dir / expected_file)[measure]
     res = _evaluated(trec_eval_10_dir, expected_file)
     per_query = {row["query_id"]: row[measure] for row in res.per_query.to_pylist()}
     assert set(per_query) | {"all"} == set(printed), "the queries differ"
@@ -75,7 +66,7 @@ def test_every_value_matches(trec_eval_10_dir, expected_file, measure):
 @pytest.mark.parametrize("expected_file", FILES)
 def test_every_printed_measure_is_accounted_for(trec_eval_10_dir, expected_file):
     compared = set(FILES[expected_file][1])
-    printed = set(_printed(trec_eval_10_dir / expected_file))
+    printed = set(trec_eval_printed(trec_eval_10_dir / expected_file))
     assert printed - compared == set(SKIPPED) & printed, sorted(printed - compared - set(SKIPPED))
     assert compared <= printed, sorted(compared - printed)
 

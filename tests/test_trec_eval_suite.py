@@ -5,11 +5,11 @@ trec_eval command behind each file). Output lines are `measure<TAB>query-or-all<
 name padded with spaces; values are printed with 4 decimals, so we allow half a unit in the last place.
 Measures are passed under their trec_eval names, which the package must accept as aliases.
 """
-import functools
 
 import pytest
 
 import sqlmetrics
+from conftest import trec_eval_printed
 
 TOLERANCE = 0.00005 + 1e-9  # trec_eval prints 4 decimals (rounded); the hair absorbs float noise
 
@@ -53,16 +53,6 @@ FILES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _printed(path):
-    """{measure: {query id or 'all': value text}} from one trec_eval output file."""
-    out = {}
-    for line in path.read_text().splitlines():
-        measure, qid, value = line.split("\t")
-        out.setdefault(measure.strip(), {})[qid] = value
-    return out
-
-
 @pytest.fixture(scope="module")
 def evaluated(trec_eval_dir):
     """expected file name -> Results, evaluating each distinct input once with every compared measure."""
@@ -82,7 +72,7 @@ def evaluated(trec_eval_dir):
 
 @pytest.mark.parametrize("expected_file,measure", [(f, m) for f, (_, measures) in FILES.items() for m in measures])
 def test_matches_trec_eval(expected_file, measure, trec_eval_dir, evaluated):
-    printed = _printed(trec_eval_dir / expected_file)[measure]
+    printed = trec_eval_printed(trec_eval_dir / expected_file)[measure]
     results = evaluated(expected_file)
     per_query = {row["query_id"]: row[measure] for row in results.per_query.to_pylist()}
     wrong = {}
@@ -101,7 +91,7 @@ def test_matches_trec_eval(expected_file, measure, trec_eval_dir, evaluated):
 
 @pytest.mark.parametrize("expected_file", FILES)
 def test_every_printed_measure_is_accounted_for(expected_file, trec_eval_dir):
-    printed = set(_printed(trec_eval_dir / expected_file))
+    printed = set(trec_eval_printed(trec_eval_dir / expected_file))
     compared = set(FILES[expected_file][1])
     unaccounted = printed - compared - set(SKIPPED)
     assert unaccounted == set(), "new trec_eval measure: compare it, or add it to SKIPPED with why"
@@ -118,7 +108,7 @@ MEAS_PARAMS = ["P_3", "P_5", "P_7", "recall_20", "recall_2000", "success_2", "su
 
 
 def test_parameterised_measures(trec_eval_dir):
-    printed = _printed(trec_eval_dir / "out.test.meas_params")
+    printed = trec_eval_printed(trec_eval_dir / "out.test.meas_params")
     assert set(MEAS_PARAMS) <= set(printed)
     res = sqlmetrics.evaluate(trec_eval_dir / "qrels.test", trec_eval_dir / "results.test", MEAS_PARAMS,
                               queries="intersection")
