@@ -50,6 +50,7 @@ class Option:
     metavar: str | None = None
     group: str = "evaluation options"
     roles: tuple = ROLES  # a mapping's roles
+    minimum: int | None = None  # an int's smallest value
 
     @property
     def cli_flags(self) -> tuple:
@@ -66,8 +67,8 @@ class Option:
         elif self.kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise SqlmetricsError(f"{self.name}={value!r} must be an integer. {self.help}")
-            if self.name == "depth" and value < 1:
-                raise SqlmetricsError(f"depth={value!r} must be a positive number of documents.")
+            if self.minimum is not None and value < self.minimum:
+                raise SqlmetricsError(f"{self.name}={value!r} must be at least {self.minimum}. {self.help}")
         elif self.kind == "flag":
             if not isinstance(value, bool):
                 raise SqlmetricsError(f"{self.name}={value!r} must be True or False. {self.help}")
@@ -98,7 +99,7 @@ OPTIONS = (
            "precision's recall rounding): 9.0.8, which pytrec_eval and ir_measures reproduce, or 10.0",
            _EVERYWHERE, choices=("trec_eval-9.0.8", "trec_eval-10.0")),
     Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M)",
-           _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N"),
+           _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N", minimum=1),
     Option("judged_only", False, "drop the documents without a judgment (or with a negative grade) from each "
            "ranking before evaluating it (trec_eval -J, ir_measures judged_only)", _EVERYWHERE, kind="flag",
            flags=("-J", "--judged-only")),

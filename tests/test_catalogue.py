@@ -90,6 +90,31 @@ def test_headers_are_read_strictly(catalogue_copy, old, new, message):
         measures()
 
 
+def test_body_takes_another_measures_sql_and_only_that(catalogue_copy):
+    """GMBpref is `body: Bpref`: Bpref's per-query values under another aggregate; the key refuses a file that
+    also has SQL, a measure without SQL of its own, and parameters declared otherwise."""
+    qrels = {"q1": {"d1": 1, "d2": 0, "d3": 2, "d4": 1}, "q2": {"d7": 1, "d8": 0}}
+    run = {"q1": {"d1": 0.9, "d2": 0.8, "d5": 0.7, "d3": 0.6}, "q2": {"d8": 0.5, "d7": 0.4}}
+    res = sqlmetrics.evaluate(qrels, run, ["Bpref", "GMBpref"])
+    # By hand: q1's bpref is (1 + 0) / 3 (d3 is ranked below the judged non-relevant d2), q2's is 0 (floored at
+    # 1e-5 by the geometric mean).
+    assert [r["GMBpref"] for r in res.per_query.to_pylist()] == pytest.approx([1 / 3, 0.0])
+    assert [r["Bpref"] for r in res.per_query.to_pylist()] == pytest.approx([1 / 3, 0.0])
+    assert res.aggregate["GMBpref"] == pytest.approx((1 / 3 * 1e-5) ** 0.5)
+    path = catalogue_copy / "GMBpref.sql"
+    original = path.read_text(encoding="utf-8")
+    path.write_text(original + "SUM(is_rel)\n", encoding="utf-8")
+    templates.measures.cache_clear()  # evaluate() above read the catalogue
+    with pytest.raises(SqlmetricsError, match=r"GMBpref\.sql:\d+: body: Bpref gives this measure Bpref's SQL"):
+        measures()
+    path.write_text(original.replace("-- body: Bpref", "-- body: Nothing"), encoding="utf-8")
+    with pytest.raises(SqlmetricsError, match=r"body: 'Nothing' is not a measure with SQL of its own"):
+        measures()
+    path.write_text(original.replace("-- param rel: level\n", ""), encoding="utf-8")
+    with pytest.raises(SqlmetricsError, match=r"declare them as Bpref\.sql does"):
+        measures()
+
+
 def test_a_missing_key_is_named(catalogue_copy):
     path = catalogue_copy / "AP.sql"
     path.write_text(re.sub(r"^-- reference:.*\n", "", path.read_text(encoding="utf-8"), flags=re.M), encoding="utf-8")

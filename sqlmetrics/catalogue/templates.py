@@ -19,6 +19,9 @@ value is an error naming the file and line):
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
+    body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
+                                           its params declared alike here): the file has no SQL of its own
+                                           and changes what else it says (aggregate, aliases, examples)
     rows: ranking | preferences            what the body aggregates (default ranking): the ranked rows of a
                                            list, or its preferences' rows (sql/_shared.sql lists their columns)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
@@ -43,7 +46,7 @@ value is an error naming the file and line):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -141,6 +144,7 @@ class Measure:
     examples: tuple  # Example, in order
     path: Path
     rows: str = "ranking"  # what the body aggregates: the ranked rows, or the list's preferences (ROWS)
+    body_of: str | None = None  # the measure whose SQL and sections this one takes (`body:`)
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ _LINE = re.compile(r"^--(.*)$")
 _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>.*)$")
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
 _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
-           "ideal_order", "rows")
+           "ideal_order", "rows", "body")
 _NAMED = ("param", "window", "ideal", "ideal_running", "ideal_suffix")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
@@ -319,7 +323,11 @@ class _Reader:
             raise self.fail(line["range"], "range: write LO..HI (HI may be left empty).")
         bounds = (self.number(line.get("range"), low, "range") if low else None,
                   self.number(line.get("range"), high, "range") if high else None)
-        if not body:
+        if "body" in value:
+            if body or any(sections.values()) or "ideal_order" in value or "rows" in value:
+                raise self.fail(line["body"], f"body: {value['body']} gives this measure {value['body']}'s SQL; "
+                                              "the file must have no SQL or sections of its own.")
+        elif not body:
             raise self.fail(body_line, "the template has no SQL body after its header.")
         return Measure(
             name=value["measure"], description=value["description"], reference=value["reference"],
@@ -329,7 +337,7 @@ class _Reader:
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
             ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
             ideal_suffix=sections["ideal_suffix"],
-            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"))
+            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"), body_of=value.get("body"))
 
 
 def sql_dir() -> Path:
@@ -360,6 +368,17 @@ def measures() -> dict[str, Measure]:
                                       f"({other}:{other_line}); an alias must name one measure.")
             claimed[key] = (path, alias.line)
         found[m.name] = m
+    for name, m in list(found.items()):
+        if m.body_of:
+            other = found.get(m.body_of)
+            if other is None or other.body_of:
+                raise SqlmetricsError(f"{m.path}: body: {m.body_of!r} is not a measure with SQL of its own.")
+            if m.params != other.params:
+                raise SqlmetricsError(f"{m.path}: body: {other.name} reads its own parameters; declare them as "
+                                      f"{other.path.name} does.")
+            found[name] = replace(m, body=other.body, windows=other.windows, ideals=other.ideals,
+                                  ideal_order=other.ideal_order, ideal_running=other.ideal_running,
+                                  ideal_suffix=other.ideal_suffix, rows=other.rows)
     lowered = {n.lower(): n for n in found}
     for key, (path, line) in claimed.items():
         if key in lowered and lowered[key] != path.stem:

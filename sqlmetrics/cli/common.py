@@ -254,6 +254,13 @@ def remove(path: Path) -> None:
         pass
 
 
+def trec_line(name: str, qid: str, value, prefix: str = "") -> str:
+    """One line as trec_eval prints it: the name padded to 22 (after the prefix, 'Z' for z-scores), the query,
+    the value: an integer as it is, a number with 4 decimals, text as it is."""
+    text = value if isinstance(value, (str, int)) else f"{value:6.4f}"
+    return f"{prefix}{name:<22}\t{qid}\t{text}\n"
+
+
 def trec_tag(path: str) -> str | None:
     """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
     if _split_duckdb_target(path) or file_format(Path(path)) != "trec":

@@ -13,7 +13,7 @@ from ..local.evaluate import python_rows
 from ..options import EVAL_CMD
 from ..stats.report import aligned, markdown
 from .common import (Progress, UsageError, add_option_flags, check_output, command_runs, measures_from,
-                     option_values, trec_tag)
+                     option_values, trec_line, trec_tag)
 
 # trec_eval's default ("official") measures, in its order, plus nDCG@10.
 DEFAULT_MEASURES = (
@@ -181,7 +181,7 @@ class EvalTable:
         def line(name, q, measure, v):
             v = self._value(measure, v)
             if v is not None:
-                out.append(f"{name:<22}\t{q}\t{v if isinstance(v, int) else f'{v:6.4f}'}\n")
+                out.append(trec_line(name, q, v))
 
         for r in self.runs:
             if per_query:
@@ -191,7 +191,7 @@ class EvalTable:
                         continue  # the run does not rank this query: trec_eval prints nothing for it
                     for c in per_query_calls:
                         line(names[c.text], q, c.text, vals[c.text])
-            out.append(f"{'runid':<22}\tall\t{tags[r]}\n")
+            out.append(trec_line("runid", "all", tags[r]))
             for c in self.calls:
                 line(names[c.text], "all", c.text, self.aggregate[r][c.text])
         return "".join(out)

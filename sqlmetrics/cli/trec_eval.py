@@ -20,7 +20,7 @@ from ..evaluation import evaluate
 from ..local.evaluate import python_rows
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
-from .common import Progress, UsageError, command_runs, trec_tag
+from .common import Progress, UsageError, command_runs, trec_line, trec_tag
 
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
@@ -185,29 +185,27 @@ def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: s
     out = []
 
     def line(name: str, qid: str, value, count: bool):
-        if z:
-            out.append(f"Z{name:<22}\t{qid}\t{value:6.4f}\n")
-        elif count:
-            out.append(f"{name:<22}\t{qid}\t{int(value)}\n")
+        if z:  # every value a z-score, counts too
+            out.append(trec_line(name, qid, float(value), "Z"))
         else:
-            out.append(f"{name:<22}\t{qid}\t{value:6.4f}\n")
+            out.append(trec_line(name, qid, int(value) if count else float(value)))
 
     # 9.0.8 prints the queries the run ranks; 10.0 every averaged one (with -c, the missing ones too).
-    shown = sorted(q for q, v in per_query.items() if v[_NUM_RET] or args.compat != "trec_eval-9.0.8")
+    printed_queries = sorted(q for q, v in per_query.items() if v[_NUM_RET] or args.compat != "trec_eval-9.0.8")
     if args.query_eval_wanted:
-        for q in shown:
+        for q in printed_queries:
             for m, names in printed:
                 if m.summary_only:
                     continue
                 if m.kind == "relstring":
-                    out.append(f"{names[0][0]:<22}\t{q}\t'{_relstring_text(per_query[q], names)}'\n")
+                    out.append(trec_line(names[0][0], q, f"'{_relstring_text(per_query[q], names)}'"))
                     continue
                 for shown, spelling in names:
                     line(shown, q, per_query[q][spelling] or 0.0, m.kind == "count")
     if args.nosummary:
         return "".join(out)
     if "runid" in wanted:
-        out.append(f"{'runid':<22}\tall\t{tag}\n")
+        out.append(trec_line("runid", "all", tag))
     queries = list(per_query.values())
     for m, names in printed:
         if m.kind == "relstring":
