@@ -158,6 +158,8 @@ def test_bad_arguments_are_named():
         build_report(str(QRELS), RUNS, ["AP"], baseline="dense")
     with pytest.raises(SqlmetricsError, match="at least two"):
         build_report(str(QRELS), {"bm25": RUNS["bm25"]}, ["AP"])
+    with pytest.raises(SqlmetricsError, match="drop run_name from columns="):
+        build_report(str(QRELS), RUNS, ["AP"], columns={"run_name": "system"})
     with pytest.raises(SqlmetricsError, match="unexpected keyword argument 'grup_by'"):
         build_report(None, {"log": LOG}, ["AP"], grup_by=["arm"])
 

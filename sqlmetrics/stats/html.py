@@ -24,6 +24,7 @@ from ..local.evaluate import python_rows
 from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
 from .compare import analyse, unique_names
+from .report import _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
 CURVE = [f"IPrec@{r:.1f}" for r in RECALL_LEVELS]
@@ -87,6 +88,9 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     named = {str(k): v for k, v in runs.items()} if isinstance(runs, dict) else dict(zip(unique_names(runs), runs))
     if not named:
         raise SqlmetricsError("the report needs at least one run.")
+    if "run_name" in (o.columns or {}):
+        raise SqlmetricsError("the report names its runs itself ({name: run}, or the files on the command line): "
+                              "drop run_name from columns= and pass each run as its own table or file.")
     if not segs and len(named) < 2:
         raise SqlmetricsError(f"the report compares runs: give at least two (got {len(named)}), or evaluate a log "
                               "per segment with group_by.")
@@ -236,11 +240,7 @@ def _figure(report: HtmlReport, kind: str, measure: str | None) -> str:
 
 
 def _value(v, aggregate: str, digits: int) -> str:
-    if not _number(v):
-        return "–"
-    if aggregate == "sum" and float(v).is_integer():
-        return str(int(v))
-    return f"{v:.{digits}f}"
+    return _shown(v, aggregate, digits) if _number(v) else "–"
 
 
 def _results(report: HtmlReport, digits: int) -> str:
@@ -259,9 +259,8 @@ def _results(report: HtmlReport, digits: int) -> str:
         rows.append(f"<tr><td class=\"l\">{labels[r]}</td><td class=\"l\">{e(r)}</td>{''.join(cells)}</tr>")
     pairs = []
     for c in rep.comparisons:
-        p = "–" if math.isnan(c.p_adjusted) else f"{c.p_adjusted:.4f}" if c.p_adjusted >= 0.001 else f"{c.p_adjusted:.1e}"
         pairs.append(f"<tr><td class=\"l\">{e(c.measure)}</td><td class=\"l\">{e(c.run)}</td>"
-                     f"<td class=\"l\">{e(c.baseline)}</td><td>{c.difference:+.{digits}f}</td><td>{p}</td>"
+                     f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}</td><td>{_p(c.p_adjusted)}</td>"
                      f"<td>{c.wins}/{c.ties}/{c.losses}</td><td class=\"sig\">{'*' if c.significant else ''}</td></tr>")
     p_name = f"p ({rep.correction})" if rep.correction else "p"
     return (f"<h2 id=\"results\">Results</h2>\n<table>\n<tr><th class=\"l\"></th><th class=\"l\">run</th>{head}</tr>\n"
