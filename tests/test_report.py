@@ -17,20 +17,25 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import pytrec_eval
+from matplotlib.colors import to_hex
 from scipy import stats
 
 import sqlmetrics
 from sqlmetrics import demo
 from sqlmetrics.cli import main
 from sqlmetrics.errors import SqlmetricsError
+from sqlmetrics.stats import charts
 from sqlmetrics.stats.html import build_report
 
 QRELS, (BM25, RERANK) = demo.paths()
 RUNS = {"bm25": str(BM25), "rerank": str(RERANK)}
-MEASURES = ["nDCG@10", "AP", "P@10", "num_rel_ret", "gm_map"]
+MEASURES = ["nDCG@10", "AP", "P@10", "num_rel_ret", "gm_map", "FirstRank"]  # FirstRank: lower is better
 LOG = str(demo.folder() / "search_log.parquet")
 LOG_OPTIONS = dict(label="rating", ties="rank", group_by=["date", "arm"],
                    columns={"query_id": "session", "doc_id": "doc", "rank_position": "position"})
+LOG_ARGS = ("none", LOG, "--label", "rating", "--ties", "rank", "--group-by", "date", "--group-by", "arm",
+            "--column", "query_id=session", "--column", "doc_id=doc", "--column", "rank_position=position",
+            "-m", "nDCG@5", "-m", "RR")  # the same on the command line
 REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
 
 
@@ -83,10 +88,15 @@ def test_deltas_equal_per_query_differences(demo_report):
 
 def test_delta_chart_counts_match_compare(demo_report):
     rep = demo_report.comparison
-    for m in ("nDCG@10", "AP"):
-        title = demo_report.chart("deltas", m).axes[0].get_title(loc="left")
+    for m in ("nDCG@10", "AP", "FirstRank"):
+        ax = demo_report.chart("deltas", m).axes[0]
         c = rep.comparison(m, "rerank", "bm25")
-        assert f"({c.wins} better, {c.losses} worse, {c.ties} tied)" in title
+        assert f"({c.wins} better, {c.losses} worse, {c.ties} tied)" in ax.get_title(loc="left")
+        heights = [bar.get_height() for bar in ax.patches]
+        assert sorted(heights, reverse=rep.better[m] == "higher") == heights  # wins first
+        improved = [(h > 0) == (rep.better[m] == "higher") for h in heights if h != 0]
+        green = [to_hex(bar.get_facecolor()) == charts.WIN for bar in ax.patches if bar.get_height() != 0]
+        assert improved == green and sum(green) == c.wins
 
 
 def test_baseline_turns_the_differences_around():
@@ -182,9 +192,7 @@ def test_cli_writes_the_page_and_one_chart(capsys, tmp_path):
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "Per-query differences against rerank" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    code, _, err = _cli(capsys, "report", "none", LOG, "--label", "rating", "--ties", "rank", "--group-by", "date",
-                        "--group-by", "arm", "--column", "query_id=session", "--column", "doc_id=doc",
-                        "--column", "rank_position=position", "-m", "RR", "-o", page, "--plot", svg)
+    code, _, err = _cli(capsys, "report", *LOG_ARGS, "-o", page, "--plot", svg)
     assert code == 0, err
     assert svg.read_text().lstrip().startswith("<?xml") and "<path" in svg.read_text()
     assert "Per segment" in page.read_text(encoding="utf-8")
@@ -237,11 +245,15 @@ def _browser(tmp_path):
 
 
 @pytest.mark.slow  # a browser
-def test_demo_report_opens_in_chromium(tmp_path, capsys):
+@pytest.mark.parametrize("args,charts_drawn", [
+    ((QRELS, BM25, RERANK), 4 + 1),  # the differences on each of the 4 default measures, precision-recall
+    (LOG_ARGS, 2 + 1),  # each measure per segment, precision-recall
+], ids=["demo-runs", "demo-log"])
+def test_report_opens_in_chromium(args, charts_drawn, tmp_path, capsys):
     from selenium.webdriver.common.by import By
 
     page = tmp_path / "report.html"
-    code, _, err = _cli(capsys, "report", QRELS, BM25, RERANK, "-o", page)
+    code, _, err = _cli(capsys, "report", *args, "-o", page)
     assert code == 0, err
     driver = _browser(tmp_path)
     try:
@@ -252,7 +264,7 @@ def test_demo_report_opens_in_chromium(tmp_path, capsys):
         fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
         assert fetched == []
         figures = driver.find_elements(By.CSS_SELECTOR, "figure.chart")
-        assert len(figures) == 4 + 1  # the differences per measure, and the precision-recall curves
+        assert len(figures) == charts_drawn
         for figure in figures:
             svg = figure.find_element(By.TAG_NAME, "svg")
             assert svg.size["width"] > 300 and svg.size["height"] > 150

@@ -15,7 +15,7 @@ def add_parser(sub, parents) -> None:
                        description="Write one self-contained HTML file (inline SVG charts, no script, nothing "
                                    "fetched when viewed): the results with significance marks, per-query "
                                    "differences against the baseline, precision-recall curves, per-segment means "
-                                   "with 95%% intervals (with --group-by), and the SQL. QRELS may be 'none' when "
+                                   "with 95% intervals (with --group-by), and the SQL. QRELS may be 'none' when "
                                    "the judgments are in the run (--label, --relevance). Needs matplotlib: "
                                    "pip install \"sqlmetrics[report]\".")
     p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")
