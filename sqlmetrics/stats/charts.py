@@ -8,14 +8,15 @@ from __future__ import annotations
 import io
 import math
 import re
+from pathlib import Path
 
 from ..errors import SqlmetricsError
 from ..local.output import replace_file, writable_target
 
 WIN, LOSS, TIE = "#2e7d32", "#c62828", "#9e9e9e"
 PLOT_FORMATS = (".png", ".svg")
-_TIE = 1e-12  # a per-query difference this small is a tie (as compare's win/tie/loss counts)
-_WIDTH = 9.0  # inches; the page shows charts at their natural width, 100 px per inch in SVG
+_TIE = 1e-12  # a per-query difference this small is a tie (compare's win/tie/loss rule for values up to 1)
+_WIDTH = 9.0  # inches (648 pt in SVG); the page narrows a chart to its own width
 
 
 def figure_class():
@@ -120,8 +121,7 @@ def svg(fig, prefix: str) -> str:
 
 def chart_path(path: str, name: str) -> str:
     """A file for save(): .png or .svg, in a writable place; checked before any work is done."""
-    suffix = (re.search(r"\.[^./\\]*$", path) or [""])[0].lower()
-    if suffix not in PLOT_FORMATS:
+    if Path(path).suffix.lower() not in PLOT_FORMATS:
         raise SqlmetricsError(f"{name}: write a .png or .svg file (the format follows the file name).")
     writable_target(path, name)
     return path
@@ -129,5 +129,6 @@ def chart_path(path: str, name: str) -> str:
 
 def save(fig, path: str, name: str) -> None:
     """The figure written atomically (local.output.replace_file) as PNG or SVG, by the file's suffix."""
-    fmt = chart_path(path, name).rsplit(".", 1)[1].lower()
-    replace_file(path, name, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None))
+    fmt = Path(chart_path(path, name)).suffix.lower()[1:]
+    replace_file(path, name, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150,
+                                                     metadata={"Date": None} if fmt == "svg" else None))
