@@ -32,10 +32,11 @@ CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-
 # Who takes an option: Python functions and command-line subcommands.
 EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
 EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD = "eval", "compare", "demo", "sql"
-_EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD})
-_LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD})
-_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD})
-_COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD})
+REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
+_EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
+_LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
+_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD, REPORT})
+_COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 
 
 @dataclass(frozen=True)
