@@ -166,6 +166,7 @@ _OPTION_SPELLINGS = (
     (re.compile(r"queries='(\w+)'"), r"--queries \1"),
     (re.compile(r"duplicates='(\w+)'"), r"--duplicates \1"),
     (re.compile(r"ties='(\w+)'"), r"--ties \1"),
+    (re.compile(r"into_mode='(\w+)'"), r"--into-mode \1"),
     (re.compile(r"columns=\{'(\w+)': '([^']*)'\}"), r"{column} \1=\2"),
     (re.compile(r"columns=\{'(\w+)': \.\.\.\}"), r"{column} \1=..."),
     (re.compile(r"columns=\{role: name\}"), r"{column} ROLE=NAME"),
