@@ -269,3 +269,42 @@ def test_cli_a_failing_write_leaves_the_previous_file(files, capsys, monkeypatch
 def test_bare_command_prints_the_help_and_exits_0(capsys):
     code, out, err = run_cli(capsys)
     assert code == 0 and out.startswith("usage: sqlmetrics") and "COMMAND" in out and err == ""
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+OTHER = "q1 Q0 d1 1 2.0 o\nq1 Q0 d2 2 1.0 o\nq2 Q0 d3 1 1.0 o\n"  # AP 1 on both queries
+
+
+@pytest.mark.parametrize("name", ["pairs.parquet", "pairs.csv", "pairs.jsonl", "pairs.duckdb:pairs"])
+def test_compare_pairs_are_typed_rows(files, capsys, name):
+    (files / "other.txt").write_text(OTHER)
+    code, out, err = run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-m", "AP,P@1", "-o", name)
+    assert code == 0 and out == "", err
+    if name.endswith(".parquet"):
+        table = pq.read_table(name)
+        assert table.schema.field("p_value").type == pa.float64() and table.schema.field("wins").type == pa.int64()
+        rows = table.to_pylist()
+    elif name.endswith(".csv"):
+        with open(name, newline="") as f:
+            rows = [{k: float(v) if k.endswith("mean") or k == "difference" else v for k, v in r.items()}
+                    for r in csv.DictReader(f)]
+    elif name.endswith(".jsonl"):
+        rows = [json.loads(line) for line in open(name)]
+    else:
+        con = duckdb.connect("pairs.duckdb", read_only=True)
+        rows = [dict(zip(["measure", "run", "baseline", "run_mean", "baseline_mean", "difference"], r)) for r in
+                con.execute("SELECT measure, run, baseline, run_mean, baseline_mean, difference FROM pairs").fetchall()]
+    # by hand: run has AP 0.75 and P@1 0.5, other 1 and 1; the pair is other against run (the earlier baseline)
+    got = {r["measure"]: (r["run"], r["baseline"], r["run_mean"], r["baseline_mean"], r["difference"]) for r in rows}
+    assert got == {"AP": ("other", "run", 1.0, 0.75, 0.25), "P@1": ("other", "run", 1.0, 0.5, 0.5)}
+
+
+def test_compare_text_formats_from_the_extension(files, capsys):
+    (files / "other.txt").write_text(OTHER)
+    assert run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-m", "AP", "-o", "cmp.tex")[0] == 0
+    assert (files / "cmp.tex").read_text().startswith("\\begin{table}")
+    assert run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-m", "AP", "-o", "cmp.txt")[0] == 0
+    assert (files / "cmp.txt").read_text().split()[:2] == ["run", "AP"]
+    code, out, err = run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-o", "cmp.json", "-f", "latex")
+    assert code == 2 and "names the format json but -f/--format says latex" in err

@@ -126,25 +126,22 @@ def chosen_format(args, formats, default: str, extensions: dict | None = None) -
 
 @dataclass
 class TableOutput:
-    """Rows for -o to write typed (Parquet, a DuckDB table): measures as DOUBLE, run and query ids as text,
-    segment columns as they came (dates stay dates). key: the columns naming a row, for --into-mode merge."""
+    """Rows for -o to write typed (Parquet, a DuckDB table, and compare's CSV, TSV, JSON Lines). types: pyarrow
+    type names of the columns that need one (measures 'float64', ids 'string'); the others keep the type of
+    their values (a date stays a date). key: the columns naming a row, for --into-mode merge."""
 
     names: list
     rows: list
-    measures: list
+    types: dict
+    key: tuple
     fmt: str
     into_mode: str = "create"
 
     def arrow(self):
         import pyarrow as pa  # only on this path: the command line's text outputs never pay its import
 
-        types = {n: pa.float64() if n in self.measures else pa.string() if n in ("run", "query_id") else None
-                 for n in self.names}
-        return pa.table({n: pa.array([r[i] for r in self.rows], types[n]) for i, n in enumerate(self.names)})
-
-    @property
-    def key(self) -> tuple:
-        return tuple(n for n in self.names if n not in self.measures and n != "num_lists")
+        return pa.table({n: pa.array([r[i] for r in self.rows], getattr(pa, self.types[n])() if n in self.types else None)
+                         for i, n in enumerate(self.names)})
 
 
 def write_output(content, path: str | None) -> None:
