@@ -308,3 +308,51 @@ def test_compare_text_formats_from_the_extension(files, capsys):
     assert (files / "cmp.txt").read_text().split()[:2] == ["run", "AP"]
     code, out, err = run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-o", "cmp.json", "-f", "latex")
     assert code == 2 and "names the format json but -f/--format says latex" in err
+
+
+# ---------------------------------------------------------------------------------------------- convert
+
+def test_convert_run_round_trips_through_every_format(files, capsys):
+    """TREC text -> Parquet (read with pyarrow: typed, the file's values) -> CSV -> JSON Lines -> a DuckDB table
+    -> TREC text: the same lines, and evaluate() gives the same numbers on each."""
+    steps = [("run.txt", "a.parquet"), ("a.parquet", "b.csv"), ("b.csv", "c.jsonl"), ("c.jsonl", "d.duckdb:run"),
+             ("d.duckdb:run", "e.txt")]
+    for source, target in steps:
+        code, out, err = run_cli(capsys, "convert", "run", source, "-o", target, "--tag", "t")
+        assert code == 0 and out == "", err
+    table = pq.read_table("a.parquet")
+    assert table.schema == pa.schema([("query_id", pa.string()), ("doc_id", pa.string()),
+                                      ("rank_position", pa.int64()), ("score", pa.float64())])
+    assert [tuple(r.values()) for r in table.to_pylist()] == [
+        ("q1", "d1", 2, 1.0), ("q1", "d2", 1, 2.0), ("q2", "d3", 1, 1.0)]
+    assert sorted((files / "e.txt").read_text().splitlines()) == sorted(
+        line.replace(" 2.0 ", " 2 ").replace(" 1.0 ", " 1 ") for line in RUN.splitlines())
+    for path in ["a.parquet", "b.csv", "c.jsonl", "d.duckdb:run", "e.txt"]:
+        assert _per_query(sqlmetrics.evaluate("qrels.txt", path, MEASURES)) == BY_HAND
+
+
+def test_convert_qrels_and_ranks_in_trec_eval_order(files, capsys):
+    code, out, err = run_cli(capsys, "convert", "qrels", "qrels.txt", "-o", "q.tsv")
+    assert code == 0, err
+    with open("q.tsv", newline="") as f:
+        assert [tuple(r.values()) for r in csv.DictReader(f, delimiter="\t")] == [
+            ("q1", "d1", "1"), ("q1", "d2", "0"), ("q2", "d3", "1")]
+    # no rank column: TREC text ranks by score descending, equal scores by document id descending
+    (files / "s.csv").write_text("query_id,doc_id,score\nq1,a,1.5\nq1,b,1.5\nq1,c,3\n")
+    code, out, err = run_cli(capsys, "convert", "run", "s.csv", "--tag", "x")
+    assert code == 0 and out == "q1 Q0 c 1 3 x\nq1 Q0 b 2 1.5 x\nq1 Q0 a 3 1.5 x\n", err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "bad.txt", "-o", "out.parquet"], "line 2"),
+    (["run", "run.txt", "-f", "parquet"], "-f parquet is not text for a terminal"),
+    (["run", "run.txt", "-f", "csv"], "-f csv: give the file to write, -o FILE"),
+    (["run", "run.txt", "-o", "out.md"], "markdown cannot be written here"),
+    (["run", "run.txt", "-o", "out.parquet", "--into-mode", "merge"], "--into-mode merge says how to write into a"),
+])
+def test_convert_refusals_leave_the_previous_file(files, capsys, argv, message):
+    (files / "bad.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 high t\n")
+    (files / "out.parquet").write_bytes(b"previous")
+    code, out, err = run_cli(capsys, "convert", *argv)
+    assert code == 2 and out == "" and message in err, err
+    assert (files / "out.parquet").read_bytes() == b"previous" and leftovers(files) == []
