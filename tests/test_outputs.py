@@ -15,6 +15,7 @@ import pytest
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli import main
+from sqlmetrics.dialects import DIALECTS
 
 # q1 ranks its one relevant document second (AP 1/2, P@1 0), q2 first (AP 1, P@1 1).
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 1\n"
@@ -356,3 +357,40 @@ def test_convert_refusals_leave_the_previous_file(files, capsys, argv, message):
     code, out, err = run_cli(capsys, "convert", *argv)
     assert code == 2 and out == "" and message in err, err
     assert (files / "out.parquet").read_bytes() == b"previous" and leftovers(files) == []
+
+
+# ---------------------------------------------------------------------------------------------- sql --dbt
+
+SOURCE, REF = "{{ source('raw', 'qrels') }}", "{{ ref('stg_run') }}"
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_sql_dbt_keeps_references_and_drops_the_semicolon(capsys, dialect):
+    code, out, err = run_cli(capsys, "sql", "-m", "AP,nDCG@10", "--dialect", dialect, "--dbt", "--qrels", SOURCE,
+                             "--run", REF)
+    assert code == 0, err
+    assert f"FROM {SOURCE}" in out and f"FROM {REF}" in out
+    assert "sqlmetrics_dbt" not in out.lower() and not out.rstrip().endswith(";")
+
+
+def test_sql_dbt_compiles_to_the_evaluation(files, capsys):
+    """What dbt does with the model (each reference replaced by its table), run on DuckDB: evaluate()'s means."""
+    code, out, err = run_cli(capsys, "sql", "-m", "AP,P@1", "--dbt", "--qrels", SOURCE, "--run", REF)
+    assert code == 0, err
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA raw")
+    con.execute("CREATE TABLE raw.qrels (query_id VARCHAR, doc_id VARCHAR, relevance INTEGER)")
+    con.executemany("INSERT INTO raw.qrels VALUES (?, ?, ?)", [[f[0], f[2], int(f[3])] for f in map(str.split, QRELS.splitlines())])
+    con.execute("CREATE TABLE stg_run (query_id VARCHAR, doc_id VARCHAR, score DOUBLE)")
+    con.executemany("INSERT INTO stg_run VALUES (?, ?, ?)", [[f[0], f[2], float(f[4])] for f in map(str.split, RUN.splitlines())])
+    compiled = out.replace(SOURCE, "raw.qrels").replace(REF, "stg_run")
+    assert con.execute(compiled).fetchall() == [(0.75, 0.5)]  # by hand: the means of BY_HAND
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--run", REF], "is a dbt reference: add --dbt"),
+    (["--dbt", "--into", "t"], "dbt writes a model's table itself"),
+])
+def test_sql_dbt_refusals(capsys, argv, message):
+    code, out, err = run_cli(capsys, "sql", "-m", "AP", *argv)
+    assert code == 2 and message in err and out == ""
