@@ -394,3 +394,38 @@ def test_sql_dbt_compiles_to_the_evaluation(files, capsys):
 def test_sql_dbt_refusals(capsys, argv, message):
     code, out, err = run_cli(capsys, "sql", "-m", "AP", *argv)
     assert code == 2 and message in err and out == ""
+
+
+def test_html_tables_read_back(files, capsys):
+    """.html: a table the standard library's parser reads back to the same cells as the text table."""
+    from html.parser import HTMLParser
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.inside = [], False
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([])
+            if tag in ("td", "th"):
+                self.inside = True
+                self.rows[-1].append("")
+
+        def handle_data(self, data):
+            if self.inside:
+                self.rows[-1][-1] += data
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                self.inside = False
+
+    (files / "other.txt").write_text(OTHER)
+    assert run_cli(capsys, "eval", "qrels.txt", "run.txt", "-m", "AP,P@1", "-o", "e.html")[0] == 0
+    parser = Cells()
+    parser.feed((files / "e.html").read_text())
+    assert parser.rows == [["measure", "run"], ["AP", "0.7500"], ["P@1", "0.5000"]]
+    assert run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-m", "AP", "-o", "c.html")[0] == 0
+    parser = Cells()
+    parser.feed((files / "c.html").read_text())
+    assert parser.rows == [["", "run", "AP"], ["a", "run", "0.7500"], ["b", "other", "1.0000"]]

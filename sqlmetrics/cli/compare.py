@@ -9,7 +9,7 @@ from .common import (Progress, TableOutput, UsageError, add_option_flags, check_
 
 DEFAULT_MEASURES = ["nDCG@10", "AP", "RR", "P@10", "R@1000"]
 TABLES = ("csv", "tsv", "jsonl", "parquet")  # one row per pair of runs and measure, typed
-FORMATS = ("table", "markdown", "latex", "json", *TABLES)
+FORMATS = ("table", "markdown", "latex", "html", "json", *TABLES)
 # The columns of those rows, with the type of each (the others' values say it: counts, flags).
 PAIR_TYPES = {"measure": "string", "run": "string", "baseline": "string", "run_mean": "float64",
               "baseline_mean": "float64", "difference": "float64", "statistic": "float64", "p_value": "float64",
@@ -35,12 +35,12 @@ def add_report_flags(p, default_measures) -> None:
     p.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                    help=f"a measure in any spelling; repeatable or comma-separated (default: {' '.join(default_measures)})")
     p.add_argument("-f", "--format", choices=FORMATS,
-                   help="table (default), markdown, latex, json (the whole report), or one row per pair of runs and "
+                   help="table (default), markdown, latex, html, json (the whole report), or one row per pair of runs and "
                         "measure: csv, tsv, jsonl, parquet; default: -o's extension")
     p.add_argument("--digits", type=int, default=4, metavar="N", help="decimals shown (default 4)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE (atomically) instead of stdout, in the format its extension names: .txt "
-                        "(table), .md, .tex, .json, .csv, .tsv, .jsonl, .parquet; or FILE.duckdb:TABLE")
+                        "(table), .md, .tex, .html, .json, .csv, .tsv, .jsonl, .parquet; or FILE.duckdb:TABLE")
 
 
 def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_CMD):
@@ -58,6 +58,8 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
         return report.to_json() + "\n"
     if fmt == "latex":
         return report.to_latex(digits=args.digits)
+    if fmt == "html":
+        return report.to_html(digits=args.digits)
     if fmt == "markdown":
         return report.to_markdown(digits=args.digits)
     return report.to_table(digits=args.digits)

@@ -3,6 +3,7 @@ JSON Lines or Markdown, or written typed to Parquet or a DuckDB table."""
 from __future__ import annotations
 
 import csv
+import html as _html
 import io
 import json
 import math
@@ -11,7 +12,7 @@ from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.evaluate import python_rows
 from ..options import EVAL_CMD
-from ..stats.report import aligned, markdown
+from ..stats.report import aligned, html, markdown
 from .common import (Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format, command_runs,
                      measures_from, option_values, trec_line, trec_tag)
 
@@ -22,7 +23,7 @@ DEFAULT_MEASURES = (
     + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
     + ["nDCG@10"]
 )
-FORMATS = ("table", "trec", "csv", "tsv", "json", "jsonl", "markdown", "parquet")
+FORMATS = ("table", "trec", "csv", "tsv", "json", "jsonl", "markdown", "html", "parquet")
 _HIDDEN_NUM_RET = "NumRet()"  # asked for in `--format trec -q` to know which queries a run ranks
 
 
@@ -41,11 +42,12 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--name", action="append", metavar="NAME",
                    help="name the runs in order (default: file stems); repeat once per run")
     p.add_argument("-f", "--format", choices=FORMATS,
-                   help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl, markdown or parquet; "
+                   help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl, markdown, html or parquet; "
                         "default: -o's extension")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE (atomically) instead of stdout, in the format its extension names: .txt (trec), "
-                        ".csv, .tsv, .json, .jsonl, .md, .parquet; or FILE.duckdb:TABLE, a typed table (--into-mode)")
+                        ".csv, .tsv, .json, .jsonl, .md, .html, .parquet; or FILE.duckdb:TABLE, a typed table "
+                        "(--into-mode)")
     add_option_flags(p, EVAL_CMD)
     # trec_eval's -c, for scripts moving over: every judged query is averaged (already this command's default).
     p.add_argument("-c", dest="queries", action="store_const", const="qrels",
@@ -89,7 +91,7 @@ def run(args) -> tuple:
     if fmt == "trec":
         tags = {name: trec_tag(path) or name for name, path in runs.items()}
         return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
-    render = {"table": table.table, "markdown": table.markdown, "csv": table.csv, "tsv": table.tsv,
+    render = {"table": table.table, "markdown": table.markdown, "html": table.html, "csv": table.csv, "tsv": table.tsv,
               "json": table.json, "jsonl": table.jsonl}[fmt]
     return render(args.per_query), args.output
 
@@ -114,6 +116,8 @@ def _rows(table: tuple, fmt: str) -> str:
         return buf.getvalue()
     cells = [[f"{v:.4f}" if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
     align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
+    if fmt == "html":
+        return html([[_html.escape(str(c)) for c in row] for row in (names, *cells)], align) + "\n"
     return (markdown if fmt == "markdown" else aligned)([names, *cells], align) + "\n"
 
 
@@ -187,6 +191,10 @@ class EvalTable:
     def markdown(self, per_query: bool) -> str:
         header, rows, align = self._grid(per_query)
         return markdown([header, *rows], align) + "\n"
+
+    def html(self, per_query: bool) -> str:
+        header, rows, align = self._grid(per_query)
+        return html([[_html.escape(str(c)) for c in row] for row in (header, *rows)], align) + "\n"
 
     def trec(self, tags: dict, per_query: bool, hidden: str | None = None) -> str:
         """trec_eval's lines: `measure<TAB>query<TAB>value`, name padded to 22, 4 decimals, counts as integers.

@@ -24,7 +24,7 @@ from .readers import _split_duckdb_target
 # The format each extension of an output file names. A command takes those it can write (FORMATS of
 # cli/evaluate, cli/compare, cli/convert); evaluate(output=...) takes TABLE_FORMATS and DuckDB tables.
 EXTENSIONS = {".txt": "trec", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
-              ".json": "json", ".jsonl": "jsonl", ".md": "markdown", ".tex": "latex"}
+              ".json": "json", ".jsonl": "jsonl", ".md": "markdown", ".tex": "latex", ".html": "html"}
 TABLE_FORMATS = ("parquet", "csv", "tsv", "json", "jsonl")  # what write_table() writes to a file
 DUCKDB_FILES = (".duckdb", ".ddb")  # 'file.duckdb:table': a table of a DuckDB file
 

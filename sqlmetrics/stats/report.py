@@ -4,6 +4,7 @@ Also the small table-rendering helpers the command line shares (aligned text, Ma
 """
 from __future__ import annotations
 
+import html as _html
 import json
 import math
 from dataclasses import dataclass, field
@@ -172,6 +173,13 @@ class Report:
                          *[[a, _md_escape(b), *rest] for a, b, *rest in rows]],
                         ["l", "l"] + ["r"] * len(self.measures)) + "\n\n" + self.footnote() + "\n"
 
+    def to_html(self, digits: int = 4) -> str:
+        """An HTML table (best value per measure in bold, superscript letters) and the footnote."""
+        rows = self._rows(digits, lambda s: f"<sup>{s}</sup>" if s else "", bold=lambda t: f"<b>{t}</b>")
+        header = ["", "run", *map(_html.escape, self.measures)]
+        return html([header, *[[a, _html.escape(b), *rest] for a, b, *rest in rows]],
+                    ["l", "l"] + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
+
     def to_latex(self, digits: int = 4, caption: str | None = None, label: str = "tab:results") -> str:
         """A booktabs table: best value per measure in bold, superscript letters, caption naming the test."""
         rows = self._rows(digits, lambda s: f"$^{{{s}}}$" if s else "", bold=lambda t: f"\\textbf{{{t}}}", missing="--")
@@ -302,6 +310,17 @@ def markdown(rows: list, align: list) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
 
     return "\n".join([line(rows[0]), "|" + "|".join(sep) + "|", *map(line, rows[1:])])
+
+
+def html(rows: list, align: list) -> str:
+    """An HTML table: the first row is the header; each cell is HTML already (escape text with html.escape)."""
+    style = {"l": "", "r": ' style="text-align:right"'}
+
+    def line(tag: str, row) -> str:
+        return "<tr>" + "".join(f"<{tag}{style[a]}>{c}</{tag}>" for c, a in zip(row, align)) + "</tr>"
+
+    return "\n".join(["<table>", "<thead>" + line("th", rows[0]) + "</thead>", "<tbody>",
+                      *(line("td", r) for r in rows[1:]), "</tbody>", "</table>"])
 
 
 def _md_escape(text: str) -> str:
