@@ -429,3 +429,17 @@ def test_html_tables_read_back(files, capsys):
     parser = Cells()
     parser.feed((files / "c.html").read_text())
     assert parser.rows == [["", "run", "AP"], ["a", "run", "0.7500"], ["b", "other", "1.0000"]]
+
+
+def test_compare_per_query_deltas(files, capsys):
+    (files / "other.txt").write_text(OTHER)
+    code, out, err = run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-m", "AP,P@1", "-q",
+                             "-o", "deltas.parquet")
+    assert code == 0, err
+    table = pq.read_table("deltas.parquet")
+    assert table.schema.field("query_id").type == pa.string() and table.schema.field("difference").type == pa.float64()
+    # by hand: other scores 1 everywhere; run as BY_HAND
+    assert sorted(tuple(r.values()) for r in table.to_pylist()) == sorted(
+        (m, "other", "run", q, 1.0, BY_HAND[q][m], 1.0 - BY_HAND[q][m]) for q in BY_HAND for m in MEASURES)
+    code, out, err = run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-q")
+    assert code == 2 and "-q/--per-query writes rows" in err

@@ -53,6 +53,8 @@ class Report:
     n_resamples: int
     n_queries: int
     options: dict = field(default_factory=dict)
+    queries: list = field(default_factory=list)  # the queries every run has, which the tests pair
+    values: dict = field(default_factory=dict)  # measure -> [[value per query] per run], aligned on queries
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -228,6 +230,17 @@ class Report:
                 for c in self.comparisons
             ],
         }
+
+    def deltas(self) -> list:
+        """Every pair, measure and query: both runs' values and their difference (run - baseline), one dict each."""
+        index = {r: i for i, r in enumerate(self.runs)}
+        out = []
+        for c in self.comparisons:
+            mine, theirs = self.values[c.measure][index[c.run]], self.values[c.measure][index[c.baseline]]
+            for q, x, y in zip(self.queries, mine, theirs):
+                out.append({"measure": c.measure, "run": c.run, "baseline": c.baseline, "query_id": q, "run_value": x,
+                            "baseline_value": y, "difference": None if x is None or y is None else x - y})
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
