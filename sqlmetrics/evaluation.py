@@ -9,7 +9,8 @@ from .local.output import checked_output, write_table
 from .options import BY_NAME, EVALUATE, EVALUATE_ON, check_log_options, resolve, signature, taken_by
 from .results import Results
 
-_DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE) if EVALUATE_ON not in o.takers and o.name not in ("engine", "output", "into_mode")]
+_DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE)
+                if EVALUATE_ON not in o.takers and o.name not in ("engine", "output", "into_mode")]
 
 
 def evaluate(qrels, run, measures, **options) -> Results:

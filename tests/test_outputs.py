@@ -125,6 +125,8 @@ def test_python_duckdb_table_modes(files):
     with pytest.raises(SqlmetricsError, match="exists already.*into_mode='replace'.*into_mode='append'.*"
                                               "into_mode='merge'"):
         sqlmetrics.evaluate("qrels.txt", "run.txt", ["AP"], output=target)
+    with pytest.raises(SqlmetricsError, match="exists already"):  # DuckDB's names ignore case
+        sqlmetrics.evaluate("qrels.txt", "run.txt", ["AP"], output="res.duckdb:RES")
     sqlmetrics.evaluate("qrels.txt", "run.txt", ["AP"], output=target, into_mode="append")
     assert _table("res.duckdb")[1] == [("q1", 0.5), ("q1", 0.5), ("q2", 1.0), ("q2", 1.0)]
     sqlmetrics.evaluate("qrels.txt", "other.txt", ["AP"], output=target, into_mode="replace")
@@ -443,3 +445,36 @@ def test_compare_per_query_deltas(files, capsys):
         (m, "other", "run", q, 1.0, BY_HAND[q][m], 1.0 - BY_HAND[q][m]) for q in BY_HAND for m in MEASURES)
     code, out, err = run_cli(capsys, "compare", "qrels.txt", "run.txt", "other.txt", "-q")
     assert code == 2 and "-q/--per-query writes rows" in err
+
+
+class _FailingWrites:
+    """A DuckDB connection whose table writes fail, as a full disk would make them."""
+
+    def __init__(self, con):
+        self.con = con
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+    def execute(self, sql, *args):
+        if sql.startswith(("CREATE OR REPLACE TABLE", "INSERT INTO")):
+            raise duckdb.IOException("No space left on device")
+        return self.con.execute(sql, *args)
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_failing_duckdb_write_leaves_nothing_new(files, monkeypatch, existing):
+    from sqlmetrics.local import output
+
+    if existing:
+        sqlmetrics.evaluate("qrels.txt", "run.txt", ["AP"], output="res.duckdb:res")
+    real = duckdb.connect
+    monkeypatch.setattr(output.duckdb, "connect", lambda *a, **k: _FailingWrites(real(*a, **k)))
+    table = pa.table({"query_id": ["q9"], "AP": [0.25]})
+    with pytest.raises(SqlmetricsError, match="was not written .No space left on device.; it is as it was"):
+        output.write_table(table, "res.duckdb:res", "duckdb", "output", "append", ("query_id",))
+    monkeypatch.setattr(output.duckdb, "connect", real)
+    if existing:
+        assert _table("res.duckdb")[1] == [("q1", 0.5), ("q2", 1.0)]
+    else:  # the file did not exist: none is left behind
+        assert sorted(p.name for p in files.iterdir()) == ["qrels.txt", "run.txt"]

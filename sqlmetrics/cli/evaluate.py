@@ -76,28 +76,24 @@ def run(args) -> tuple:
     with Progress(label):
         res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows)
     typed = fmt in ("parquet", "duckdb")
+    types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}  # segments keep theirs
     if args.group_by:
         names, rows = res.per_query if args.per_query else res.per_group
         if typed:
             key = tuple(n for n in names if n not in measures and n != "num_lists")
-            return TableOutput(names, rows, _measure_types(measures), key, fmt, args.into_mode), args.output
+            return TableOutput(names, rows, types, key, fmt, args.into_mode), args.output
         return _rows((names, rows), fmt), args.output
     table = EvalTable(res, list(runs), calls, judgment_groups=options.get("qrels_format") == "qrels_jg")
     if typed:
         records = table.records(args.per_query)
-        return TableOutput(["run", "query_id", *measures], [list(r.values()) for r in records],
-                           {"run": "string", "query_id": "string", **_measure_types(measures)}, ("run", "query_id"),
-                           fmt, args.into_mode), args.output
+        return TableOutput(["run", "query_id", *measures], [list(r.values()) for r in records], types,
+                           ("run", "query_id"), fmt, args.into_mode), args.output
     if fmt == "trec":
         tags = {name: trec_tag(path) or name for name, path in runs.items()}
         return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
     render = {"table": table.table, "markdown": table.markdown, "html": table.html, "csv": table.csv, "tsv": table.tsv,
               "json": table.json, "jsonl": table.jsonl}[fmt]
     return render(args.per_query), args.output
-
-
-def _measure_types(measures: list) -> dict:
-    return {m: "float64" for m in measures}
 
 
 def _rows(table: tuple, fmt: str) -> str:

@@ -237,6 +237,7 @@ def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple,
     DATE). into_mode: 'create' a new table (an existing one is an error saying which mode to use), 'replace'
     it, 'append' the rows, or 'merge' them: rows with the same `key` (the result's key columns) are replaced."""
     writable_target(path, name)
+    new_file = not path.exists()
     try:
         con = duckdb.connect(str(path))
     except duckdb.Error as e:
@@ -246,12 +247,12 @@ def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple,
         con.register("sqlm_new_rows", table)
         existing = [r[0] for r in con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = ? ORDER BY ordinal_position", [table_name]).fetchall()]
+            "AND lower(table_name) = lower(?) ORDER BY ordinal_position", [table_name]).fetchall()]  # as DuckDB's names
         if existing and into_mode == "create":
             raise SqlmetricsError(f"{name}: the table {table_name!r} exists already; say what to do with it: "
                                   "into_mode='replace' (drop it, write these rows), into_mode='append' (add them) or "
                                   "into_mode='merge' (replace the rows with the same key, add the others).")
-        missing = [c for c in table.column_names if c not in existing]
+        missing = [c for c in table.column_names if c.lower() not in {e.lower() for e in existing}]
         if existing and into_mode in ("append", "merge") and missing:
             raise SqlmetricsError(f"{name}: the table {table_name!r} has no column {', '.join(map(repr, missing))} "
                                   f"(it has {', '.join(existing)}); into_mode='replace' writes a new table.")
@@ -264,11 +265,16 @@ def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple,
                 con.execute(f"DELETE FROM {target} WHERE EXISTS (SELECT 1 FROM sqlm_new_rows n WHERE {same})")
             con.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM sqlm_new_rows")
         con.execute("COMMIT")
-    except duckdb.Error as e:
-        raise SqlmetricsError(f"{name}: the table {table_name!r} was not written ({_first_line(e)}); "
-                              "it is as it was.") from None
-    finally:
+    except BaseException as e:
         con.close()  # an open transaction is rolled back
+        if new_file:  # nothing was there: nothing stays, not even an empty database
+            for leftover in (path, Path(f"{path}.wal")):
+                _unlink(leftover)
+        if isinstance(e, duckdb.Error):
+            raise SqlmetricsError(f"{name}: the table {table_name!r} was not written ({_first_line(e)}); "
+                                  "it is as it was.") from None
+        raise
+    con.close()
 
 
 def _first_line(e: Exception) -> str:
