@@ -478,3 +478,25 @@ def test_a_failing_duckdb_write_leaves_nothing_new(files, monkeypatch, existing)
         assert _table("res.duckdb")[1] == [("q1", 0.5), ("q2", 1.0)]
     else:  # the file did not exist: none is left behind
         assert sorted(p.name for p in files.iterdir()) == ["qrels.txt", "run.txt"]
+
+
+def test_cli_a_name_without_extension_takes_f(files, capsys):
+    assert run_cli(capsys, "eval", "qrels.txt", "run.txt", "-m", "AP", "-o", "out", "-f", "csv")[0] == 0
+    assert (files / "out").read_text() == "run,query_id,AP\nrun,,0.75\n"
+    assert run_cli(capsys, "eval", "qrels.txt", "run.txt", "-m", "AP", "-o", "plain")[0] == 0
+    assert (files / "plain").read_text().split() == ["measure", "run", "AP", "0.7500"]  # the default: table
+
+
+def test_python_output_with_an_engine(files):
+    """output= writes what an engine computed the same way (sqlite3 here)."""
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE qrels (query_id TEXT, doc_id TEXT, relevance INTEGER)")
+    con.executemany("INSERT INTO qrels VALUES (?, ?, ?)", [(f[0], f[2], int(f[3])) for f in map(str.split, QRELS.splitlines())])
+    con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
+    con.executemany("INSERT INTO run VALUES (?, ?, ?)", [(f[0], f[2], float(f[4])) for f in map(str.split, RUN.splitlines())])
+    sqlmetrics.evaluate("qrels", "run", MEASURES, engine=con, output="eng.parquet")
+    assert {r["query_id"]: {m: r[m] for m in MEASURES} for r in pq.read_table("eng.parquet").to_pylist()} == BY_HAND
+    sqlmetrics.evaluate("qrels", "run", ["AP"], engine=con, output="eng.duckdb:res", into_mode="replace")
+    assert _table("eng.duckdb")[1] == [("q1", 0.5), ("q2", 1.0)]
