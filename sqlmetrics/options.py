@@ -31,7 +31,7 @@ CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-
 
 # Who takes an option: Python functions and command-line subcommands.
 EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
-EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD = "eval", "compare", "demo", "sql"
+EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo", "sql", "convert"
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
@@ -144,12 +144,16 @@ OPTIONS = (
            frozenset({EVALUATE}), group="engines"),
     Option("dialect", None, "the engine's SQL dialect, when it is not recognised from the connection's type",
            frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
-    Option("output", None, "write the per-query table atomically to this .parquet or .csv file",
+    Option("output", None, "write the per-query table to this file, typed, in the format its extension names "
+           "(.parquet, .csv, .tsv, .json, .jsonl), atomically; or to a table of a DuckDB file, 'results.duckdb:table'",
            frozenset({EVALUATE}), group="output"),
     Option("into", None, "write the results to this table (CREATE TABLE ... AS)", frozenset({RENDER, SQL_CMD}),
            metavar="TABLE", group="logs"),
-    Option("into_mode", "create", "create the table, or insert into it", frozenset({RENDER, SQL_CMD}),
-           choices=("create", "insert"), group="logs"),
+    Option("into_mode", "create", "how results are written into a table (into=, or -o file.duckdb:table): "
+           "'create' it (an existing table is an error), 'replace' it, 'append' the rows, or 'merge' them (rows "
+           "with the same run, segments and query_id are replaced; DuckDB files only)",
+           frozenset({RENDER, SQL_CMD, EVALUATE, EVAL_CMD, CONVERT_CMD}),
+           choices=("create", "replace", "append", "merge"), group="output"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -218,7 +222,7 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD}:
+        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD}:
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""
         marks = " | ".join("✓" if t in o.takers else "" for t in takers)

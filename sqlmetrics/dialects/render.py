@@ -41,9 +41,10 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     group_by: segment columns of the run (["date", "arm"]): each list is keyed by them plus the query id,
     and the aggregate has one row per segment with `num_lists`. qrels=None with label= (a column of the
     run) or relevance= (an expression or {column: grade}, see relevance.py) reads the judgments from the
-    run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="insert":
+    run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="append":
     INSERT INTO ... SELECT); ClickHouse tables get ENGINE = MergeTree ORDER BY tuple(), T-SQL is SELECT ... INTO,
-    and polars (whose SQLContext has no INSERT) accepts only into_mode="create".
+    and polars (whose SQLContext has no INSERT) accepts only into_mode="create". 'replace' and 'merge' are
+    evaluate(output="file.duckdb:table")'s: not every engine can say them in one statement.
     """
     o = resolve(RENDER, options)
     info = dialect_info(dialect)
@@ -86,11 +87,15 @@ render.__signature__ = signature(RENDER, "measures, dialect='duckdb', qrels='qre
 
 def _into(tree, into, into_mode: str, info) -> exp.Expression:
     """The statement writing its rows to `into`: CREATE TABLE ... AS, or INSERT INTO ... SELECT."""
-    if into_mode == "insert" and info.name == "polars":
-        raise SqlmetricsError("into_mode='insert' is not available for polars: its SQLContext runs CREATE TABLE ... "
+    if into_mode in ("replace", "merge"):
+        raise SqlmetricsError(f"into_mode={into_mode!r} is not one statement on every engine: the rendered SQL "
+                              "writes with into_mode='create' or 'append' (drop or delete the old rows first), "
+                              "and evaluate(output='file.duckdb:table') does all four.")
+    if into_mode == "append" and info.name == "polars":
+        raise SqlmetricsError("into_mode='append' is not available for polars: its SQLContext runs CREATE TABLE ... "
                               "AS but has no INSERT; use into_mode='create' (or concatenate the frames in Python).")
     target = table_reference(into, info.sqlglot, info.fold_case)
-    if into_mode == "insert":
+    if into_mode == "append":
         return exp.Insert(this=target, expression=tree)
     properties = None
     if info.sqlglot == "clickhouse":

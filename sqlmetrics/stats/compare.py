@@ -194,7 +194,7 @@ def analyse(run_names: list, info: dict, queries: list, values: dict, *, test="s
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, means=means, comparisons=comparisons, test=test,
                   max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=len(queries),
-                  options=dict(options or {}))
+                  options=dict(options or {}), queries=list(queries), values=values)
 
 
 def _improves(difference: float, better: str):

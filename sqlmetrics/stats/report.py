@@ -4,6 +4,7 @@ Also the small table-rendering helpers the command line shares (aligned text, Ma
 """
 from __future__ import annotations
 
+import html as _html
 import json
 import math
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ class Report:
     n_resamples: int
     n_queries: int
     options: dict = field(default_factory=dict)
+    queries: list = field(default_factory=list)  # the queries every run has, which the tests pair
+    values: dict = field(default_factory=dict)  # measure -> [[value per query] per run], aligned on queries
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -172,6 +175,13 @@ class Report:
                          *[[a, _md_escape(b), *rest] for a, b, *rest in rows]],
                         ["l", "l"] + ["r"] * len(self.measures)) + "\n\n" + self.footnote() + "\n"
 
+    def to_html(self, digits: int = 4) -> str:
+        """An HTML table (best value per measure in bold, superscript letters) and the footnote."""
+        rows = self._rows(digits, lambda s: f"<sup>{s}</sup>" if s else "", bold=lambda t: f"<b>{t}</b>")
+        header = ["", "run", *map(_html.escape, self.measures)]
+        return html([header, *[[a, _html.escape(b), *rest] for a, b, *rest in rows]],
+                    ["l", "l"] + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
+
     def to_latex(self, digits: int = 4, caption: str | None = None, label: str = "tab:results") -> str:
         """A booktabs table: best value per measure in bold, superscript letters, caption naming the test."""
         rows = self._rows(digits, lambda s: f"$^{{{s}}}$" if s else "", bold=lambda t: f"\\textbf{{{t}}}", missing="--")
@@ -220,6 +230,17 @@ class Report:
                 for c in self.comparisons
             ],
         }
+
+    def deltas(self) -> list:
+        """Every pair, measure and query: both runs' values and their difference (run - baseline), one dict each."""
+        index = {r: i for i, r in enumerate(self.runs)}
+        out = []
+        for c in self.comparisons:
+            mine, theirs = self.values[c.measure][index[c.run]], self.values[c.measure][index[c.baseline]]
+            for q, x, y in zip(self.queries, mine, theirs):
+                out.append({"measure": c.measure, "run": c.run, "baseline": c.baseline, "query_id": q, "run_value": x,
+                            "baseline_value": y, "difference": None if x is None or y is None else x - y})
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -302,6 +323,17 @@ def markdown(rows: list, align: list) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
 
     return "\n".join([line(rows[0]), "|" + "|".join(sep) + "|", *map(line, rows[1:])])
+
+
+def html(rows: list, align: list) -> str:
+    """An HTML table: the first row is the header; each cell is HTML already (escape text with html.escape)."""
+    style = {"l": "", "r": ' style="text-align:right"'}
+
+    def line(tag: str, row) -> str:
+        return "<tr>" + "".join(f"<{tag}{style[a]}>{c}</{tag}>" for c, a in zip(row, align)) + "</tr>"
+
+    return "\n".join(["<table>", "<thead>" + line("th", rows[0]) + "</thead>", "<tbody>",
+                      *(line("td", r) for r in rows[1:]), "</tbody>", "</table>"])
 
 
 def _md_escape(text: str) -> str:
