@@ -222,8 +222,8 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
                 c = Comparison(measure=m, run=run_names[j], baseline=run_names[i], segment=seg, n=0,
                                difference=math.nan, statistic=math.nan, p_value=math.nan)
                 if paired:
-                    _paired_test(c, test, scaled[j], scaled[i], raw[j], raw[i], better, tukey and
-                                 (tukey[0][j][i], tukey[1][j][i]))
+                    _paired_test(c, test, scaled[j], scaled[i], raw[j], raw[i], better,
+                                 (tukey[0][j][i], tukey[1][j][i]) if tukey else None)
                     if test in ("fisher", "bootstrap"):
                         jobs.append((c, [x - y for x, y in zip(scaled[j], scaled[i]) if x is not None and y is not None]))
                 comparisons.append(c)

@@ -71,7 +71,7 @@ class Report:
     n_resamples: int
     n_queries: int
     options: dict = field(default_factory=dict)
-    segment_names: tuple = ()  # the group_by columns; () when the report has one segment, ()
+    segment_names: tuple = ()  # the group_by columns; () without group_by (one segment, ())
     paired: bool = True
     baseline: str | None = None
     summary: list = field(default_factory=list)  # Summary per segment, measure and run
