@@ -111,7 +111,6 @@ def test_bootstrap_interval_covers_the_true_difference():
     """Simulated A/B arms with a known difference of means (seeded): the 95% interval covers it, and over 40
     seeded experiments it covers it about 95% of the time."""
     rng = np.random.default_rng(5)
-    covered = 0
     groups, pairs = [], []
     for _ in range(40):
         groups += [list(rng.normal(0.6, 0.25, 60)), list(rng.normal(0.5, 0.25, 45))]
