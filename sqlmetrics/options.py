@@ -26,8 +26,14 @@ TESTS = {
     "bootstrap": "paired bootstrap test",
     "wilcoxon": "Wilcoxon signed-rank test",
     "tukey": "Tukey's HSD test",
+    "welch": "Welch's t-test",
+    "mannwhitney": "Mann-Whitney U test",
 }
-CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-Bonferroni correction"}
+# Tests of paired data, and their counterpart on unpaired data (different queries, sessions or users per run).
+UNPAIRED = {"student": "welch", "wilcoxon": "mannwhitney", "bootstrap": "bootstrap", "welch": "welch",
+            "mannwhitney": "mannwhitney"}
+CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-Bonferroni correction",
+               "bh": "Benjamini-Hochberg false discovery rate"}
 
 # Who takes an option: Python functions and command-line subcommands.
 EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
@@ -35,7 +41,7 @@ EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
-_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD, REPORT})
+_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 
 
@@ -46,7 +52,9 @@ class Option:
     help: str
     takers: frozenset  # functions and subcommands that take it
     choices: tuple = ()
-    kind: str = "text"  # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | names (repeatable)
+    # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | names (repeatable) | object (a Python
+    # object such as a connection: a keyword only, never a flag; compare() and `sqlmetrics compare` share a name)
+    kind: str = "text"
     flags: tuple = ()  # command-line spellings; default: --name-with-dashes
     metavar: str | None = None
     group: str = "evaluation options"
@@ -132,16 +140,23 @@ OPTIONS = (
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "
            "{column: grade} (with qrels=None)", _LOGS, metavar="EXPR", group="logs"),
-    Option("test", "student", "the significance test", _COMPARING, choices=tuple(TESTS), group="comparison"),
+    Option("test", "student", "the significance test; on unpaired runs student, wilcoxon and bootstrap become "
+           "welch, mannwhitney and the unpaired bootstrap", _COMPARING, choices=tuple(TESTS), group="comparison"),
+    Option("pairing", "auto", "paired tests over the queries the runs share, or unpaired tests (runs with different "
+           "queries, sessions or users); 'auto': paired when, in every segment, at least half of each run's "
+           "queries are shared by all runs", _COMPARING, choices=("auto", "paired", "unpaired"), group="comparison"),
+    Option("baseline", None, "test every run against this run only (▲/▼: significantly better/worse than it) "
+           "instead of every pair", frozenset({COMPARE, COMPARE_CMD}), metavar="RUN", group="comparison"),
     Option("max_p", 0.01, "significance threshold", _COMPARING, kind="float", metavar="P", group="comparison"),
-    Option("correction", None, "multiple-comparison correction over the pairs of each measure", _COMPARING,
+    Option("correction", None, "multiple-comparison correction over every test of the report (pairs x segments x "
+           "measures): Bonferroni, Holm or Benjamini-Hochberg (bh)", _COMPARING,
            choices=tuple(CORRECTIONS), group="comparison"),
     Option("seed", 42, "seed of the resampling tests", _COMPARING, kind="int", group="comparison"),
     Option("n_resamples", 10000, "resamples of the fisher and bootstrap tests", _COMPARING, kind="int",
            metavar="N", group="comparison"),
     Option("engine", None, "a connection or session of another engine (sqlite3, psycopg, chdb, DataFusion, "
            "polars SQLContext, SparkSession, ...): the tables are evaluated where they live",
-           frozenset({EVALUATE}), group="engines"),
+           frozenset({EVALUATE, COMPARE}), kind="object", group="engines"),
     Option("dialect", None, "the engine's SQL dialect, when it is not recognised from the connection's type",
            frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
     Option("output", None, "write the per-query table to this file, typed, in the format its extension names "
@@ -222,7 +237,7 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD}:
+        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD} or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""
         marks = " | ".join("✓" if t in o.takers else "" for t in takers)

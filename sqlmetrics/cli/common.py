@@ -30,6 +30,8 @@ def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
     """The command's flags for every option declared as taken by it, grouped as declared."""
     groups: dict = {}
     for o in taken_by(command):
+        if o.kind == "object":
+            continue
         if o.group not in groups:
             groups[o.group] = parser.add_argument_group(o.group)
         shown = "none" if o.default is None else o.default

@@ -21,9 +21,13 @@ DELTA_TYPES = {"measure": "string", "run": "string", "baseline": "string", "quer
 
 def add_parser(sub, parents) -> None:
     p = sub.add_parser("compare", parents=parents, help="compare runs with significance tests",
-                       description="Per-run means and a significance test for every pair of runs and measure; "
-                                   "superscript letters mark the runs each run beats significantly.")
-    p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")
+                       description="Per-run means and a significance test for every pair of runs (or every run "
+                                   "against --baseline), segment and measure; superscript letters mark the runs "
+                                   "each run beats significantly, ▲/▼ a significant gain/loss against the baseline. "
+                                   "QRELS may be 'none' when the judgments are in the run (--label, --relevance); "
+                                   "one RUN with --column run_name=COLUMN compares the runs of that column (A/B arms).")
+    p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, "
+                                                  "x.duckdb:table, or 'none'")
     p.add_argument("runs", metavar="RUN", nargs="+", help="one or more runs, named by file stem; '-' reads stdin")
     p.add_argument("--name", action="append", metavar="NAME",
                    help="name the runs in order (default: file stems); repeat once per run")
@@ -56,10 +60,17 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
                          f"-o file.duckdb:table (not {fmt}).")
     if args.digits < 0 or args.digits > 12:
         raise UsageError(f"--digits {args.digits}: give a number of decimals between 0 and 12.")
-    if len(runs) < 2:
+    options = option_values(args, command)
+    if "run_name" in (options.get("columns") or {}):
+        if len(runs) != 1:
+            raise UsageError("--column run_name=COLUMN names the runs of one table: give one RUN.")
+        runs = list(runs.values())
+    elif len(runs) < 2:
         raise UsageError(f"compare needs at least two runs, got {len(runs)}.")
+    if qrels is None and not (options.get("label") or options.get("relevance")):
+        raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
     with Progress(f"comparing {len(runs)} runs"):
-        report = compare(qrels, runs, measures, **option_values(args, command))
+        report = compare(qrels, runs, measures, **options)
     if fmt in (*TABLES, "duckdb"):
         return deltas_table(report, fmt) if args.per_query else pairs_table(report, fmt)
     if fmt == "json":
@@ -74,19 +85,26 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
 
 
 def pairs_table(report, fmt: str) -> TableOutput:
-    """Every comparison with both runs' means, one row each, keyed by measure, run and baseline."""
-    data = report.to_dict()
-    rows = [{**c, "run_mean": data["means"][c["run"]][c["measure"]],
-             "baseline_mean": data["means"][c["baseline"]][c["measure"]]} for c in data["comparisons"]]
-    names = list(PAIR_TYPES)
-    return TableOutput(names, [[r[n] for n in names] for r in rows], PAIR_TYPES, ("measure", "run", "baseline"), fmt)
+    """Every comparison with both runs' means, one row each, keyed by its segment, measure, run and baseline."""
+    segments = list(report.segment_names)
+    rows = [{**c, **c.pop("segment"), "run_mean": report.segment_means[seg][c["run"]][c["measure"]],
+             "baseline_mean": report.segment_means[seg][c["baseline"]][c["measure"]]}
+            for c, seg in zip(report.to_dict()["comparisons"], (c.segment for c in report.comparisons))]
+    return _rows(rows, segments, PAIR_TYPES, ("measure", "run", "baseline"), fmt)
 
 
 def deltas_table(report, fmt: str) -> TableOutput:
-    """Every pair, measure and query: both values and the difference, keyed by measure, run, baseline, query."""
-    names = list(DELTA_TYPES)
-    return TableOutput(names, [[d[n] for n in names] for d in report.deltas()], DELTA_TYPES,
-                       ("measure", "run", "baseline", "query_id"), fmt)
+    """Every pair, measure and query: both values and the difference, keyed by segment, measure, run, baseline
+    and query."""
+    return _rows(report.deltas(), list(report.segment_names), DELTA_TYPES, ("measure", "run", "baseline", "query_id"),
+                 fmt)
+
+
+def _rows(rows: list, segments: list, types: dict, key: tuple, fmt: str) -> TableOutput:
+    """Rows as a typed table, the segment columns (their values as the log has them) first."""
+    names = [*segments, *types]
+    return TableOutput(names, [[r[n] for n in names] for r in rows], types,
+                       (*segments, *key), fmt)
 
 
 def run(args) -> tuple:
@@ -94,6 +112,7 @@ def run(args) -> tuple:
     measures = measures_from(args, DEFAULT_MEASURES)
     parse_all(measures, args.relevance_level, args.compat)
     runs = command_runs(args)
-    return report_text(args, args.qrels, runs, measures), args.output
+    qrels = None if args.qrels.lower() == "none" else args.qrels
+    return report_text(args, qrels, runs, measures), args.output
 
 
