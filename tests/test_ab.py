@@ -275,3 +275,34 @@ def test_command_line_refuses_log_mistakes(capsys):
     assert "QRELS 'none'" in capsys.readouterr().err
     assert cli_main([*DEMO_COMMAND[:3], LOG, *DEMO_COMMAND[3:]]) == 2
     assert "give one RUN" in capsys.readouterr().err
+
+
+def test_segmented_pairs_and_deltas_are_written_per_segment(tmp_path):
+    """compare -o pairs.parquet / -q -o deltas.parquet with --group-by: one row per segment, each segment's
+    means and per-query differences as evaluate() gives them on its own."""
+    qrels = pa.table({"query_id": ["q1", "q1", "q2", "q3"], "doc_id": ["d1", "d2", "d1", "d3"],
+                      "relevance": [1, 1, 1, 1]})
+
+    def run(scores):
+        return pa.table({"query_id": ["q1", "q1", "q2", "q2", "q3", "q3"], "doc_id": ["d1", "d2", "d1", "d3", "d3", "d1"],
+                         "score": scores, "day": ["mon", "mon", "mon", "mon", "tue", "tue"]})
+
+    a, b = run([0.9, 0.1, 0.2, 0.8, 0.9, 0.1]), run([0.1, 0.9, 0.9, 0.2, 0.1, 0.9])
+    for path in (tmp_path / "a.parquet", tmp_path / "b.parquet"):
+        pq.write_table(a if path.stem == "a" else b, path)
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\nq3 0 d3 1\n")
+    args = [str(tmp_path / "qrels.txt"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--group-by", "day",
+            "-m", "P@1", "--baseline", "a"]
+    assert cli_main(["compare", *args, "-o", str(tmp_path / "pairs.parquet")]) == 0
+    assert cli_main(["compare", *args, "-q", "-o", str(tmp_path / "deltas.parquet")]) == 0
+    expected = sqlmetrics.evaluate(qrels, {"a": a, "b": b}, ["P@1"], group_by="day").per_query.to_pylist()
+    value = {(r["run"], r["day"], r["query_id"]): r["P@1"] for r in expected}
+    pairs = pq.read_table(tmp_path / "pairs.parquet").to_pylist()
+    assert [(p["day"], p["run"], p["baseline"]) for p in pairs] == [("mon", "b", "a"), ("tue", "b", "a")]
+    for p in pairs:
+        for side in ("run", "baseline"):
+            mine = [v for (r, d, _), v in value.items() if r == p[side] and d == p["day"]]
+            assert p[f"{side}_mean"] == pytest.approx(sum(mine) / len(mine), abs=1e-12)
+    deltas = pq.read_table(tmp_path / "deltas.parquet").to_pylist()
+    assert {(d["day"], d["query_id"]): d["difference"] for d in deltas} == {
+        (d, q): value["b", d, q] - value["a", d, q] for (r, d, q) in value if r == "a"}
