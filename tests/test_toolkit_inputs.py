@@ -194,3 +194,17 @@ def test_bad_iterators_are_named(local_dataset, monkeypatch):
                               Scored("q1", "d4", "high")]))
     with pytest.raises(SqlmetricsError, match=r"qrels 'irds:sqlmetrics-test/nothing-here': ir_datasets has no"):
         evaluate("irds:sqlmetrics-test/nothing-here", RUN)
+
+
+# --- Hugging Face datasets ---------------------------------------------------------------------------------
+
+def test_hugging_face_datasets():
+    import datasets
+
+    q, d, r = zip(*rows(QRELS))
+    qrels = datasets.Dataset.from_dict({"query-id": q, "corpus-id": d, "score": r})  # BEIR's columns on the Hub
+    q, d, s = zip(*rows(RUN))
+    # Rows the Dataset holds but does not show (a select() leaves them in its table): never read.
+    extra = ("q2", "d4", 9.0)
+    run = datasets.Dataset.from_dict({"qid": [*q, extra[0]], "docno": [*d, extra[1]], "score": [*s, extra[2]]})
+    assert evaluate(qrels, run.select(range(len(q)))) == pytest.approx(oracle(), abs=1e-12)

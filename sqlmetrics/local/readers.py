@@ -914,12 +914,16 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
         table, label = obj.to_arrow(), f"{what} (polars DataFrame)"
     elif type(obj).__module__.startswith("pandas"):
         table, label = _pandas_table(obj), f"{what} (pandas DataFrame)"
+    elif type(obj).__module__.startswith("datasets.") and hasattr(obj, "with_format"):
+        # A Hugging Face Dataset: its Arrow table (memory-mapped, not copied), rows selected as it shows them.
+        table, label = obj.with_format("arrow")[:], f"{what} (Hugging Face Dataset)"
     elif hasattr(obj, "to_dict") and type(obj).__module__.startswith("ranx"):
         table, label = _dict_table(obj.to_dict(), kind, f"{what} (ranx)"), f"{what} (ranx)"
     else:
         raise SqlmetricsError(
             f"{what}: cannot read a {type(obj).__name__}; pass a file path (TREC, CSV, TSV, Parquet, JSON Lines), "
-            "a pyarrow Table, a pandas or polars DataFrame, a {query_id: {doc_id: value}} dict, or 'file.duckdb:table'."
+            "a pyarrow Table, a pandas or polars DataFrame, a Hugging Face Dataset, ranx Qrels or Run, an iterator of "
+            "named tuples (ir_datasets), a {query_id: {doc_id: value}} dict, 'irds:<dataset id>' or 'file.duckdb:table'."
         )
     if table is None:
         return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0))
