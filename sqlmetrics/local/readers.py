@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+from sqlglot import exp
 
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import GROUP_ROLES, QRELS_ROLES
+from ..statement import LISTS, Source
 from .databases import DATABASE_FILES, copy_into, copy_table
 
 RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name only when mapped
@@ -665,7 +667,8 @@ def _first_line(e: Exception) -> str:
 
 
 def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) -> dict:
-    present = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+    types = _types(con, view)
+    present = list(types)
     lower = {c.lower(): c for c in present}
     # The judgment group is optional: read only by qrels_format='qrels_jg', which says when it is missing.
     roles = (*QRELS_ROLES, *GROUP_ROLES) if kind == "qrels" else RANKING_ROLES
@@ -696,7 +699,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
                 f"say which with columns={{{role!r}: ...}}."
             )
     missing = [r for r in required if r not in mapping]
-    if kind == "run" and "score" not in mapping and "rank_position" not in mapping:
+    lists = kind == "run" and "doc_id" in mapping and types[mapping["doc_id"]].endswith("[]")
+    if kind == "run" and not lists and "score" not in mapping and "rank_position" not in mapping:
         missing.append("score")
     if missing:
         raise SqlmetricsError(
@@ -884,7 +888,60 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
          own_columns: bool = False, layout: str | None = None) -> Loaded:
     """Register one qrels or run input as a view on `con`. columns: {role: column} for this table's roles;
     own_columns: the mapping was given for this table alone (qrels_columns=), so a TREC file refuses it;
-    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg')."""
+    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg').
+    A run whose doc_id column is a list (one row per query) is unnested: see _unnested."""
+    loaded = _load(con, obj, kind, columns, name, fmt, own_columns, layout)
+    return _unnested(con, loaded) if kind == "run" and _column_type(con, loaded, "doc_id").endswith("[]") else loaded
+
+
+def _column_type(con, loaded: Loaded, role: str) -> str:
+    return _types(con, loaded.view)[loaded.columns[role]]
+
+
+def _types(con, view: str) -> dict:
+    """{column: DuckDB type name} of a view, in its order."""
+    return dict(r[:2] for r in con.execute(f"DESCRIBE {view}").fetchall())
+
+
+def _unnested(con, loaded: Loaded) -> Loaded:
+    """A run with one row per query, its doc_id a list of document ids in rank order (and its score, when
+    there is one, the list of their scores), as one row per document: the statement's own unnesting
+    (statement.Source with lists=True, which `sqlmetrics sql --list-run` renders for other engines), so
+    that the checks see documents. The other columns (segments, labels) are kept beside the roles."""
+    c = loaded.columns
+    label = f"{loaded.label} (one list per row)"
+    if "score" in c:
+        if not _column_type(con, loaded, "score").endswith("[]"):
+            raise SqlmetricsError(f"{label}: doc_id ({c['doc_id']!r}) is a list, and score ({c['score']!r}) is not; "
+                                  "give a list of scores beside each list of documents, or leave the scores out "
+                                  "(the list order is then the ranking).")
+        query, docs, scores = (_q(c[r]) for r in ("query_id", "doc_id", "score"))
+        bad = con.execute(f"SELECT {query}, len({docs}), len({scores}) FROM {loaded.view} "
+                          f"WHERE len({docs}) IS DISTINCT FROM len({scores}) LIMIT 1").fetchall()
+        if bad:
+            (query_id, n_docs, n_scores), = bad
+            raise SqlmetricsError(
+                f"{label}: query {query_id!r} has {n_docs} document ids and {n_scores} scores; give one score "
+                f"per document (lists of equal length), or leave the scores out (the list order is then the "
+                "ranking).")
+    roles = {"query_id": "VARCHAR", "doc_id": "VARCHAR", "rank_position": "BIGINT", "score": "DOUBLE"}
+    if "run_name" in c:
+        roles["run_name"] = "VARCHAR"
+    source = Source(exp.to_table(loaded.view), {r: exp.to_identifier(col, quoted=True) for r, col in c.items()},
+                    lists=True)
+    hidden = {*c.values(), *roles, *LISTS[2:]}  # the roles' columns, and names the roles now take
+    kept = [n for n in _types(con, loaded.view) if n not in hidden]
+    tree = source.select(roles)
+    if kept:
+        tree = tree.select(*(exp.column(exp.to_identifier(n, quoted=True), LISTS[0]) for n in kept), copy=False)
+    view = _fresh("lists")
+    con.execute(f"CREATE TEMP VIEW {view} AS {tree.sql('duckdb')}")
+    return dataclasses.replace(loaded, view=view, columns={r: r for r in roles}, label=label,
+                               numbered=_numbered(view, 0), line_of=None)
+
+
+def _load(con, obj, kind: str, columns: dict | None, name: str | None, fmt: str | None, own_columns: bool,
+          layout: str | None) -> Loaded:
     what = kind if name is None else f"run {name!r}"
     if isinstance(obj, (str, Path)):
         text = str(obj)
