@@ -8,6 +8,7 @@ import os
 
 import duckdb
 import ir_measures
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -56,6 +57,9 @@ def test_local_lists_with_and_without_scores(tmp_path):
         pytest.approx(expected(by_position=True), abs=1e-12)
     assert sqlmetrics.evaluate(QRELS, lists_table(scores=False), MEASURES, **UNSCORED).aggregate == \
         pytest.approx(expected(by_position=True), abs=1e-12)
+    frame = pl.from_arrow(lists_table())  # polars' list columns
+    assert sqlmetrics.evaluate(QRELS, frame, MEASURES, **MAPPED).aggregate == \
+        pytest.approx(expected(by_position=False), abs=1e-12)
     path = tmp_path / "lists.parquet"  # as a log stores them
     pq.write_table(lists_table(scores=False), path)
     assert sqlmetrics.evaluate(QRELS, path, MEASURES, **UNSCORED).aggregate == \

@@ -116,8 +116,8 @@ def test_ranx_objects_and_a_run_name():
 def test_ranx_saved_runs(tmp_path, suffix):
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN, name="bm25")
     run.save(str(tmp_path / f"run{suffix}"))
-    qrels.save(str(tmp_path / ("qrels.json" if suffix == ".lz4" else f"qrels{suffix}")))  # no .lz4 qrels in ranx
-    qrels_path = tmp_path / ("qrels.json" if suffix == ".lz4" else f"qrels{suffix}")
+    qrels_path = tmp_path / ("qrels.json" if suffix == ".lz4" else f"qrels{suffix}")  # ranx saves no .lz4 qrels
+    qrels.save(str(qrels_path))
     assert evaluate(qrels_path, tmp_path / f"run{suffix}") == pytest.approx(oracle(), abs=1e-12)
 
 
