@@ -117,6 +117,9 @@ OPTIONS = (
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
            "judgment_group, judgment_subgroup, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
            _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
+    Option("list_run", False, "the run has one row per query: doc_id is a list of document ids in rank order, "
+           "score (when mapped) the list of their scores; a list position is the rank (read so locally whenever "
+           "the doc_id column is a list)", frozenset({EVALUATE, EVALUATE_ON, RENDER, SQL_CMD}), kind="flag"),
     Option("qrels_columns", None, "the qrels' own column for a role, where it differs from the shared mapping",
            _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=(*QRELS_ROLES, *GROUP_ROLES)),
     Option("qrels_format", "qrels", "how the qrels are read (trec_eval -R): 'qrels_jg' takes TREC text's second "
@@ -269,13 +272,16 @@ def check_log_options(qrels, group_by, label, relevance) -> tuple:
     return segs
 
 
-def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, multi_run: bool = False):
+def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, lists: bool = False):
     """({role: column} of the run, {role: column} of the qrels): `columns` maps both tables wherever the
-    role exists, `qrels_columns` overrides it for the qrels; an unmapped role keeps its own name."""
+    role exists, `qrels_columns` overrides it for the qrels; an unmapped role keeps its own name. A run of
+    lists (list_run) has no rank column (the list position is the rank), and a score list only when mapped."""
     columns = dict(columns or {})
     qrels_map = {**columns, **(qrels_columns or {})}
     order = "rank_position" if ties == "rank" else "score"
-    run = {r: columns.get(r, r) for r in ("query_id", "doc_id", order)}
+    if lists:
+        order = "score" if "score" in columns else None
+    run = {r: columns.get(r, r) for r in ("query_id", "doc_id", order) if r is not None}
     if "run_name" in columns:
         run = {"run_name": columns["run_name"], **run}
     return run, {r: qrels_map.get(r, r) for r in QRELS_ROLES}

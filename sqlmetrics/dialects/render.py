@@ -20,7 +20,7 @@ from ..options import RENDER, check_log_options, resolve, role_columns, signatur
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..statement import Shape, Source, build_statement
-from .info import DialectInfo, dialect_info
+from .info import UNNEST_DIALECTS, DialectInfo, dialect_info
 from .portable import portable
 
 def _clean(text) -> str:
@@ -54,7 +54,7 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
     if not header:
         return sql
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run)
     outs = output_columns(calls)
     segs = list(check_log_options(qrels, o.group_by, o.label, o.relevance))  # group_by="date" is one column
     keys = (["run_name"] if "run_name" in run_map else []) + segs + (["query_id"] if per_query else [])
@@ -124,7 +124,7 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     if o.score_precision == "float32" and info.float32 is None:
         raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
                               "float type. Use score_precision='float64'.")
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run)
     if "run_name" in run_map:
         options.run_key = ("run_name",)
     reserved = {"run_name", "query_id", "num_lists", *output_columns(calls)}
@@ -151,6 +151,9 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
             bound = {name: column_identifier(name, d, fold) for name in used}
             expressions["relevance"] = tree.transform(
                 lambda n: exp.Column(this=bound[n.name].copy()) if isinstance(n, exp.Column) and n.name in bound else n)
-    run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions)
+    if o.list_run and not info.unnest:
+        raise SqlmetricsError(f"list_run: {info.name} has no UNNEST ... WITH ORDINALITY (list positions counted "
+                              f"from 1); unnest the lists there first, or render for {', '.join(UNNEST_DIALECTS)}.")
+    run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions, lists=o.list_run)
     tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query)
     return portable(tree, info, options, calls, per_query), calls

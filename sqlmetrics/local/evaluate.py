@@ -72,6 +72,13 @@ def _is_run_dict(run) -> bool:
     return True
 
 
+def _named_ranx(run):
+    """A ranx Run that has a name is that named run, {name: run}: its results are labelled with the name."""
+    if type(run).__module__.startswith("ranx") and isinstance(getattr(run, "name", None), str):
+        return {run.name: run}
+    return run
+
+
 def _dedup(con, loaded: Loaded, policy: str) -> Loaded:
     if policy == "error":
         return loaded
@@ -403,6 +410,7 @@ class _Job:
 def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
     """evaluate() on an embedded DuckDB: see sqlmetrics.evaluate for the arguments."""
     job = _prepare(qrels, measures, o)
+    run = _named_ranx(run)
     # Binding the templates is pure Python (sqlglot); it runs while DuckDB, which releases the GIL, loads
     # and checks the inputs. On small inputs that is a tenth of the whole evaluation.
     planning = _Background(plan_measures, job.calls, o.relevance_level)
