@@ -1,0 +1,153 @@
+"""Fusion of runs (sql/fusion/, sqlmetrics.fuse): every template's hand-computed examples, every method x
+normalisation against ranx's fuse, the outputs, and bad input."""
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import duckdb
+import pytest
+
+import sqlmetrics
+from sqlmetrics.catalogue.fusion import DEFAULT_NORM, fusion_methods, normalisations
+from sqlmetrics.errors import SqlmetricsError
+
+
+def _dicts(rows) -> dict:
+    out: dict = {}
+    for q, d, s in rows:
+        out.setdefault(q, {})[d] = s
+    return out
+
+
+def _ranked(table) -> list:
+    """[(query, doc, score)] in the fused run's order."""
+    t = table.to_pydict()
+    return list(zip(t["query_id"], t["doc_id"], t["score"]))
+
+
+def _examples():
+    return [pytest.param(m, e, id=f"{m.name}:{e.line}") for m in fusion_methods().values() for e in m.examples]
+
+
+@pytest.mark.parametrize("method, example", _examples())
+def test_examples(method, example):
+    """Every `-- example:` line of every fusion template: the hand-computed fused run, values and order."""
+    options = dict(example.options)
+    norm = options.pop("norm", DEFAULT_NORM)
+    got = _ranked(sqlmetrics.fuse([_dicts(r) for r in example.runs], method.name, norm=norm, **options))
+    where = f"{method.path}:{example.line}"
+    assert [(q, d) for q, d, _ in got] == [(q, d) for q, d, _ in example.fused], f"{where}: ranking {got}"
+    for (_, _, value), (_, _, want) in zip(got, example.fused):
+        assert abs(value - float(Fraction(want) if "/" in want else float(want))) <= 1e-9, f"{where}: {got}"
+
+
+def test_every_method_is_in_the_catalogue_with_a_ranx_alias():
+    names = {a.text for m in fusion_methods().values() for a in m.aliases if a.tool == "ranx"}
+    assert {"rrf", "sum", "mnz", "max", "min", "med", "anz", "wsum", "isr", "log_isr", "bordafuse", "rbc"} <= names
+    assert set(normalisations()) == {"none", "min-max", "max", "sum", "zmuv", "rank"}
+
+
+# ---------------------------------------------------------------------------------------------- ranx, the oracle
+
+def _random_runs(seed: int, n_runs: int = 3) -> list:
+    """Runs without ties (distinct scores in each list), over a shared pool of documents: most documents
+    are missing from some runs, some queries have one-document lists."""
+    rng = random.Random(seed)
+    runs = []
+    for _ in range(n_runs):
+        run = {}
+        for q in range(6):
+            docs = rng.sample(range(25), rng.choice([1, 3, 8, 15]))
+            scores = rng.sample(range(1, 10_000), len(docs))
+            run[f"q{q}"] = {f"d{d}": s / 97 - 20 for d, s in zip(docs, scores)}
+        runs.append(run)
+    return runs
+
+
+def _ranx_name(method) -> str:
+    return next(a.text for a in method.aliases if a.tool == "ranx")
+
+
+def _params(method, n_runs: int) -> dict:
+    return {"WSum": {"weights": [0.5, 0.3, 0.2][:n_runs]}, "RRF": {"k": 7}, "RBC": {"phi": 0.7}}.get(method.name, {})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("norm", ["none", "min-max", "max", "sum", "zmuv", "rank"])
+@pytest.mark.parametrize("method", sorted(fusion_methods()))
+def test_equals_ranx(method, norm):
+    """Scores to 1e-9, and the ranking, on tie-free runs with documents missing from some of them."""
+    ranx = pytest.importorskip("ranx")
+    m = fusion_methods()[method]
+    for seed, n_runs in ((1, 2), (2, 3)):
+        runs = _random_runs(seed, n_runs)
+        params = _params(m, n_runs)
+        want = ranx.fuse([ranx.Run(r) for r in runs], norm=None if norm == "none" else norm,
+                         method=_ranx_name(m), params=params).to_dict()
+        got = _ranked(sqlmetrics.fuse(runs, method, norm=norm, **params))
+        assert {(q, d) for q, d, _ in got} == {(q, d) for q in want for d in want[q]}
+        for q, d, score in got:
+            assert abs(score - want[q][d]) <= 1e-9 * max(1, abs(want[q][d])), (q, d, score, want[q][d])
+        # The ranking: ranx's scores in our order never increase, and equal ones are by document id descending.
+        for q in want:
+            ours = [(want[q][d], d) for qq, d, _ in got if qq == q]
+            by_doc = sorted(ours, key=lambda x: x[1], reverse=True)
+            assert ours == sorted(by_doc, key=lambda x: -round(x[0], 9)), q
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+
+def test_outputs_agree(tmp_path):
+    """TREC text, Parquet, CSV and a DuckDB table hold the returned run."""
+    runs = _random_runs(5, 2)
+    want = _ranked(sqlmetrics.fuse(runs, "rrf"))
+    for name in ("fused.run", "fused.parquet", "fused.csv"):
+        assert sqlmetrics.fuse(runs, "rrf", output=tmp_path / name) is None
+    sqlmetrics.fuse(runs, "rrf", output=f"{tmp_path}/f.duckdb:rrf")
+    lines = [line.split() for line in (tmp_path / "fused.run").read_text().splitlines()]
+    assert [(q, d, float(s)) for q, _, d, _, s, _ in lines] == want
+    assert [int(r) for _, _, _, r, _, _ in lines[:3]] == [1, 2, 3] and {t for *_, t in lines} == {"fused"}
+    con = duckdb.connect()
+    for source in (f"'{tmp_path}/fused.parquet'", f"'{tmp_path}/fused.csv'"):
+        assert con.sql(f"SELECT query_id, doc_id, score FROM {source}").fetchall() == want
+    con.execute(f"ATTACH '{tmp_path}/f.duckdb' AS f (READ_ONLY)")
+    assert con.sql("SELECT query_id, doc_id, score FROM f.rrf ORDER BY query_id, rank").fetchall() == want
+
+
+def test_a_fused_run_is_evaluated_like_any_run():
+    qrels = {"q1": {"d1": 1, "d2": 0, "d4": 2}}
+    fused = sqlmetrics.fuse([{"q1": {"d1": 3, "d2": 2, "d3": 1}}, {"q1": {"d4": 2, "d2": 1}}], "rrf", k=1)
+    # RRF(k=1): d2 5/6, d1 1/2, d4 1/3, d3 1/4: relevant at ranks 2 and 3, R = 2.
+    assert sqlmetrics.evaluate(qrels, fused, ["AP"]).aggregate["AP"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+RUNS = [{"q1": {"d1": 1.0, "d2": 0.5}}, {"q1": {"d2": 2.0}}]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sqlmetrics.fuse(RUNS, "rff"), r"method='rff' is not a fusion method\. Did you mean 'RRF'\?"),
+    (lambda: sqlmetrics.fuse(RUNS, "rrf", norm="minmax"), r"norm='minmax' is not a normalisation\. Did you mean 'min-max'\?"),
+    (lambda: sqlmetrics.fuse(RUNS, "rrf", kk=3), r"RRF has no parameter 'kk'\. Did you mean 'k'\?"),
+    (lambda: sqlmetrics.fuse(RUNS, "rrf", k=-1), r"RRF: k=-1 is not a positive number"),
+    (lambda: sqlmetrics.fuse(RUNS, "rbc", phi=2), r"RBC: phi=2 is not a number between 0 and 1"),
+    (lambda: sqlmetrics.fuse(RUNS[:1], "rrf"), r"two or more runs; 1 given"),
+    (lambda: sqlmetrics.fuse(RUNS[0], "rrf"), r"two or more runs: a list of runs"),
+    (lambda: sqlmetrics.fuse(RUNS, "wsum"), r"WSum needs the parameter 'weights'"),
+    (lambda: sqlmetrics.fuse(RUNS, "wsum", weights=[1.0]), r"WSum: 1 weights for 2 runs"),
+    (lambda: sqlmetrics.fuse(RUNS, "wsum", weights=[1, "a"]), r"WSum: weights= takes one number per run"),
+    (lambda: sqlmetrics.fuse([{"q1": {"d1": 1.0}}, {"q1": {"d1": "x"}}], "sum"), r"run 'run2' \(dict\).*not a number"),
+])
+def test_bad_input(call, message):
+    with pytest.raises(SqlmetricsError, match=message):
+        call()
+
+
+def test_a_bad_output_leaves_nothing(tmp_path):
+    with pytest.raises(SqlmetricsError, match="folder"):
+        sqlmetrics.fuse(RUNS, "rrf", output=tmp_path / "missing" / "fused.run")
+    with pytest.raises(SqlmetricsError, match="not a number"):
+        sqlmetrics.fuse([RUNS[0], {"q1": {"d1": "x"}}], "rrf", output=tmp_path / "fused.run")
+    assert list(tmp_path.iterdir()) == []
