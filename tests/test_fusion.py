@@ -3,6 +3,7 @@ normalisation against ranx's fuse, the outputs, and bad input."""
 from __future__ import annotations
 
 import random
+import shutil
 from fractions import Fraction
 
 import duckdb
@@ -151,3 +152,42 @@ def test_a_bad_output_leaves_nothing(tmp_path):
     with pytest.raises(SqlmetricsError, match="not a number"):
         sqlmetrics.fuse([RUNS[0], {"q1": {"d1": "x"}}], "rrf", output=tmp_path / "fused.run")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- strict headers
+
+@pytest.fixture
+def fusion_copy(tmp_path, monkeypatch):
+    """The fusion catalogue read from a copy of sql/ that a test may edit (caches cleared before and after)."""
+    from sqlmetrics.catalogue import fusion, templates
+
+    folder = tmp_path / "sql"
+    shutil.copytree(templates.sql_dir(), folder)
+    monkeypatch.setattr(fusion, "sql_dir", lambda: folder)
+    for cached in (fusion.fusion_methods, fusion.fusion_columns):
+        cached.cache_clear()
+    yield folder / "fusion"
+    for cached in (fusion.fusion_methods, fusion.fusion_columns):
+        cached.cache_clear()
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("-- param k: number = 60", "-- param k: numbr = 60", r"RRF\.sql:4: param k: unknown type 'numbr'"),
+    ("-- param k: number = 60", "-- param k: number = -1", r"RRF\.sql:4: param k: the default '-1' is not a positive"),
+    ("-- aliases: rrf (ranx)", "-- aliases: rrf (ranks)", r"RRF\.sql:5: alias 'rrf': unknown tool \(ranks\)"),
+    ("-- fusion: RRF", "-- fusion: Rrf", r"RRF\.sql:1: the method is named 'Rrf' but the file 'RRF\.sql'"),
+    ("-- reference:", "-- referenc:", r"RRF\.sql:3: unknown header key"),
+    ("-- example: (k=1)", "-- example: (kk=1)", r"RRF\.sql:6: example: 'kk' is not a parameter of RRF"),
+    ("d3 1/4\n", "d3 a quarter\n", r"RRF\.sql:6: example: each fused entry is `query doc number`"),
+    ("d3 1/4\n", "d3 quarter\n", r"RRF\.sql:6: example: the fused value 'quarter'"),
+    ("-- aliases: rrf (ranx)", "-- aliases: sum (ranx)", r"'sum' already names the fusion method"),
+])
+def test_a_bad_header_is_named(fusion_copy, old, new, message):
+    from sqlmetrics.catalogue.fusion import fusion_methods
+
+    path = fusion_copy / "RRF.sql"
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(SqlmetricsError, match=message):
+        fusion_methods()
