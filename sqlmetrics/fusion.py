@@ -126,7 +126,8 @@ def fusion_statement(runs: list, method: FusionMethod, norm: str, values: dict, 
         last = "fusion_docs"
     if fixed_order:  # sums in the runs' order: the same bits every time (statement._in_fixed_order)
         body = _in_fixed_order(body, [exp.Ordered(this=exp.column("run_index"), nulls_first=False)])
-    final = exp.select(exp.column("query_id", "r"), exp.column("doc_id", "r"),
+    # Aliased: `SELECT r.query_id` names its column `r.query_id` on ClickHouse.
+    final = exp.select(exp.alias_(exp.column("query_id", "r"), "query_id"), exp.alias_(exp.column("doc_id", "r"), "doc_id"),
                        exp.alias_(exp.cast(body, "DOUBLE"), "score")).from_(exp.to_table(last).as_("r"))
     group = [exp.column("query_id", "r"), exp.column("doc_id", "r")]
     if queries:

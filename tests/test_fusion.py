@@ -2,6 +2,7 @@
 normalisation against ranx's fuse, the outputs, and bad input."""
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from fractions import Fraction
@@ -10,6 +11,7 @@ import duckdb
 import pytest
 
 import sqlmetrics
+import sqlmetrics.dialects
 from sqlmetrics.catalogue.fusion import DEFAULT_NORM, fusion_methods, normalisations
 from sqlmetrics.errors import SqlmetricsError
 
@@ -191,3 +193,82 @@ def test_a_bad_header_is_named(fusion_copy, old, new, message):
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
     with pytest.raises(SqlmetricsError, match=message):
         fusion_methods()
+
+
+# ---------------------------------------------------------------------------------------------- command line
+
+def test_command_line_fuse_and_sql(tmp_path, capsys):
+    from sqlmetrics.cli.main import main
+    from sqlmetrics.demo import paths
+
+    _, (bm25, rerank) = paths()
+    assert main(["fuse", str(bm25), str(rerank), "--method", "rrf", "-p", "k=10", "--tag", "mix"]) == 0
+    out = capsys.readouterr().out
+    want = _ranked(sqlmetrics.fuse([str(bm25), str(rerank)], "RRF", k=10))
+    lines = [line.split() for line in out.splitlines()]
+    assert [(q, d, float(s)) for q, _, d, _, s, _ in lines] == want and lines[0][5] == "mix"
+    assert main(["fuse", str(bm25), str(rerank), "--method", "wsum", "--weights", "0.3,0.7", "--norm", "zmuv",
+                 "-o", str(tmp_path / "w.parquet")]) == 0
+    got = duckdb.sql(f"SELECT query_id, doc_id, score FROM '{tmp_path}/w.parquet'").fetchall()
+    assert got == _ranked(sqlmetrics.fuse([str(bm25), str(rerank)], "wsum", norm="zmuv", weights=[0.3, 0.7]))
+    assert main(["fuse", str(bm25), "--method", "rrf"]) == 2
+    assert "two or more runs; 1 given" in capsys.readouterr().err
+    assert main(["fuse", str(bm25), str(rerank), "--method", "rrf", "-p", "k"]) == 2
+    assert "-p/--param takes NAME=VALUE" in capsys.readouterr().err
+    assert main(["sql", "--fuse", "rrf", "--fuse-run", "db.bm25", "--fuse-run", "dense", "--dialect", "snowflake"]) == 0
+    out = capsys.readouterr().out
+    assert "FROM db.bm25" in out and "UNION ALL" in out and out.rstrip().endswith(";")
+    assert main(["sql", "--fuse", "rrf", "--fuse-run", "a", "--fuse-run", "b", "-m", "AP"]) == 2
+    assert main(["sql"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------- other engines
+
+def _rendered_equals_local(execute, create, dialect, norm):
+    runs = _random_runs(7, 3)
+    for i, run in enumerate(runs):
+        create(f"fuse_run{i}", [(q, d, s) for q, docs in run.items() for d, s in docs.items()])
+    for name, method in fusion_methods().items():
+        params = _params(method, 3)
+        sql = sqlmetrics.dialects.render_fusion([f"fuse_run{i}" for i in range(3)], name, norm=norm,
+                                                dialect=dialect, **params)
+        got = {(q, d): s for q, d, s in execute(sql)}
+        want = {(q, d): s for q, d, s in _ranked(sqlmetrics.fuse(runs, name, norm=norm, **params))}
+        assert got.keys() == want.keys(), name
+        assert all(abs(got[k] - want[k]) <= 1e-9 * max(1, abs(want[k])) for k in want), name
+
+
+@pytest.mark.parametrize("norm", ["min-max", "rank"])
+def test_rendered_for_sqlite(norm):
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+
+    def create(table, rows):
+        con.execute(f"CREATE TABLE {table} (query_id TEXT, doc_id TEXT, score REAL)")
+        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)
+
+    _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), create, "sqlite", norm)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("norm", ["zmuv", "sum"])
+def test_rendered_for_postgres(norm):
+    psycopg = pytest.importorskip("psycopg")
+    from test_engines import PG_DSN
+
+    con = psycopg.connect(PG_DSN, autocommit=True)
+    schema = f"sqlm_fuse_{os.getpid()}"
+    con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    con.execute(f"CREATE SCHEMA {schema}")
+    con.execute(f"SET search_path TO {schema}")
+    try:
+        def create(table, rows):
+            con.execute(f"CREATE TABLE {table} (query_id TEXT, doc_id TEXT, score DOUBLE PRECISION)")
+            with con.cursor() as cur:
+                cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s)", rows)
+
+        _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), create, "postgres", norm)
+    finally:
+        con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        con.close()

@@ -2,6 +2,7 @@
 
     sqlmetrics eval qrels.txt run.txt [run2 ...] [-m nDCG@10 -m map] [-q] [--format trec]
     sqlmetrics compare qrels.txt bm25.run dense.run -m nDCG@10 -m AP --test fisher --format latex
+    sqlmetrics fuse bm25.run dense.run --method rrf -o fused.run
     sqlmetrics list [NAME ...]
     sqlmetrics demo
     sqlmetrics sql -m nDCG@10 --dialect snowflake --qrels db.s.qrels --run db.s.run
@@ -30,10 +31,10 @@ import duckdb
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..local.evaluate import interrupt_queries
-from . import compare, demo, evaluate, listing, sql, trec_eval
+from . import compare, demo, evaluate, fuse, listing, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, listing, demo, sql, trec_eval)
+COMMANDS = (evaluate, compare, fuse, listing, demo, sql, trec_eval)
 
 
 def build_parser() -> argparse.ArgumentParser:
