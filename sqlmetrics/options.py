@@ -143,6 +143,9 @@ OPTIONS = (
            frozenset({EVALUATE}), group="engines"),
     Option("dialect", None, "the engine's SQL dialect, when it is not recognised from the connection's type",
            frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
+    Option("fuse", None, "fused runs evaluated beside the runs, in the same statement: {name: {'method': 'rrf', "
+           "'norm': 'min-max', **params}} (the method defaults to the name: {'rrf': {'k': 60}})",
+           frozenset({EVALUATE}), group="fusion"),
     Option("output", None, "write the per-query table atomically to this .parquet or .csv file",
            frozenset({EVALUATE}), group="output"),
     Option("into", None, "write the results to this table (CREATE TABLE ... AS)", frozenset({RENDER, SQL_CMD}),

@@ -272,3 +272,34 @@ def test_rendered_for_postgres(norm):
     finally:
         con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         con.close()
+
+
+# ---------------------------------------------------------------------------------------------- evaluate(fuse=)
+
+def test_evaluate_reports_fused_runs_beside_the_inputs():
+    from sqlmetrics.demo import paths
+
+    qrels, (bm25, rerank) = paths()
+    runs = {"bm25": str(bm25), "rerank": str(rerank)}
+    measures = ["AP", "nDCG@10", "P@5"]
+    res = sqlmetrics.evaluate(qrels, runs, measures, fuse={"rrf": {"k": 20}, "mix": {"method": "wsum",
+                                                                                     "weights": [0.2, 0.8]}})
+    assert set(res.aggregate) == {"bm25", "rerank", "rrf", "mix"}
+    alone = sqlmetrics.evaluate(qrels, runs, measures)
+    for name in ("bm25", "rerank"):
+        assert res.aggregate[name] == alone.aggregate[name]
+    for name, fused in (("rrf", sqlmetrics.fuse(runs, "rrf", k=20)),
+                        ("mix", sqlmetrics.fuse(runs, "wsum", weights=[0.2, 0.8]))):
+        want = sqlmetrics.evaluate(qrels, fused, measures).aggregate
+        assert res.aggregate[name] == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("runs, fuse, message", [
+    ({"a": RUNS[0], "b": RUNS[1]}, {"a": {"method": "rrf"}}, r"'a' is already the name of a run"),
+    ({"a": RUNS[0], "b": RUNS[1]}, {"x": {}}, r"method='x' is not a fusion method"),
+    ({"a": RUNS[0], "b": RUNS[1]}, {"rrf": 60}, r"fuse= takes \{name:"),
+    (RUNS[0], {"rrf": {}}, r"fuse= fuses the scores of named runs"),
+])
+def test_evaluate_fuse_bad_input(runs, fuse, message):
+    with pytest.raises(SqlmetricsError, match=message):
+        sqlmetrics.evaluate({"q1": {"d1": 1}}, runs, ["AP"], fuse=fuse)
