@@ -303,3 +303,50 @@ def test_evaluate_reports_fused_runs_beside_the_inputs():
 def test_evaluate_fuse_bad_input(runs, fuse, message):
     with pytest.raises(SqlmetricsError, match=message):
         sqlmetrics.evaluate({"q1": {"d1": 1}}, runs, ["AP"], fuse=fuse)
+
+
+# ---------------------------------------------------------------------------------------------- optimize_fusion
+
+def _same_documents_runs(seed: int, n_runs: int):
+    """Runs ranking the same documents per query (so that no weight setting leaves documents tied at 0, whose
+    order ranx and sqlmetrics break differently), and graded qrels."""
+    rng = random.Random(seed)
+    qrels = {f"q{q}": {f"d{d}": rng.choice([0, 0, 1, 2]) for d in range(12)} for q in range(8)}
+    for q in qrels:
+        qrels[q]["d0"] = 1  # every query has a relevant document
+    runs = [{q: {f"d{d}": s / 101 for d, s in zip(range(12), rng.sample(range(1, 5000), 12))} for q in qrels}
+            for _ in range(n_runs)]
+    return qrels, runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method, n_runs, grid", [("wsum", 2, {}), ("wsum", 3, {"step": 0.25}), ("rrf", 2, {}),
+                                                  ("rbc", 2, {"step": 0.1, "min_phi": 0.1})])
+def test_optimize_fusion_picks_ranx_weights(method, n_runs, grid):
+    ranx = pytest.importorskip("ranx")
+    qrels, runs = _same_documents_runs(11, n_runs)
+    train = ["q0", "q1", "q2", "q3", "q4"]
+    got = sqlmetrics.optimize_fusion(qrels, runs, method, norm="min-max", metric="ndcg@10", train=train, **grid)
+
+    def subset(d, queries):
+        return {q: d[q] for q in queries}
+
+    held = [q for q in qrels if q not in train]
+    want = ranx.optimize_fusion(ranx.Qrels(subset(qrels, train)), [ranx.Run(subset(r, train)) for r in runs],
+                                norm="min-max", method=method, metric="ndcg@10", show_progress=False, **grid)
+    assert {k: list(v) if isinstance(v, tuple) else v for k, v in want.items()} == got["params"]
+    fused = ranx.fuse([ranx.Run(subset(r, train)) for r in runs], norm="min-max", method=method, params=want)
+    assert got["train"] == pytest.approx(ranx.evaluate(ranx.Qrels(subset(qrels, train)), fused, "ndcg@10"), abs=1e-9)
+    fused = ranx.fuse([ranx.Run(subset(r, held)) for r in runs], norm="min-max", method=method, params=want)
+    assert got["held_out"] == pytest.approx(ranx.evaluate(ranx.Qrels(subset(qrels, held)), fused, "ndcg@10"), abs=1e-9)
+    assert len(got["trials"]) == {"wsum": 11 if n_runs == 2 else 15, "rrf": 10, "rbc": 10}[method]
+
+
+def test_optimize_fusion_bad_input():
+    qrels, runs = _same_documents_runs(3, 2)
+    with pytest.raises(SqlmetricsError, match="CombSUM has no parameter to optimise"):
+        sqlmetrics.optimize_fusion(qrels, runs, "sum")
+    with pytest.raises(SqlmetricsError, match=r"train= names queries without judgments \(q99\)"):
+        sqlmetrics.optimize_fusion(qrels, runs, "rrf", train=["q0", "q99"])
+    with pytest.raises(SqlmetricsError, match="is not averaged over queries"):
+        sqlmetrics.optimize_fusion(qrels, runs, "rrf", metric="GMAP")

@@ -3,19 +3,23 @@
 Parquet, CSV, or a table of a DuckDB file)."""
 from __future__ import annotations
 
+import itertools
+import math
 import shutil
 from pathlib import Path
 
 import duckdb
 
-from ..catalogue.fusion import DEFAULT_NORM
+from ..catalogue import parse
+from ..catalogue.fusion import DEFAULT_NORM, fusion_method
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..statement import READ
 from . import checks
-from .evaluate import _is_run_dict, _source, connect
+from ..options import EVALUATE, resolve
+from .evaluate import _is_run_dict, _source, connect, evaluate_local, python_rows
 from .output import replace_file, writable_target
 from .readers import _split_duckdb_target, file_format, load
 
@@ -112,3 +116,72 @@ def _write_table(con, query: str, path: Path, table: str) -> None:
         raise
     finally:
         con.execute("DETACH sqlm_fused_out")
+
+
+def _arange(start: float, stop: float, step: float) -> list:
+    """numpy.arange(start, stop, step) rounded to step's decimals, as ranx builds its grids."""
+    digits = str(step)[::-1].find(".")
+    return [round(start + i * step, digits) for i in range(math.ceil((stop - start) / step))]
+
+
+def fusion_grid(method, n_runs: int, step=None, min_k: int = 10, max_k: int = 100, min_phi: float = 0.01,
+                max_phi: float = 1.0) -> list:
+    """The parameter settings ranx's optimize_fusion tries, in its order: WSum every weight vector of
+    0, step, ..., 1 (default 0.1) whose float sum is exactly 1.0; RRF k = min_k, min_k + step (default 10),
+    ..., max_k; RBC phi = min_phi, ... max_phi by step (default 0.01)."""
+    name = fusion_method(method).name
+    if name == "WSum":
+        weights = _arange(0, 1 + (step or 0.1), step or 0.1)
+        return [{"weights": list(w)} for w in itertools.product(weights, repeat=n_runs) if sum(w) == 1.0]
+    if name == "RRF":
+        return [{"k": k} for k in range(min_k, max_k + 1, step or 10)]
+    if name == "RBC":
+        return [{"phi": phi} for phi in _arange(min_phi, max_phi + (step or 0.01), step or 0.01)]
+    raise SqlmetricsError(f"{name} has no parameter to optimise; optimize_fusion tunes WSum's weights, RRF's k "
+                          "and RBC's phi.")
+
+
+def optimize_fusion(qrels, runs, method="wsum", norm=DEFAULT_NORM, metric="nDCG@10", train=None, **grid) -> dict:
+    """Grid search of a fusion method's parameters, as ranx's optimize_fusion (same grids and order; among
+    equal scores the last setting wins): every setting's fused run is evaluated in ONE statement, per
+    query, and the setting with the best mean `metric` over the `train` queries (default: every judged
+    query) is chosen. grid: step, min_k, max_k, min_phi, max_phi (fusion_grid).
+
+    Returns {"method", "norm", "params": the chosen setting, "train": its mean over the training queries,
+    "held_out": its mean over the other judged queries (None without train=), "trials": [(setting, mean
+    over the training queries)]}.
+    """
+    items = named_runs(runs)
+    call = parse(metric)
+    if call.measure.aggregate != "mean":
+        raise SqlmetricsError(f"metric={metric!r} is not averaged over queries ({call.measure.aggregate}); pick a "
+                              "measure whose value is a mean, such as nDCG@10 or AP.")
+    settings = fusion_grid(method, len(items), **grid)
+    fuse_options = {f"sqlm_trial_{i}": {"method": method, "norm": norm, **setting} for i, setting in enumerate(settings)}
+    o = resolve(EVALUATE, {"fuse": fuse_options})
+    results = evaluate_local(qrels, dict(items), [metric], o, python_rows)
+    _names, rows = results.per_query
+    per_trial: dict = {}  # trial -> {query: value}
+    for run_name, query, value in rows:
+        if run_name in fuse_options:
+            per_trial.setdefault(run_name, {})[query] = value
+    queries = sorted({q for values in per_trial.values() for q in values})
+    chosen = set(queries) if train is None else {str(q) for q in train}
+    unknown = chosen - set(queries)
+    if unknown or not chosen:
+        raise SqlmetricsError(f"train= names queries without judgments ({', '.join(sorted(unknown)[:5])}); "
+                              "train on judged queries." if unknown else "train= is empty; name the training queries.")
+    held_out = [q for q in queries if q not in chosen]
+
+    def mean(trial: str, subset) -> float:
+        values = [per_trial[trial][q] or 0.0 for q in subset]
+        return sum(values) / len(values)
+
+    best, best_score, trials = None, 0.0, []
+    for i, setting in enumerate(settings):
+        score = mean(f"sqlm_trial_{i}", sorted(chosen))
+        trials.append((setting, score))
+        if score >= best_score:  # ranx keeps the last of equal scores
+            best, best_score = i, score
+    return {"method": fusion_method(method).name, "norm": norm, "params": settings[best], "train": best_score,
+            "held_out": mean(f"sqlm_trial_{best}", held_out) if held_out else None, "trials": trials}
