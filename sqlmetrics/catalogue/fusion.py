@@ -193,8 +193,9 @@ def fusion_method(name: str) -> FusionMethod:
             spellings[spelling.lower()] = m
     if isinstance(name, str) and name.lower() in spellings:
         return spellings[name.lower()]
+    ranx = ", ".join(a.text for m in methods.values() for a in m.aliases if a.tool == "ranx")
     raise SqlmetricsError(f"method={name!r} is not a fusion method.{_did_you_mean(name, methods)} The methods: "
-                          f"{', '.join(methods)} (or ranx's names: {', '.join(a.text for m in methods.values() for a in m.aliases if a.tool == 'ranx')}).")
+                          f"{', '.join(methods)} (or ranx's names: {ranx}).")
 
 
 def normalisation(name) -> str:
