@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..catalogue import parse_all
+from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import column_identifier, table_reference
@@ -85,7 +86,7 @@ render.__signature__ = signature(RENDER, "measures, dialect='duckdb', qrels='qre
                                          "header=True")
 
 
-def render_fusion(runs, method, norm="min-max", dialect="duckdb", columns=None, **params) -> str:
+def render_fusion(runs, method, norm=DEFAULT_NORM, dialect="duckdb", columns=None, **params) -> str:
     """The fused run (query_id, doc_id, score) as ONE SQL statement for `dialect`, over run tables that live
     in that engine (names as render() takes them, in the order weights= follows). columns= maps the roles
     query_id, doc_id and score where every run table names them otherwise."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ..catalogue import parse_all
+from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
@@ -604,7 +605,7 @@ def _fused_runs(fuse, checked: list, job: _Job, multi: bool) -> list:
         if str(name) in taken:
             raise SqlmetricsError(f"fuse=: {name!r} is already the name of a run; name the fused run otherwise.")
         spec = dict(spec)
-        settings = fusion_settings(spec.pop("method", name), spec.pop("norm", "min-max"), spec, len(sources))
+        settings = fusion_settings(spec.pop("method", name), spec.pop("norm", DEFAULT_NORM), spec, len(sources))
         out.append((str(name), fusion_statement(sources, *settings, fixed_order=True).sql(READ)))
     return out
 
