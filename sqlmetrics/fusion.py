@@ -98,7 +98,8 @@ def fusion_statement(runs: list, method: FusionMethod, norm: str, values: dict, 
     scopes = fusion_columns()
     body = _parse(method.body).transform(lambda n: exp.convert(values[n.name]) if isinstance(n, exp.Placeholder) else n)
     body = body.transform(lambda n: exp.Literal.number(len(runs)) if isinstance(n, exp.Column) and n.name == "runs" else n)
-    norm_tree = _parse(scopes["norm"][norm])
+    # A method of ranks alone (RRF, ISR, Borda, ...) reads no score: the normalisation would change nothing.
+    norm_tree = _parse(scopes["norm"][norm]) if "score" in _names(body) else exp.column("score")
     read_by_body, read_by_norm = _names(body), _names(norm_tree)
     lists = [n for n in scopes["list"] if n in read_by_body | read_by_norm]
     docs = [n for n in scopes["doc"] if n in read_by_body]
