@@ -145,7 +145,7 @@ OPTIONS = (
            frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
     Option("fuse", None, "fused runs evaluated beside the runs, in the same statement: {name: {'method': 'rrf', "
            "'norm': 'min-max', **params}} (the method defaults to the name: {'rrf': {'k': 60}})",
-           frozenset({EVALUATE}), group="fusion"),
+           frozenset({EVALUATE, COMPARE}), group="fusion"),
     Option("output", None, "write the per-query table atomically to this .parquet or .csv file",
            frozenset({EVALUATE}), group="output"),
     Option("into", None, "write the results to this table (CREATE TABLE ... AS)", frozenset({RENDER, SQL_CMD}),

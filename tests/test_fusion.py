@@ -350,3 +350,16 @@ def test_optimize_fusion_bad_input():
         sqlmetrics.optimize_fusion(qrels, runs, "rrf", train=["q0", "q99"])
     with pytest.raises(SqlmetricsError, match="is not averaged over queries"):
         sqlmetrics.optimize_fusion(qrels, runs, "rrf", metric="GMAP")
+
+
+def test_compare_tests_fused_runs_against_their_inputs():
+    from sqlmetrics.demo import paths
+
+    qrels, (bm25, rerank) = paths()
+    runs = {"bm25": str(bm25), "rerank": str(rerank)}
+    report = sqlmetrics.compare(qrels, runs, ["nDCG@10"], fuse={"rrf": {"k": 60}})
+    assert report.runs == ["bm25", "rerank", "rrf"]
+    fused = sqlmetrics.fuse(runs, "rrf", k=60)
+    assert report.means["rrf"]["nDCG@10"] == pytest.approx(
+        sqlmetrics.evaluate(qrels, fused, ["nDCG@10"]).aggregate["nDCG@10"], abs=1e-12)
+    assert {(c.baseline, c.run) for c in report.comparisons} == {("bm25", "rerank"), ("bm25", "rrf"), ("rerank", "rrf")}

@@ -42,9 +42,10 @@ def compare(qrels, runs, measures, **options):
     calls = parse_all(measures, o.relevance_level, o.compat)
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
     results = evaluate(qrels, named, [c.text for c in calls], **evaluate_options, _fetch=python_rows)
-    queries, values = _per_query_values(results.per_query, list(named), [c.text for c in calls])
+    run_names = list(named) + [str(name) for name in o.fuse or {}]  # fused runs are compared like the others
+    queries, values = _per_query_values(results.per_query, run_names, [c.text for c in calls])
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
-    return analyse(list(named), info, queries, values, test=o.test, max_p=o.max_p, correction=o.correction,
+    return analyse(run_names, info, queries, values, test=o.test, max_p=o.max_p, correction=o.correction,
                    seed=o.seed, n_resamples=o.n_resamples, options={k: getattr(o, k) for k in _RECORDED})
 
 
