@@ -4,9 +4,10 @@ from .dialects import render
 from .engines import evaluate_on
 from .errors import SqlmetricsError, SqlmetricsWarning
 from .evaluation import evaluate
+from .local.fuse import fuse, optimize_fusion
 from .results import Results
 from .stats import Report, compare, interleaving, ips
 
-__all__ = ["evaluate", "evaluate_on", "render", "Results", "compare", "Report", "ips", "interleaving",
-           "SqlmetricsError", "SqlmetricsWarning"]
+__all__ = ["evaluate", "evaluate_on", "fuse", "optimize_fusion", "render", "Results", "compare", "Report", "ips",
+           "interleaving", "SqlmetricsError", "SqlmetricsWarning"]
 __version__ = "0.1.0"

@@ -162,6 +162,9 @@ OPTIONS = (
            frozenset({EVALUATE, COMPARE}), kind="object", group="engines"),
     Option("dialect", None, "the engine's SQL dialect, when it is not recognised from the connection's type",
            frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
+    Option("fuse", None, "fused runs evaluated beside the runs, in the same statement: {name: {'method': 'rrf', "
+           "'norm': 'min-max', **params}} (the method defaults to the name: {'rrf': {'k': 60}})",
+           frozenset({EVALUATE, COMPARE}), group="fusion"),
     Option("output", None, "write the per-query table to this file, typed, in the format its extension names "
            "(.parquet, .csv, .tsv, .json, .jsonl), atomically; or to a table of a DuckDB file, 'results.duckdb:table'",
            frozenset({EVALUATE}), group="output"),

@@ -443,21 +443,26 @@ def test_broken_pipe_is_quiet():
 
 def test_list(capsys):
     from sqlmetrics.catalogue import measures
+    from sqlmetrics.catalogue.fusion import fusion_methods
+    from sqlmetrics.catalogue.reference import fusion_table
     from sqlmetrics.catalogue.reference import table as markdown_table
 
     code, out, err = run_cli(capsys, "list")
     assert code == 0
     for m in measures().values():
-        assert f"\n{m.name}  ({m.aggregate}, {m.better} is better)" in out
+        assert f"\n{m.name}  [ranking] ({m.aggregate}, {m.better} is better)" in out
+    for m in fusion_methods().values():
+        assert f"\n{m.name}  [fusion]\n" in out
     assert "map_cut_{k}" in out and "trec_eval map" in out and "@k cutoff (whole ranking)" in out
     code, out, err = run_cli(capsys, "list", "-f", "json")
     data = json.loads(out)
-    assert [d["name"] for d in data] == list(measures())
+    assert [(d["name"], d["kind"]) for d in data] == [(m, "ranking") for m in measures()] + [
+        (m, "fusion") for m in fusion_methods()]
     ap = next(d for d in data if d["name"] == "AP")
     assert {"name": "map", "tool": "trec_eval"} in ap["aliases"] and ap["parameters"][0] == {
         "name": "k", "type": "cutoff", "default": "whole ranking", "required": False, "bound_by_at": True}
     code, out, err = run_cli(capsys, "list", "-f", "markdown")
-    assert out == markdown_table() + "\n"
+    assert out == markdown_table() + "\n\n" + fusion_table() + "\n"
     code, out, err = run_cli(capsys, "list", "ndcg_cut.10", "mrr@10")
     assert out.startswith("ndcg_cut.10 = nDCG@10  (parameters: k=10, gain=linear; trec_eval: ndcg_cut_10)")
     assert "mrr@10 = RR@10" in out

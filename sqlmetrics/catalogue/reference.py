@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..options import options_table
+from .fusion import fusion_methods, normalisations
 from .templates import Measure, measures
 
 MEASURES_DOC = Path("docs") / "measures.md"
@@ -45,6 +46,16 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def fusion_table() -> str:
+    """One row per fusion method (sql/fusion/)."""
+    rows = ["| fusion method | parameters (default) | ranx | what it is |", "|---|---|---|---|"]
+    for m in fusion_methods().values():
+        params = ", ".join(f"`{p.name}` {p.type} ({p.describe_default()})" for p in m.params.values()) or "–"
+        ranx = ", ".join(f"`{a.text}`" for a in m.aliases if a.tool == "ranx") or "–"
+        rows.append(f"| `{m.name}` | {params} | {ranx} | {m.description} |")
+    return "\n".join(rows)
+
+
 def document() -> str:
     parts = [
         "# Measure reference",
@@ -55,6 +66,14 @@ def document() -> str:
         "any spelling resolves to.",
         "",
         table(),
+        "",
+        "## Fusion methods",
+        "",
+        "Generated from the headers of `sql/fusion/*.sql` (`sqlmetrics list` shows them with kind `fusion`): "
+        "each method is one aggregate over a (query, document)'s normalised scores, one row per run that ranks "
+        f"it. Normalisations: {', '.join(f'`{n}`' for n in normalisations())} (`sql/fusion/_shared.sql`).",
+        "",
+        fusion_table(),
     ]
     for m in measures().values():
         other = _aliases(m, None) + (", " if _aliases(m, None) and _aliases(m, "ir_measures") else "") \

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalogue import split_measure_list
+from ..catalogue.fusion import DEFAULT_NORM, normalisations
 from ..catalogue.names import COMPAT
 from ..catalogue.trec import expand as trec_eval_measures
 from ..local.output import database_target, output_format, process_folder, replace_file, writable_target, write_table
@@ -79,6 +80,37 @@ def measures_from(args, default) -> list:
         raise UsageError("-m/--measure was given without a measure; name one (e.g. -m nDCG@10) or leave -m out "
                          "for the default set.")
     return measures
+
+
+def add_fusion_flags(p, method_flags=("--method",), required=True) -> None:
+    p.add_argument(*method_flags, dest="method", required=required, metavar="METHOD",
+                   help="the fusion method: RRF, CombSUM, CombMNZ, CombMAX, CombMIN, CombMED, CombANZ, WSum, ISR, "
+                        "LogISR, Borda, RBC, or ranx's name (rrf, sum, mnz, wsum, bordafuse, ...)")
+    p.add_argument("--norm", default=DEFAULT_NORM, choices=normalisations(),
+                   help=f"the score normalisation, per query and run (default {DEFAULT_NORM}, as ranx)")
+    p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                   help="a parameter of the method, e.g. -p k=60 (RRF), -p phi=0.8 (RBC); repeatable")
+    p.add_argument("--weights", metavar="W,W,...", help="WSum's weights, one per run in order, e.g. 0.3,0.7")
+
+
+def fusion_params(args) -> dict:
+    params = {}
+    for pair in args.param or []:
+        name, eq, value = (s.strip() for s in pair.partition("="))
+        if not eq or not name:
+            raise UsageError(f"-p/--param takes NAME=VALUE, such as -p k=60; got {pair!r}.")
+        params[name] = _number(value, f"-p {pair!r}")
+    if args.weights is not None:
+        params["weights"] = [_number(w.strip(), f"--weights {args.weights!r}") for w in args.weights.split(",")]
+    return params
+
+
+def _number(text: str, flag: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: {text!r} is not a number.") from None
+    return int(value) if value.is_integer() else value
 
 
 def role_pairs(pairs, flag: str) -> dict | None:

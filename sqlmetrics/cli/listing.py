@@ -5,6 +5,8 @@ import json
 import textwrap
 
 from ..catalogue import measures, parse, trec_name
+from ..catalogue.fusion import fusion_methods
+from ..catalogue.reference import fusion_table
 from ..catalogue.reference import table as markdown_table
 
 
@@ -20,6 +22,7 @@ def add_parser(sub, parents) -> None:
 def _measure_dict(m) -> dict:
     return {
         "name": m.name,
+        "kind": "ranking",
         "description": m.description,
         "reference": m.reference,
         "aggregate": m.aggregate,
@@ -38,9 +41,28 @@ def _measure_text(m, width: int = 100) -> str:
     params = ", ".join(f"{'@' if p.name == m.at else ''}{p.name} "
                        + ("/".join(p.options) if p.type == "choice" else p.type) + f" ({p.describe_default()})"
                        for p in m.params.values()) or "none"
-    lines = [f"{m.name}  ({m.aggregate}, {m.better} is better)"]
+    lines = [f"{m.name}  [ranking] ({m.aggregate}, {m.better} is better)"]
     for label, text in (("", m.description), ("parameters: ", params),
                         ("aliases: ", ", ".join(a.pattern + (f" ({a.tool})" if a.tool else "") for a in m.aliases) or "none"), ("reference: ", m.reference)):
+        lines.append(textwrap.fill(label + text, width=width, initial_indent=pad,
+                                   subsequent_indent=pad + " " * len(label), break_on_hyphens=False))
+    return "\n".join(lines)
+
+
+def _fusion_dict(m) -> dict:
+    return {"name": m.name, "kind": "fusion", "description": m.description, "reference": m.reference,
+            "aliases": [{"name": a.pattern, "tool": a.tool} for a in m.aliases],
+            "parameters": [{"name": p.name, "type": p.type, "default": p.describe_default(), "required": p.required}
+                           for p in m.params.values()]}
+
+
+def _fusion_text(m, width: int = 100) -> str:
+    pad = " " * 4
+    params = ", ".join(f"{p.name} {p.type} ({p.describe_default()})" for p in m.params.values()) or "none"
+    lines = [f"{m.name}  [fusion]"]
+    for label, text in (("", m.description), ("parameters: ", params),
+                        ("aliases: ", ", ".join(a.pattern + (f" ({a.tool})" if a.tool else "") for a in m.aliases)),
+                        ("reference: ", m.reference)):
         lines.append(textwrap.fill(label + text, width=width, initial_indent=pad,
                                    subsequent_indent=pad + " " * len(label), break_on_hyphens=False))
     return "\n".join(lines)
@@ -62,11 +84,14 @@ def run(args) -> tuple:
                               + _measure_text(c.measure))
             text = "\n\n".join(blocks) + "\n"
     elif args.format == "json":
-        text = json.dumps([_measure_dict(m) for m in catalogue.values()], indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps([_measure_dict(m) for m in catalogue.values()]
+                          + [_fusion_dict(m) for m in fusion_methods().values()], indent=2, ensure_ascii=False) + "\n"
     elif args.format == "markdown":
-        text = markdown_table() + "\n"
+        text = markdown_table() + "\n\n" + fusion_table() + "\n"
     else:
         text = (f"{len(catalogue)} measures. Names follow ir_measures (nDCG@10, P(rel=2)@5, RBP(p=0.9)); the "
                 "aliases are trec_eval's and ranx's spellings.\n\n"
-                + "\n\n".join(_measure_text(m) for m in catalogue.values()) + "\n")
+                + "\n\n".join(_measure_text(m) for m in catalogue.values())
+                + f"\n\n{len(fusion_methods())} fusion methods (`sqlmetrics fuse`; ranx's names are aliases).\n\n"
+                + "\n\n".join(_fusion_text(m) for m in fusion_methods().values()) + "\n")
     return text, None

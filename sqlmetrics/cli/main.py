@@ -4,6 +4,7 @@ module per subcommand. `sqlmetrics` alone prints the help and exits 0 (it asked 
     sqlmetrics eval qrels.txt run.txt [run2 ...] [-m nDCG@10 -m map] [-q] [--format trec]
     sqlmetrics compare qrels.txt bm25.run dense.run -m nDCG@10 -m AP --test fisher --format latex
     sqlmetrics report qrels.txt bm25.run dense.run -m nDCG@10 -m AP --baseline bm25 -o report.html --plot deltas.png
+    sqlmetrics fuse bm25.run dense.run --method rrf -o fused.run
     sqlmetrics list [NAME ...]
     sqlmetrics demo
     sqlmetrics sql -m nDCG@10 --dialect snowflake --qrels db.s.qrels --run db.s.run
@@ -33,10 +34,10 @@ import duckdb
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..local.evaluate import interrupt_queries
-from . import compare, convert, demo, evaluate, listing, report, sql, trec_eval
+from . import compare, convert, demo, evaluate, fuse, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, report, listing, demo, sql, trec_eval, convert)
+COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, trec_eval, convert)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import re
 
-from ..dialects import DIALECTS, render
+from ..dialects import DIALECTS, render, render_fusion
 from ..options import SQL_CMD
-from .common import UsageError, add_option_flags, measures_from, option_values
+from .common import UsageError, add_fusion_flags, add_option_flags, fusion_params, measures_from, option_values
 
 
 def add_parser(sub, parents) -> None:
@@ -14,7 +14,7 @@ def add_parser(sub, parents) -> None:
         description="Print the whole evaluation as ONE SQL statement for another engine, over tables that live "
                     "there. Names are bound as identifiers, never pasted: qualified tables (db.schema.table, "
                     "BigQuery project.dataset.table) and mapped columns come out quoted where they must.")
-    p.add_argument("-m", "--measure", action="append", required=True, metavar="MEASURE",
+    p.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                    help="a measure in any spelling (nDCG@10, map, P_10, ...); repeatable or comma-separated")
     p.add_argument("--dialect", default="duckdb", metavar="DIALECT",
                    help=f"the engine's SQL: {', '.join(DIALECTS)} (default duckdb)")
@@ -29,6 +29,10 @@ def add_parser(sub, parents) -> None:
                         "\"{{ source('raw', 'run') }}\" or \"{{ ref('stg_run') }}\", kept as they are")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     add_option_flags(p, SQL_CMD)
+    fusion = p.add_argument_group("fusion (--fuse prints the fused run's statement instead of an evaluation)")
+    add_fusion_flags(fusion, ("--fuse",), required=False)
+    fusion.add_argument("--fuse-run", action="append", metavar="TABLE",
+                        help="a run table to fuse; give two or more, in the order --weights follows")
     p.set_defaults(func=run)
 
 
@@ -41,6 +45,14 @@ _STAND_INS = re.compile(r"[\"`\[]?\b" + _STAND_IN.format(r"(qrels|run)") + r"\b[
 
 
 def run(args) -> tuple:
+    if args.method is not None:
+        if args.measure is not None:
+            raise UsageError("--fuse prints the fused run's statement; -m evaluates a run: give one of them.")
+        sql = render_fusion(args.fuse_run or [], args.method, norm=args.norm, dialect=args.dialect,
+                            **fusion_params(args))
+        return sql + ";\n", args.output
+    if args.measure is None:
+        raise UsageError("give the measures to evaluate (-m nDCG@10 ...), or --fuse METHOD with --fuse-run tables.")
     options = option_values(args, SQL_CMD)
     if "into" not in options:
         if args.into_mode != "create":

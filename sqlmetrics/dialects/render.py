@@ -14,7 +14,9 @@ import sqlglot
 from sqlglot import exp
 
 from ..catalogue import parse_all
+from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
+from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import column_identifier, table_reference
 from ..options import RENDER, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
@@ -83,6 +85,21 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
 
 render.__signature__ = signature(RENDER, "measures, dialect='duckdb', qrels='qrels', run='run', per_query=False, "
                                          "header=True")
+
+
+def render_fusion(runs, method, norm=DEFAULT_NORM, dialect="duckdb", columns=None, **params) -> str:
+    """The fused run (query_id, doc_id, score) as ONE SQL statement for `dialect`, over run tables that live
+    in that engine (names as render() takes them, in the order weights= follows). columns= maps the roles
+    query_id, doc_id and score where every run table names them otherwise."""
+    info = dialect_info(dialect)
+    tables = list(runs) if isinstance(runs, (list, tuple)) else [runs]
+    method, norm, values = fusion_settings(method, norm, params, len(tables))
+    d, fold = info.sqlglot, info.fold_case
+    mapped = {r: (columns or {}).get(r, r) for r in ("query_id", "doc_id", "score")}
+    sources = [Source(table_reference(t, d, fold), {r: column_identifier(c, d, fold) for r, c in mapped.items()})
+               for t in tables]
+    tree = fusion_statement(sources, method, norm, values)
+    return tree.sql(dialect=d, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
 
 
 def _into(tree, into, into_mode: str, info) -> exp.Expression:

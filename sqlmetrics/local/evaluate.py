@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import duckdb
 
 from ..catalogue import parse_all
+from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, Settings
@@ -439,8 +441,9 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         # One named run is evaluated as a plain run (no run_name in the list key, no scan for run names)
         # and its results are labelled afterwards: the same numbers, a cheaper statement.
         multi = _is_run_dict(run) or "run_name" in run_columns
-        union = multi and len(checked) > 1
-        run_source = _run_source(con, checked, job, union)
+        fused = _fused_runs(o.fuse, checked, job, multi)
+        union = multi and len(checked) + len(fused) > 1
+        run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True).sql(READ)
         try:
@@ -452,7 +455,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             raise GeneratedSQLError(f"sqlmetrics generated SQL that DuckDB rejected: {_first_line(e)}", sql) from e
         _check_finite(con, job)
         _restore_segment_types(con, checked, job.segments)
-        return _collect(con, job, [name for name, _ in runs], multi, union, fetch or fetch_arrow)
+        return _collect(con, job, [name for name, _ in runs] + [name for name, _ in fused], multi, union,
+                        fetch or fetch_arrow)
     except (duckdb.Error, RuntimeError, SqlmetricsError) as e:  # memory, disk or Ctrl-C, wherever it struck
         # A reader may have worded DuckDB's error as an unreadable input; DuckDB's own stays its __context__.
         cause = e.__context__ if isinstance(e, SqlmetricsError) else e
@@ -605,8 +609,31 @@ def _warn_unlabelled(con, loaded_runs: list, seg_cols: list) -> None:
                           SqlmetricsWarning, stacklevel=5)
 
 
-def _run_source(con, checked: list, job: _Job, union: bool) -> Source:
-    """The run relation the statement reads: one run as it is, several as one UNION ALL with run_name."""
+def _fused_runs(fuse, checked: list, job: _Job, multi: bool) -> list:
+    """[(name, the fused run's SELECT in DuckDB's SQL)] for evaluate(fuse={name: {method, norm, params}}):
+    each fuses the checked runs, in the order given, and is one more run of the statement."""
+    if not fuse:
+        return []
+    if not isinstance(fuse, dict) or not all(isinstance(v, dict) for v in fuse.values()):
+        raise SqlmetricsError("fuse= takes {name: {'method': ..., 'norm': ..., **params}}, e.g. {'rrf': {'k': 60}}.")
+    if not multi or job.log_mode or job.order_role != "score":
+        raise SqlmetricsError("fuse= fuses the scores of named runs: pass {name: run, ...} (not logs, not ties='rank').")
+    taken = {str(name) for name, _, _ in checked}
+    sources = [_source(loaded.view, {r: loaded.columns[r] for r in ("query_id", "doc_id", "score")})
+               for _, loaded, _ in checked]
+    out = []
+    for name, spec in fuse.items():
+        if str(name) in taken:
+            raise SqlmetricsError(f"fuse=: {name!r} is already the name of a run; name the fused run otherwise.")
+        spec = dict(spec)
+        settings = fusion_settings(spec.pop("method", name), spec.pop("norm", DEFAULT_NORM), spec, len(sources))
+        out.append((str(name), fusion_statement(sources, *settings, fixed_order=True).sql(READ)))
+    return out
+
+
+def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Source:
+    """The run relation the statement reads: one run as it is, several (and the fused ones) as one UNION ALL
+    with run_name."""
     options, segs = job.shape, job.segments
     run_roles = ["query_id", "doc_id", job.order_role]
     seg_cols = [f"seg_{i}" for i in range(1, len(segs) + 1)]
@@ -625,11 +652,12 @@ def _run_source(con, checked: list, job: _Job, union: bool) -> Source:
         loaded = checked[0][1]
         return _source(loaded.view, {r: loaded.columns[r] for r in run_roles})
     options.run_key = ("run_name",)
-    options.run_names = tuple(str(name) for name, _, _ in checked)
+    options.run_names = tuple(str(name) for name, _, _ in checked) + tuple(name for name, _ in fused)
     parts = []
     for name, loaded, _ in checked:
         cols = ", ".join(f"{_q(loaded.columns[r])} AS {r}" for r in run_roles)
         parts.append(f"SELECT {_lit(str(name))} AS run_name, {cols} FROM {loaded.view}")
+    parts += [f"SELECT {_lit(name)} AS run_name, query_id, doc_id, score FROM ({sql})" for name, sql in fused]
     run_view = _fresh("runs")
     con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
     return _source(run_view, {r: r for r in ["run_name", *run_roles]})

@@ -61,7 +61,7 @@ def compare(qrels, runs, measures, **options):
         per_query = (per_query.column_names, list(zip(*per_query.to_pydict().values())))
     run_names, lists = _lists(per_query, segment_names, [c.text for c in calls])
     if named is not None:
-        run_names = list(named)
+        run_names = list(named) + [str(name) for name in o.fuse or {}]  # fused runs are compared like the others
     if len(run_names) < 2:
         raise SqlmetricsError(f"compare needs at least two runs, got {len(run_names)}"
                               + (f" in the run_name column ({run_names!r})." if single else "."))

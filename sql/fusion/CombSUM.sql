@@ -1,0 +1,13 @@
+-- fusion: CombSUM
+-- description: The sum of a document's normalised scores over the runs (a run that does not rank it adds 0).
+-- reference: Fox & Shaw 1993, Combination of Multiple Searches (TREC-2); ranx fuse(method="sum")
+-- aliases: sum (ranx), comb_sum (ranx)
+-- example: (norm='none') runs: q1 d1 3, q1 d2 2, q1 d3 1 | q1 d2 0.9, q1 d4 0.5 => q1 d1 3, q1 d2 2.9, q1 d3 1, q1 d4 0.5
+-- example: runs: q1 d1 3, q1 d2 2, q1 d3 1 | q1 d2 0.9, q1 d4 0.5 => q1 d2 3/2, q1 d1 1, q1 d4 0, q1 d3 0
+-- example: (norm='max') runs: q1 d1 3, q1 d2 2, q1 d3 1 | q1 d2 0.9, q1 d4 0.5 => q1 d2 5/3, q1 d1 1, q1 d4 5/9, q1 d3 1/3
+-- example: (norm='sum') runs: q1 d1 3, q1 d2 2, q1 d3 1 | q1 d2 0.9, q1 d4 0.5 => q1 d2 4/3, q1 d1 2/3, q1 d4 0, q1 d3 0
+-- example: (norm='rank') runs: q1 d1 3, q1 d2 2, q1 d3 1 | q1 d2 0.9, q1 d4 0.5 => q1 d2 5/3, q1 d1 1, q1 d4 1/2, q1 d3 1/3
+-- example: (norm='zmuv') runs: q1 d1 3, q1 d2 2, q1 d3 1 | q1 d2 0.9, q1 d4 0.5 => q1 d1 1.224744871391589, q1 d2 1, q1 d4 -1, q1 d3 -1.224744871391589
+-- note: the examples' min-max, max, sum, rank and zmuv values are each list's scores normalised as ranx does
+--   (min-max: d1 1, d2 1/2, d3 0 and d2 1, d4 0); a tie (d4 and d3 at 0) is ranked by document id descending.
+SUM(score)

@@ -1,0 +1,23 @@
+-- The columns a fusion method's body may read, besides `score` (the normalised score) and `runs` (how many
+-- runs are fused). The body is an aggregate over one (query, document)'s rows: one row per input run that
+-- ranks the document. `weight` is the run's weight when the method takes `weights`.
+-- Scopes: `list` is a window over one run's list for the query (its raw scores, before normalising);
+-- `query` an aggregate over every input row of the query; `doc` a window over the document's rows
+-- (normalised scores); `norm` a normalisation of the raw score (ranx's normalize, per list).
+-- list rnk: ROW_NUMBER() OVER (ORDER BY score DESC, doc_id DESC)
+-- list list_n: COUNT(*)
+-- list list_min: MIN(score)
+-- list list_max: MAX(score)
+-- list list_sum: SUM(score)
+-- list list_mean: AVG(score)
+-- list list_std: STDDEV_POP(score)
+-- query candidates: COUNT(DISTINCT doc_id)
+-- query ranked: COUNT(*)
+-- doc doc_pos: ROW_NUMBER() OVER (ORDER BY score)
+-- doc doc_runs: COUNT(*)
+-- norm none: score
+-- norm min-max: (score - list_min) / CASE WHEN list_max - list_min > 1e-9 THEN list_max - list_min ELSE 1e-9 END
+-- norm max: score / CASE WHEN list_max > 1e-9 THEN list_max ELSE 1e-9 END
+-- norm sum: (score - list_min) / CASE WHEN list_sum - list_min * list_n > 1e-9 THEN list_sum - list_min * list_n ELSE 1e-9 END
+-- norm zmuv: (score - list_mean) / CASE WHEN list_std > 1e-9 THEN list_std ELSE 1e-9 END
+-- norm rank: 1 - CAST(rnk - 1 AS DOUBLE) / list_n
