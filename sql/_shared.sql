@@ -18,6 +18,10 @@
 -- query num_nonrel: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END)
 -- collection max_relevance: MAX(relevance)
 --
+-- Position rows (templates with `rows: positions`, cwl_eval's measures normalised over its 1000 ranks): one row
+-- per position 1..1000 of every list, a document there or not, with rnk, relevance (NULL for an empty
+-- position or an unjudged document) and the collection columns; the template's windows run over them.
+--
 -- Preference rows (templates with `rows: preferences`, trec_eval's prefs_* measures; statement.py builds
 -- them). A judgment group's preferences are the pairs of its documents at different levels within one of
 -- its subgroups, closed under transitivity; with qrels_format='qrels' every query is one group of one

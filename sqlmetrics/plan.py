@@ -162,6 +162,8 @@ class Plan:
     ranking_reads_collection: bool = False
     values: list = field(default_factory=list)  # (output column, expression, empty value)
     preferences: set = field(default_factory=set)  # the output columns aggregated over preference rows
+    positions: set = field(default_factory=set)  # the output columns aggregated over position rows
+    position_row: dict = field(default_factory=dict)  # column name -> window expression over the position rows
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -229,23 +231,28 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
         for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running),
                            ("ideal_suffix", m.ideal_suffix)):
             for local, sql in defs.items():
-                # A suffix reads the running values by their section names.
+                # A suffix reads the running values by their section names, a position window the windows above it.
                 tree = resolve_columns(_bind_placeholders(_parse(sql), call), level,
-                                       sections if kind == "ideal_suffix" else {})
+                                       sections if kind == "ideal_suffix" or m.rows == "positions" else {})
                 if kind in ("ideal", "ideal_running") and ideal_rnk != "ideal_rnk":
                     tree = tree.transform(lambda n: exp.column(ideal_rnk) if n == exp.column("ideal_rnk") else n)
                 # A running ideal value is ordered by its ranking, which its SQL does not show.
                 rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind.startswith("ideal_") else "")
+                if m.rows == "positions":  # over the position rows, not the ranked ones: a column of its own
+                    rendered += " OVER POSITIONS"
                 if rendered not in local_names:
                     local_names[rendered] = f"{local}_{len(local_names) + 1}"
                     bucket = plan.ideal_running.setdefault(ideal_rnk, {}) if kind == "ideal_running" else \
                         plan.ideal_suffix.setdefault(ideal_rnk, {}) if kind == "ideal_suffix" else \
-                        plan.row if kind == "window" else plan.ideal
+                        plan.ideal if kind == "ideal" else \
+                        plan.position_row if m.rows == "positions" else plan.row
                     bucket[local_names[rendered]] = tree
                 sections[local] = local_names[rendered]
         body = resolve_columns(_bind_placeholders(_parse(m.body), call), level, sections)
         plan.values.append((out, body, m.empty))
         plan.aggregates.append((out, m.aggregate))
+        if m.rows == "positions":
+            plan.positions.add(out)
     plan.ranking_reads_collection = any(
         c.name in plan.collection for tree in plan.row.values() for c in tree.find_all(exp.Column))
     return plan

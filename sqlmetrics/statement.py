@@ -15,6 +15,8 @@ Shape of the statement (CTEs, in order):
     judged_ranking  the rows that can change a measure (judged ones, and each list's first row),
                  with running sums over them: an unjudged document adds nothing to any running value
     lists        the lists to average (queries="qrels": every run x every judged query)
+    [position_*] for `rows: positions` templates: every list x positions 1..1000 with the judged rows there,
+                 their windows, and position_values, one row per list (_position_ctes)
     list_values  one GROUP BY over lists x judged_ranking: every measure is one aggregate expression
 
 With judgment groups (Shape.judgment_groups, qrels_format='qrels_jg'), the judgments carry
@@ -344,22 +346,32 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         judged_ranking = judged_ranking.join("collection", join_type="CROSS", copy=False)
     ctes.append(("judged_ranking", judged_ranking.where(exp.or_(judged_row.copy(), first_row.copy()), copy=False)))
     ctes.append(("lists", _lists(options, key)))
+    if plan.positions:
+        ctes += _position_ctes(plan, options, key)
 
     values = []
     for out, e, empty in plan.values:
         if out in plan.preferences:
             continue  # aggregated over pref_rows, below
+        if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
+            values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
+            continue
         e = fixed(e, [_ordered(_c("rnk", "judged_ranking"), False, True)])
         value = exp.func("COALESCE", e, exp.Literal.number(_number(empty))) if empty is not None else e
         values.append(exp.alias_(value, out, copy=False))
     group = [*_cols(key, "lists"), *_cols([*plan.query, *plan.ideal], "query_stats"),
              *_cols(plan.collection, "collection")]
+    positions = [out for out, _, _ in plan.values if out in plan.positions]
+    group += _cols(positions, "position_values")
     list_values = exp.select(*_cols(key, "lists"), *values).from_("lists", copy=False) \
         .join("query_stats", on=_equal_on("lists", "query_stats", stats_key, options.segment_key), copy=False)
     if plan.collection:
         list_values = list_values.join("collection", join_type="CROSS", copy=False)
     list_values = list_values.join("judged_ranking", on=_equal_on("lists", "judged_ranking", key, options.segment_key),
                                    join_type="LEFT", copy=False)
+    if plan.positions:
+        list_values = list_values.join("position_values", on=_equal_on("lists", "position_values", key,
+                                                                         options.segment_key), copy=False)
     for rank, cte in running_ctes.items():
         at_rank = exp.EQ(this=_c(rank, cte), expression=_c("rnk", "judged_ranking"))
         list_values = list_values.join(cte, on=_and(_equal_on("judged_ranking", cte, stats_key, options.segment_key),
@@ -398,6 +410,50 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     for name, cte in ctes:
         final = final.with_(name, as_=cte, recursive=recursive, copy=False)
     return final
+
+
+POSITION_DIGITS = 3  # rows: positions gives each list the positions 1..10^3 (cwl_eval's depth, 1000)
+
+
+def _position_ctes(plan: Plan, options: Shape, key: list) -> list:
+    """Templates with `rows: positions`: each list's positions 1..1000, judged or not, filled or not, with the
+    judgment of the document there (NULL when none), their windows, and their values (position_values, one
+    row per list). The positions are 1 + the numbers written with POSITION_DIGITS digits, a digits table
+    cross-joined with itself: not every engine has generate_series, nor column names on a VALUES alias."""
+    digits = exp.union(*(exp.select(exp.alias_(exp.Literal.number(d), "d", copy=False)) for d in range(10)),
+                       distinct=False)
+    tables = [f"digit_{i}" for i in range(POSITION_DIGITS)]
+    number = exp.Literal.number(1)
+    for i, table in enumerate(tables):
+        number = exp.Add(this=number, expression=exp.Mul(this=exp.Literal.number(10 ** i), expression=_c("d", table)))
+    numbers = exp.select(exp.alias_(number, "rnk", copy=False)).from_(exp.to_table("position_digits").as_(tables[0]),
+                                                                      copy=False)
+    for table in tables[1:]:
+        numbers = numbers.join(exp.to_table("position_digits").as_(table), join_type="CROSS", copy=False)
+    rows = exp.select(*_cols(key, "lists"), _c("rnk", "position_numbers"), _c("relevance", "judged_ranking"),
+                      *_cols(plan.collection, "collection")) \
+        .from_("lists", copy=False).join("position_numbers", join_type="CROSS", copy=False)
+    if plan.collection:
+        rows = rows.join("collection", join_type="CROSS", copy=False)
+    at_position = exp.EQ(this=_c("rnk", "judged_ranking"), expression=_c("rnk", "position_numbers"))
+    rows = rows.join("judged_ranking", on=_and(_equal_on("lists", "judged_ranking", key, options.segment_key),
+                                               at_position), join_type="LEFT", copy=False)
+    ctes = [("position_digits", digits), ("position_numbers", numbers), ("position_rows", rows)]
+    # A window may read windows declared above it (INST's continuation reads the running gain): one CTE per
+    # stage, each computing the windows that read none still pending (there is always one: the first declared).
+    by_rank = [_ordered(_c("rnk"), False, True)]
+    pending = dict(plan.position_row)
+    while pending:
+        ready = {name: e for name, e in pending.items() if not {c.name for c in e.find_all(exp.Column)} & set(pending)}
+        windows = [exp.alias_(_with_window(e, _cols(key), by_rank), name, copy=False) for name, e in ready.items()]
+        ctes.append((f"position_ranking_{len(ctes) - 2}",
+                     exp.select(exp.Star(), *windows).from_(ctes[-1][0], copy=False)))
+        pending = {name: e for name, e in pending.items() if name not in ready}
+    values = [exp.alias_(_in_fixed_order(e, by_rank) if options.fixed_order else e.copy(), out, copy=False)
+              for out, e, _ in plan.values if out in plan.positions]
+    group = [*_cols(key), *_cols(plan.collection)]
+    return ctes + [("position_values", exp.select(*_cols(key), *values).from_(ctes[-1][0], copy=False)
+                    .group_by(*group, copy=False))]
 
 
 def _lists(options: Shape, key: list) -> exp.Select:

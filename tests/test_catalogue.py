@@ -90,6 +90,12 @@ def test_headers_are_read_strictly(catalogue_copy, old, new, message):
         measures()
 
 
+def test_positions_take_no_ideal_sections(catalogue_copy):
+    _edit(catalogue_copy / "nDCG.sql", "-- aggregate: mean\n", "-- aggregate: mean\n-- rows: positions\n")
+    with pytest.raises(SqlmetricsError, match=r"nDCG\.sql:13: rows: positions reads the positions alone"):
+        measures()
+
+
 def test_body_takes_another_measures_sql_and_only_that(catalogue_copy):
     """GMBpref is `body: Bpref`: Bpref's per-query values under another aggregate; the key refuses a file that
     also has SQL, a measure without SQL of its own, and parameters declared otherwise."""

@@ -133,7 +133,7 @@ def all_measures() -> list[str]:
         for p in m.params.values():
             if p.name == m.at:
                 continue
-            values = {"choice": [f"'{o}'" for o in p.options if o != p.default], "level": ["2"],
+            values = {"choice": [f"'{o}'" for o in p.options if o != p.default], "level": ["2"], "count": ["7"],
                       "prob": ["0.5"], "number": ["2"], "fraction": ["0.5"], "cutoff": ["3"], "real": ["-2.5"],
                       "gains": ["{0:1,1:3,2:2}"], "grade": ["2", "'max'"]}[p.type]
             out += [f"{m.name}({p.name}={v}){suffix}" for v in values]

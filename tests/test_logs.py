@@ -27,7 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully suppo
 
 LOG_COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position"}
 SOME = ["nDCG@5", "nDCG", "nDCG(gain='exp')@10", "AP", "RR", "P@3", "R@5", "ERR@10", "Bpref", "GMAP", "NumQ",
-        "NumRel", "FirstRank"]
+        "NumRel", "FirstRank", "NERR9@5", "INST"]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Accuracy, NumRet(rel=), ERR@k, BPM, NERR8, NERR10 against ir_measures 0.4.3's own providers; FallOut and
+"""Accuracy, NumRet(rel=), ERR@k, BPM, NERR8, NERR9, NERR10, NERR11, INSQ, INST, SDCG against ir_measures 0.4.3's own providers; FallOut and
 AUROC against torchmetrics' definitions written here in NumPy / scikit-learn; ranx's bpref (slow).
 
 Per-query values on small seeded random collections whose scores tie often, to 1e-9 (gdeval's printed
@@ -193,6 +193,28 @@ def test_cwl(seed):
     compare(ours(qrels, run, CWL), expected, f"qrels={qrels}\nrun={run}")
 
 
+# The measures read over all 1000 positions (rows: positions), on score ties that no order can change.
+CWL_POSITIONS = ["INSQ(max_rel=4)", "INSQ(T=2.5,max_rel=2)", "INSQ(T=0.5,min_rel=1,max_rel=3)", "INSQ(max_rel=1)",
+                 "INST(max_rel=4)", "INST(T=3,max_rel=2)", "INST(T=0.5,max_rel=1)", "INST(T=0.25,min_rel=1,max_rel=3)",
+                 "NERR9(max_rel=4)@5", "NERR9(max_rel=1)@3", "NERR9(min_rel=1,max_rel=3)@10", "NERR9(max_rel=2)@20",
+                 "NERR11(max_rel=4)", "NERR11(T=2,max_rel=1)", "NERR11(T=0.5,min_rel=1,max_rel=3)",
+                 "SDCG(max_rel=4)@5", "SDCG(max_rel=1)@1", "SDCG(min_rel=1,max_rel=3)@10", "SDCG(max_rel=2)@20"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_grade", [1, 4])
+def test_cwl_positions(seed, max_grade):
+    """Graded and binary qrels, unjudged documents, runs shorter and longer than the judged set, a query with
+    nothing relevant (\"nil\") and one never retrieved (\"0\")."""
+    qrels, run = collection(seed, max_grade=max_grade, tie_free=True)
+    qrels["nil"], run["nil"] = {"d1": 0, "d2": -1}, {"d1": 2.0, "x": 1.0}
+    qrels["0"] = {"d1": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = irm(ir_measures.cwl_eval, {m: m for m in CWL_POSITIONS}, qrels, run)
+    compare(ours(qrels, run, CWL_POSITIONS), expected, f"qrels={qrels}\nrun={run}")
+
+
 def test_cwl_past_1000_ranks():
     """cwl_eval cuts and pads every ranking to 1000 ranks: relevant documents at ranks 999..1002 and cutoffs
     beyond 1000."""
@@ -200,7 +222,9 @@ def test_cwl_past_1000_ranks():
     run = {"1": {f"d{i:04d}": float(2000 - i) for i in range(1, 1201)}}
     measures = ["BPM(T=5,max_rel=4)@1100", "BPM(T=0.1,max_rel=4)@1100", "NERR8(max_rel=4)@1200",
                 "NERR8(max_rel=5)@999", "NERR8(max_rel=5)@1200", "NERR10(p=0.999,max_rel=4)",
-                "NERR10(p=0.999,max_rel=5)", "NERR10(p=0.5,max_rel=5)"]
+                "NERR10(p=0.999,max_rel=5)", "NERR10(p=0.5,max_rel=5)", "INSQ(T=20,max_rel=4)", "INST(T=30,max_rel=4)",
+                "NERR9(max_rel=5)@1200", "NERR9(max_rel=5)@999", "NERR11(T=50,max_rel=5)", "SDCG(max_rel=4)@1100",
+                "SDCG(max_rel=4)@999"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = irm(ir_measures.cwl_eval, {m: m for m in measures}, qrels, run)

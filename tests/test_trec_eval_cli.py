@@ -81,6 +81,29 @@ def test_flags(cli, trec_eval_10_dir, tmp_path):
     assert code == 2 and "line 1" in err
 
 
+def test_collection_size_flag(cli, tmp_path):
+    """-N N: utility's d term is d * (N + rel_ret - num_ret - R), as trec_eval's m_utility.c computes it. q1 ranks
+    d1 d2 d5 d3 with d1, d3, d4 relevant: rel_ret 2, num_ret 4, R 3. q2 (judged, not ranked; -c) is an empty
+    ranking under trec_eval 10.0: rel_ret = num_ret = 0."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq1 0 d4 1\nq2 0 d9 1\n")
+    run.write_text("q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d5 3 0.7 r\nq1 Q0 d3 4 0.6 r\n")
+    def lines(*args):
+        code, out, _ = cli("trec_eval", *args, "-m", "utility.1,-1,0,0.5", qrels, run)
+        assert code == 0
+        return [tuple(field.strip() for field in line.split("\t")) for line in out.splitlines()]
+
+    u = "utility_1,-1,0,0.5"
+    # 1*2 - 1*(4 - 2) + 0 + 0.5*(100 + 2 - 4 - 3) = 47.5
+    assert lines("-q", "-N", "100") == [(u, "q1", "47.5000"), (u, "all", "47.5000")]
+    # q2: 0.5*(100 + 0 - 0 - 1) = 49.5, mean 48.5. Without -N, N = 0: q1 2 - 2 + 0.5*(-5), q2 -0.5, mean -1.5.
+    assert lines("-c", "-N", "100") == [(u, "all", "48.5000")]
+    assert lines("-c") == [(u, "all", "-1.5000")]
+    assert lines("-c", "-N", "100", "--compat", "trec_eval-9.0.8") == [(u, "all", "23.7500")]  # 9.0.8: q2 is 0
+    code, _, err = cli("trec_eval", "-N", "-1", "-m", "utility", qrels, run)
+    assert code == 2 and "-N" in err
+
+
 def test_eval_takes_trec_eval_measure_syntax(cli, trec_eval_10_dir):
     """`sqlmetrics eval -m P.5,7,3 -m official` asks for what trec_eval would compute (each once), and -c."""
     folder = trec_eval_10_dir

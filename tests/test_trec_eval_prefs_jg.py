@@ -101,6 +101,15 @@ def test_judgment_groups_are_averaged_by_hand(tmp_path):
         sqlmetrics.evaluate(qrels, run, ["map"])
 
 
+def test_judgment_groups_with_positions(tmp_path):
+    # rows: positions per group. NERR9(max_rel=2)@3 on d1 d2 d3: group a's gains 1/2, 0, 1 give P = 1, 1/4, 1/6 and
+    # (1/2 + 1/6) / (17/12) = 8/17; group b's 0, 1/2, 0 give P = 1, 1/2, 1/6 and (1/4) / (5/3) = 3/20.
+    qrels = _write(tmp_path, "qrels_jg", ["q1 a d1 1", "q1 a d3 2", "q1 b d1 0", "q1 b d2 1"])
+    run = _write(tmp_path, "run", ["q1 Q0 d1 1 0.9 r", "q1 Q0 d2 2 0.8 r", "q1 Q0 d3 3 0.7 r"])
+    res = sqlmetrics.evaluate(qrels, run, ["NERR9(max_rel=2)@3"], qrels_format="qrels_jg")
+    assert res.aggregate["NERR9(max_rel=2)@3"] == pytest.approx((8 / 17 + 3 / 20) / 2, abs=1e-12)
+
+
 def test_judgment_groups_from_a_table(tmp_path):
     import pandas as pd
 

@@ -125,8 +125,8 @@ def _convert(measure: Measure, p: Param, raw, text: str):
     value = float(raw)
     if math.isnan(value) or math.isinf(value):  # 1e309 reads as infinity
         raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}, which is not finite.")
-    if p.type in ("cutoff", "level"):
-        if not value.is_integer() or (p.type == "cutoff" and value < 1):
+    if p.type in ("cutoff", "level", "count"):
+        if not value.is_integer() or (p.type == "cutoff" and value < 1) or (p.type == "count" and value < 0):
             raise SqlmetricsError(f"{where}: must be {PARAM_TYPES[p.type]}, got {_fmt(raw)!r}.")
         return int(value)
     ok = {"prob": 0 < value < 1, "fraction": 0 <= value <= 1, "number": value > 0, "real": True,

@@ -22,8 +22,13 @@ value is an error naming the file and line):
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences            what the body aggregates (default ranking): the ranked rows of a
-                                           list, or its preferences' rows (sql/_shared.sql lists their columns)
+    rows: ranking | preferences | positions
+                                           what the body aggregates (default ranking): the ranked rows of a
+                                           list, its preferences' rows (sql/_shared.sql lists their columns),
+                                           or one row per position 1..1000 (cwl_eval's depth) whether a
+                                           document is there or not: rnk, and relevance (NULL when the
+                                           position is empty or its document unjudged); its windows run over
+                                           these rows, which also carry the collection columns
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -55,6 +60,7 @@ from ..errors import SqlmetricsError
 PARAM_TYPES = {
     "cutoff": "a positive integer (a rank cutoff)",
     "level": "an integer relevance grade",
+    "count": "a non-negative integer (a number of documents)",
     "prob": "a number strictly between 0 and 1",
     "fraction": "a number between 0 and 1",
     "number": "a positive number",
@@ -65,7 +71,7 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures")
 AGGREGATES = ("mean", "sum", "geometric")
-ROWS = ("ranking", "preferences")
+ROWS = ("ranking", "preferences", "positions")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -143,7 +149,7 @@ class Measure:
     ideal_suffix: dict  # name -> SQL (a window over the ideal_running values, from the row's rank to the end)
     examples: tuple  # Example, in order
     path: Path
-    rows: str = "ranking"  # what the body aggregates: the ranked rows, or the list's preferences (ROWS)
+    rows: str = "ranking"  # what the body aggregates: the ranked rows, the list's preferences or positions (ROWS)
     body_of: str | None = None  # the measure whose SQL and sections this one takes (`body:`)
 
 
@@ -215,11 +221,12 @@ class _Reader:
         if ptype == "choice":
             return Param(name, ptype, raw, False, {})
         value = self.number(line, raw, f"param {name}'s default")
-        ok = {"cutoff": value.is_integer() and value >= 1, "level": value.is_integer(), "prob": 0 < value < 1,
+        ok = {"cutoff": value.is_integer() and value >= 1, "level": value.is_integer(),
+              "count": value.is_integer() and value >= 0, "prob": 0 < value < 1,
               "fraction": 0 <= value <= 1, "number": value > 0, "real": True, "grade": value > 0}[ptype]
         if not ok:
             raise self.fail(line, f"param {name}: the default {raw!r} is not {PARAM_TYPES[ptype]}.")
-        return Param(name, ptype, int(value) if ptype in ("cutoff", "level") else value, False, {})
+        return Param(name, ptype, int(value) if ptype in ("cutoff", "level", "count") else value, False, {})
 
     def aliases(self, line: int, value: str, params: dict) -> tuple:
         out = []
@@ -329,6 +336,8 @@ class _Reader:
                                               "the file must have no SQL or sections of its own.")
         elif not body:
             raise self.fail(body_line, "the template has no SQL body after its header.")
+        if value.get("rows") == "positions" and any(sections[k] for k in ("ideal", "ideal_running", "ideal_suffix")):
+            raise self.fail(line["rows"], "rows: positions reads the positions alone: no ideal sections.")
         return Measure(
             name=value["measure"], description=value["description"], reference=value["reference"],
             params=params, at=value.get("at"),

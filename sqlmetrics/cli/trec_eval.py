@@ -44,7 +44,7 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="num",
                    help="grades >= num are relevant (default 1)")
     p.add_argument("-N", "--Number_docs_in_coll", type=int, metavar="num",
-                   help="documents in the collection (only trec_eval's utility reads it; refused until it exists)")
+                   help="documents in the collection (only trec_eval's utility reads it, in its fourth coefficient's term)")
     p.add_argument("-M", "--Max_retrieved_per_topic", type=int, metavar="num",
                    help="evaluate only each ranking's first num documents")
     p.add_argument("-J", "--Judged_docs_only", action="store_true",
@@ -73,8 +73,8 @@ def run(args) -> tuple:
         raise UsageError(f"-R {args.Rel_info_format}: the rel_info formats are {', '.join(formats)}.")
     if args.Results_format != "trec_results":
         raise UsageError(f"-T {args.Results_format}: the only results format is 'trec_results'.")
-    if args.Number_docs_in_coll is not None:
-        raise UsageError("-N: no measure sqlmetrics computes reads the collection size yet; leave -N out.")
+    if args.Number_docs_in_coll is not None and args.Number_docs_in_coll < 0:
+        raise UsageError("-N takes the number of documents in the collection, at least 0.")
     if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 1:
         raise UsageError("-M takes a positive number of documents.")
 
@@ -83,6 +83,9 @@ def run(args) -> tuple:
         if m.name in wanted and m.kind != "runid":
             printed.append((m, m.printed_names(wanted[m.name]) if m.kind != "relstring" else
                             relstring_names(wanted[m.name])))
+    if args.Number_docs_in_coll is not None:  # utility alone reads it (its d term): a parameter of utility's
+        printed = [(m, [(shown, _with_collection_size(spelling, args) if m.name == "utility" else spelling)
+                        for shown, spelling in names]) for m, names in printed]
     strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, spelling in names
                                               for s in (spelling if isinstance(spelling, tuple) else [spelling]))]))
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
@@ -108,6 +111,12 @@ def run(args) -> tuple:
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
     return _print(printed, wanted, per_query, aggregate, trec_tag(path) or name, args, zscores is not None), None
+
+
+def _with_collection_size(spelling: str, args) -> str:
+    """A utility measure string with the collection size of -N (N, which trec_eval's options hold)."""
+    coefficients = parse(spelling, args.level_for_rel, args.compat).values
+    return "Utility(" + ",".join(f"{c}={coefficients[c]!r}" for c in "abcd") + f",N={args.Number_docs_in_coll})"
 
 
 def _relstring_text(values: dict, names: list) -> str:

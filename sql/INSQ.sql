@@ -1,0 +1,29 @@
+-- measure: INSQ
+-- description: INSQ (C/W/L): a reader who wants T worth of gain goes on past rank i with probability ((i + 2T - 1) / (i + 2T))^2, whatever was found; the value is the expected gain per document read, over cwl_eval's 1000 ranks.
+-- reference: Moffat, Scholer & Thomas 2012; ir_measures INSQ(T=..., min_rel=..., max_rel=...) (its cwl_eval provider, cwl-eval 1.0.12)
+-- param T: number = 1
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- aggregate: mean
+-- range: 0..1
+-- example: (max_rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.2562368179
+-- example: (max_rel=2,T=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.1826496936
+-- example: (max_rel=2,min_rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
+-- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
+--   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
+--   cwl_gain is that gain on each position (0 where no document is, or an unjudged one). With max_rel <=
+--   min_rel (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
+-- note: rows: positions: the body reads one row per position 1..1000 of the list, whether a document is
+--   there or not, as cwl_eval pads or cuts every ranking to 1000 positions (ranks past 1000 count for
+--   nothing). Its value is sum P_i gain_i / sum P_i over those positions, P_i the product of the
+--   continuation probabilities C_j over j < i (cwl_eval's W_i = P_i / sum P); the sum of P_i has no
+--   closed form, hence every position.
+-- note: The continuations telescope: P_i = (2T / (i + 2T - 1))^2, written as such (cwl_eval multiplies
+--   them out, equal to about 1e-15).
+-- note: Example 1 (T = 1): gains 1/2, 0, 0, 1 at ranks 1..4, P_i = 4 / (i + 1)^2: (1/2 + 4/25) / (4 (1/2^2 +
+--   ... + 1/1001^2)) = 0.66 / 2.5757... Example 3: max_rel <= min_rel: every gain is 0, as is the value.
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+SUM(POWER(CAST(2 * :T AS DOUBLE) / (rnk + 2 * :T - 1), 2) * cwl_gain) / SUM(POWER(CAST(2 * :T AS DOUBLE) / (rnk + 2 * :T - 1), 2))

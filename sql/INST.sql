@@ -1,0 +1,34 @@
+-- measure: INST
+-- description: INST (C/W/L): a reader who wants T worth of gain goes on past rank i with probability ((i + T + T_i - 1) / (i + T + T_i))^2, T_i the gain still wanted after rank i; the value is the expected gain per document read, over cwl_eval's 1000 ranks.
+-- reference: Moffat, Bailey, Scholer & Thomas 2015; ir_measures INST(T=..., min_rel=..., max_rel=...) (its cwl_eval provider, cwl-eval 1.0.12)
+-- param T: number = 1
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- aggregate: mean
+-- range: 0..1
+-- example: (max_rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.3067879271
+-- example: (max_rel=1,T=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
+--   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
+--   cwl_gain is that gain on each position (0 where no document is, or an unjudged one). With max_rel <=
+--   min_rel (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
+-- note: rows: positions: the body reads one row per position 1..1000 of the list, whether a document is
+--   there or not, as cwl_eval pads or cuts every ranking to 1000 positions (ranks past 1000 count for
+--   nothing). Its value is sum P_i gain_i / sum P_i over those positions, P_i the product of the
+--   continuation probabilities C_j over j < i (cwl_eval's W_i = P_i / sum P); the sum of P_i has no
+--   closed form, hence every position.
+-- note: With G_i the gain through rank i, T_i = T - G_i, so C_i = (a_i / b_i)^2 with a_i = i + 2T - 1 - G_i and
+--   b_i = i + 2T - G_i (b_i >= 2T > 0 since G_i <= i; a_i is 0 when T = 0.5 and every document so far gains
+--   1, negative for smaller T). inst_zero_before counts the ranks above with a_j = 0 (P_i is then 0),
+--   inst_log_before adds 2 ln(|a_j| / b_j) over the others: P_i is the exponential of that sum.
+-- note: Example 2 (T = 0.5): d1 gains 1, so a_1 = 1 + 1 - 1 - 1 = 0: the reader stops at d1, value 1.
+--   Example 1 (T = 1): gains 1/2, 0, 0, 1; C_1 = (3/2 / 5/2)^2 = 9/25, C_2 = (5/2 / 7/2)^2, ...: P over
+--   the 1000 ranks gives 0.30678...
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+-- window inst_gain_through: SUM(cwl_gain) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- window inst_zero_before: COALESCE(SUM(CASE WHEN rnk + 2 * :T - 1 - inst_gain_through = 0 THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window inst_log_before: COALESCE(SUM(CASE WHEN rnk + 2 * :T - 1 - inst_gain_through = 0 THEN 0 ELSE 2 * (LN(ABS(rnk + 2 * :T - 1 - inst_gain_through)) - LN(rnk + 2 * :T - inst_gain_through)) END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+SUM((CASE WHEN inst_zero_before > 0 THEN 0 ELSE EXP(inst_log_before) END) * cwl_gain) / SUM(CASE WHEN inst_zero_before > 0 THEN 0 ELSE EXP(inst_log_before) END)

@@ -1,0 +1,32 @@
+-- measure: NERR11
+-- description: Not-but-nearly ERR, equation 11 (C/W/L): continue past rank i with probability ((i + 2T - 1) / (i + 2T))^2 (1 - gain_i), INSQ's continuation times 1 - gain_i, over cwl_eval's 1000 ranks; the value is the expected gain per document read.
+-- reference: Azzopardi, Mackenzie & Moffat 2021 (ERR is not C/W/L); ir_measures NERR11(T=..., min_rel=..., max_rel=...) (its cwl_eval provider, cwl-eval 1.0.12)
+-- param T: number = 1
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- aggregate: mean
+-- range: 0..1
+-- example: (max_rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1044/2569
+-- example: (max_rel=1) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
+--   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
+--   cwl_gain is that gain on each position (0 where no document is, or an unjudged one). With max_rel <=
+--   min_rel (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
+-- note: rows: positions: the body reads one row per position 1..1000 of the list, whether a document is
+--   there or not, as cwl_eval pads or cuts every ranking to 1000 positions (ranks past 1000 count for
+--   nothing). Its value is sum P_i gain_i / sum P_i over those positions, P_i the product of the
+--   continuation probabilities C_j over j < i (cwl_eval's W_i = P_i / sum P); the sum of P_i has no
+--   closed form, hence every position.
+-- note: The first factors telescope: P_i = (2T / (i + 2T - 1))^2 Q_i, Q_i the product of (1 - gain_j) over j < i.
+-- note: q_zero_before counts the positions above with gain 1, q_log_before adds ln(1 - gain) over the
+--   others: the product of (1 - gain) above a position is 0 or the exponential of that sum.
+-- note: Example 1 (T = 1): gains 1/2, 0, 0, 1; P = 1, (2/3)^2 (1/2), (2/4)^2 (1/2), (2/5)^2 (1/2), then 0 (d3
+--   gains 1): sum 2569/1800; the gain read 1/2 + 2/25 = 1044/1800. Example 2: d1 gains 1: 1.
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+-- window q_zero_before: COALESCE(SUM(CASE WHEN cwl_gain >= 1 THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window q_log_before: COALESCE(SUM(CASE WHEN cwl_gain >= 1 THEN 0 ELSE LN(1 - cwl_gain) END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+SUM(POWER(CAST(2 * :T AS DOUBLE) / (rnk + 2 * :T - 1), 2) * (CASE WHEN q_zero_before > 0 THEN 0 ELSE EXP(q_log_before) END) * cwl_gain)
+  / SUM(POWER(CAST(2 * :T AS DOUBLE) / (rnk + 2 * :T - 1), 2) * (CASE WHEN q_zero_before > 0 THEN 0 ELSE EXP(q_log_before) END))

@@ -1,0 +1,31 @@
+-- measure: SDCG
+-- description: Scaled DCG (C/W/L): DCG@k's log2 discounts as the reader's attention, scaled to sum to 1 over the top k; the value is the expected gain per document read.
+-- reference: Järvelin & Kekäläinen 2002, as cwl_eval's NDCG-k; ir_measures SDCG(min_rel=..., max_rel=...)@k (its cwl_eval provider, cwl-eval 1.0.12)
+-- param k: cutoff
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- at: k
+-- aggregate: mean
+-- range: 0..1
+-- example: (max_rel=2)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.3633175613
+-- example: (max_rel=2)@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.3065735964
+-- example: (max_rel=2)@1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- note: Gains as ir_measures' cwl_eval provider makes them: grade g (negative as 0) clipped to [min_rel, max_rel],
+--   gain = (g - min_rel) / (max_rel - min_rel); an unjudged document gains 0 (cwl_eval's lower bound, its
+--   reported value). ir_measures requires max_rel; here it defaults to 'max', the largest grade in
+--   the whole qrels (all queries), so an ir_measures name gives ir_measures' value and a bare one works too.
+--   cwl_gain is that gain on each position (0 where no document is, or an unjudged one). With max_rel <=
+--   min_rel (max_rel='max' can be) every gain is 0, as is the value; ir_measures refuses such parameters.
+-- note: rows: positions: the body reads one row per position 1..1000 of the list, whether a document is
+--   there or not, as cwl_eval pads or cuts every ranking to 1000 positions (ranks past 1000 count for
+--   nothing). Its value is sum P_i gain_i / sum P_i over those positions, P_i the product of the
+--   continuation probabilities C_j over j < i (cwl_eval's W_i = P_i / sum P); the sum of P_i has no
+--   closed form, hence every position.
+-- note: cwl_eval continues past rank i < k with probability log(i + 1) / log(i + 2): P_i = 1 / log2(i + 1) for
+--   i <= min(k, 1000), 0 after. The gain read is DCG@k's sum; the scale, the sum of the discounts, is what
+--   needs the positions (a list shorter than k is read to k all the same).
+-- note: Example 2: gains 1/2, 0 in the top 2: (1/2) / (1 + 1/log2 3). Example 1: (1/2 + 1/log2 5) /
+--   (1 + 1/log2 3 + 1/2 + 1/log2 5).
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+SUM(CASE WHEN rnk <= :k THEN cwl_gain * LN(2) / LN(rnk + 1) ELSE 0 END) / SUM(CASE WHEN rnk <= :k THEN LN(2) / LN(rnk + 1) ELSE 0 END)
