@@ -73,6 +73,10 @@ class Shape:
         return self.qrels_format == "qrels_jg"
 
     @property
+    def subtopics(self) -> bool:
+        return self.qrels_format == "subtopics"
+
+    @property
     def segment_key(self) -> tuple:
         return tuple(internal for internal, _ in self.group_by)
 
@@ -89,6 +93,17 @@ class Shape:
         for name in ("queries", "ties", "relevance_level", "score_precision", "depth", "judged_only",
                      "qrels_format"):
             BY_NAME[name].check(getattr(self, name))
+
+
+def check_subtopics(calls, qrels_format: str, has_qrels: bool) -> None:
+    """The diversity measures (templates with `rows: subtopics`) read subtopic qrels, and only qrels hold them."""
+    diversity = [c.text for c in calls if c.measure.rows == "subtopics"]
+    if diversity and qrels_format != "subtopics":
+        raise SqlmetricsError(f"{diversity[0]} is a diversity measure: it reads subtopic qrels, ndeval's `query "
+                              "subtopic document grade` lines (or a table with a subtopic column). Pass them with "
+                              "qrels_format='subtopics' (command line: -R subtopics).")
+    if qrels_format == "subtopics" and not has_qrels:
+        raise SqlmetricsError("qrels_format='subtopics' reads the subtopics from the qrels: pass qrels, not qrels=None.")
 
 
 def _c(name: str, table: str | None = None) -> exp.Column:
@@ -199,6 +214,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     options.check()
     if options.judgment_groups and (options.labels or qrels is None):
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
+    if options.subtopics and (options.labels or qrels is None):
+        raise ValueError("subtopics come from qrels")  # a caller's bug: evaluate() and render() refuse it first
     if plan.preferences and options.judgment_groups:
         raise SqlmetricsError("the prefs_* measures compare preferences (qrels_format='qrels', 'prefs' or 'qrels_prefs'), "
                               "not qrels_format='qrels_jg'.")
@@ -225,7 +242,14 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     else:
         roles = {"query_id": "VARCHAR", "doc_id": "VARCHAR", "relevance": "DOUBLE"}
         roles.update({role: "VARCHAR" for role in FORMAT_GROUPS[options.qrels_format]})
-        ctes += [("judgments", qrels.select(roles)), run_rows]
+        if options.subtopics:
+            # Subtopic qrels: every other measure reads a document's highest grade over the query's subtopics.
+            ctes.append(("subtopic_judgments", qrels.select(roles)))
+            ctes.append(("judgments", _parse_ours("SELECT query_id, doc_id, MAX(relevance) AS relevance "
+                                                  "FROM subtopic_judgments GROUP BY query_id, doc_id")))
+        else:
+            ctes.append(("judgments", qrels.select(roles)))
+        ctes.append(run_rows)
     def fixed(e, order):
         return _in_fixed_order(e, order) if options.fixed_order else e.copy()
 
@@ -290,7 +314,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     # LEAD gives 0 past the end where others give NULL, and MariaDB's takes no default: hence COALESCE.
     partition = _cols(key)
     ctes.append(("ranking", exp.select(
-        *_cols([*key, "relevance"]),
+        *_cols([*key, "relevance", *(["doc_id"] if plan.subtopics else [])]),
         exp.alias_(_window(exp.func("ROW_NUMBER"), partition, order), "rnk", copy=False),
         exp.alias_(exp.func("COALESCE", _window(exp.func("LEAD", exp.Literal.number(1)), partition, order),
                             exp.Literal.number(0)), "has_next", copy=False)).from_("judged_run", copy=False)))
@@ -319,8 +343,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences:
-            continue  # aggregated over pref_rows, below
+        if out in plan.preferences or out in plan.subtopics:
+            continue  # aggregated over pref_rows or subtopic_rows, below
         e = fixed(e, [_ordered(_c("rnk", "judged_ranking"), False, True)])
         value = exp.func("COALESCE", e, exp.Literal.number(_number(empty))) if empty is not None else e
         values.append(exp.alias_(value, out, copy=False))
@@ -345,26 +369,40 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
                  for out, _, _ in plan.values]
         list_values = exp.select(*_cols(outer), *means).from_("group_values", copy=False) \
             .group_by(*_cols(outer), copy=False)
-    recursive = False
-    if plan.preferences:
-        # The preference measures: one GROUP BY over each list's preference rows, beside the ranked ones.
+    # The measures over other rows than the ranked ones (preferences, subtopics): one GROUP BY each over each
+    # list's rows of that kind, joined beside the ranked ones.
+    row_sets = []  # (the output columns, the CTE of their per-list values)
+    if plan.preferences or plan.subtopics:
         ctes.append(("ranked_values", list_values))
+    if plan.preferences:
         ctes += _preference_ctes(options)
         pref_order = _by(["judgment_group", "a_ord", "b_ord"])  # unique within a list
         prefs = [exp.alias_(fixed(e, pref_order), out, copy=False) for out, e, _ in plan.values if out in plan.preferences]
         ctes.append(("pref_values", exp.select(*_cols(key), *prefs).from_("pref_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
+        row_sets.append((plan.preferences, "pref_values"))
+    if plan.subtopics:
+        ctes += _subtopic_ctes(options, plan)
+        # Rows equal in these columns add the same value to every measure: the order is total where it matters.
+        sub_order = _by(["row_kind", "rnk", "seen", "subtopic_rel"]) + [_ordered(_c("ideal_alpha"), False, True)]
+        subs = [exp.alias_(fixed(e, sub_order), out, copy=False) for out, e, _ in plan.values if out in plan.subtopics]
+        ctes.append(("subtopic_values", exp.select(*_cols(key), *subs).from_("subtopic_rows", copy=False)
+                     .group_by(*_cols(key), copy=False)))
+        row_sets.append((plan.subtopics, "subtopic_values"))
+    if row_sets:
         items = []
         for out, _, empty in plan.values:
-            value = _c(out, "pref_values" if out in plan.preferences else "ranked_values")
-            if out in plan.preferences and empty is not None:
+            cte = next((cte for outs, cte in row_sets if out in outs), "ranked_values")
+            value = _c(out, cte)
+            if cte != "ranked_values" and empty is not None:
                 value = exp.func("COALESCE", value, exp.Literal.number(_number(empty)))
             items.append(exp.alias_(value, out, copy=False))
-        list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False) \
-            .join("pref_values", on=_equal_on("ranked_values", "pref_values", key, options.segment_key),
-                  join_type="LEFT", copy=False)
-        recursive = True  # pref_closure
+        list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False)
+        for _, cte in row_sets:
+            list_values = list_values.join(cte, on=_equal_on("ranked_values", cte, key, options.segment_key),
+                                           join_type="LEFT", copy=False)
     ctes.append(("list_values", list_values))
+    recursive = bool(plan.preferences)  # pref_closure
 
     final = _final(options, plan, list(options.list_key), per_query)
     for name, cte in ctes:
@@ -605,3 +643,78 @@ def _parse_ours(sql: str) -> exp.Select:
         if not ordered.args.get("desc"):
             ordered.set("nulls_first", True)
     return tree
+
+
+# Subtopics (templates with `rows: subtopics`, the diversity measures of ndeval): each list's subtopic rows
+# (subtopic_rows) carry the columns sql/_shared.sql lists. A judgment is relevant to its subtopic when its grade
+# reaches the relevance level (ndeval's judgments are binary). Three kinds of rows:
+#   run       one per ranked document and subtopic it is relevant to, with `seen`, how many documents above it
+#             are relevant to that subtopic;
+#   ideal     one per position of each greedy ideal ranking the measures read (one per alpha), with the gain
+#             of its document there;
+#   position  one per position 1..depth (the measures' largest cutoff): normalisers are sums over positions.
+# The greedy ideal ranking is ndeval's: at each position, the document whose relevant subtopics still gain
+# most, each subtopic gaining (1 - alpha)^(documents placed above relevant to it); ties go to the greatest
+# document id. It is iterative, so one plain CTE per position (greedy_1, ..., greedy_depth), each reading the
+# one before once: no recursion (SQLite and MySQL allow neither aggregates nor windows in a recursive term).
+# A greedy step's rows are the query's (document, subtopic) relevant pairs with the picks so far: `cnt`, the
+# documents placed relevant to the pair's subtopic; `pos`, where the pair's document was placed (0: not yet);
+# `gain`, its gain there. No alias is a column's name in its own SELECT (ClickHouse would read it as the alias).
+_SUBTOPICS = [
+    ("subtopic_relevant", "SELECT DISTINCT query_id, subtopic, doc_id FROM subtopic_judgments "
+                          "WHERE relevance >= {level}"),
+    ("subtopic_stats", "SELECT query_id, subtopic, COUNT(*) AS subtopic_rel FROM subtopic_relevant "
+                       "GROUP BY query_id, subtopic"),
+    ("subtopic_query", "SELECT query_id, COUNT(*) AS subtopics FROM subtopic_stats GROUP BY query_id"),
+    ("subtopic_hits", "SELECT {k_r}, r.rnk, s.subtopic, ROW_NUMBER() OVER (PARTITION BY {k_r}, s.subtopic "
+                      "ORDER BY r.rnk) - 1 AS seen FROM ranking AS r JOIN subtopic_relevant AS s "
+                      "ON s.query_id = r.query_id AND s.doc_id = r.doc_id{depth}"),
+]
+_GREEDY_START = ("SELECT s.query_id, CAST(a.alpha AS DOUBLE) AS alpha, s.doc_id, s.subtopic, 0 AS cnt, 0 AS pos, "
+                 "CAST(0 AS DOUBLE) AS gain FROM subtopic_relevant AS s CROSS JOIN ({alphas}) AS a")
+_GREEDY_STEP = (
+    "SELECT query_id, alpha, doc_id, subtopic, "
+    "c0 + MAX(CASE WHEN doc_id = pick AND p0 = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY query_id, alpha, subtopic) AS cnt, "
+    "CASE WHEN doc_id = pick AND p0 = 0 THEN {step} ELSE p0 END AS pos, "
+    "CASE WHEN doc_id = pick AND p0 = 0 THEN gain_now ELSE g0 END AS gain "
+    "FROM (SELECT query_id, alpha, doc_id, subtopic, c0, p0, g0, gain_now, FIRST_VALUE(doc_id) OVER "
+    "(PARTITION BY query_id, alpha ORDER BY unplaced DESC, gain_now DESC, doc_id DESC) AS pick "
+    "FROM (SELECT query_id, alpha, doc_id, subtopic, cnt AS c0, pos AS p0, gain AS g0, "
+    "CASE WHEN pos = 0 THEN 1 ELSE 0 END AS unplaced, "
+    "SUM(POWER(1 - alpha, cnt)) OVER (PARTITION BY query_id, alpha, doc_id) AS gain_now "
+    "FROM {previous}) AS g) AS p")
+_SUBTOPIC_ROWS = [
+    ("subtopic_parts",
+     "SELECT {k_h}, 'run' AS row_kind, h.rnk, h.seen, t.subtopic_rel, CAST(NULL AS DOUBLE) AS ideal_alpha, "
+     "CAST(0 AS DOUBLE) AS ideal_gain FROM subtopic_hits AS h JOIN subtopic_stats AS t "
+     "ON t.query_id = h.query_id AND t.subtopic = h.subtopic"
+     "{ideal}{positions}"),
+    ("subtopic_rows", "SELECT {k_u}, u.row_kind, u.rnk, u.seen, u.subtopic_rel, u.ideal_alpha, u.ideal_gain, "
+                      "COALESCE(q.subtopics, 0) AS subtopics FROM subtopic_parts AS u "
+                      "LEFT JOIN subtopic_query AS q ON q.query_id = u.query_id"),
+]
+_IDEAL_PART = (" UNION ALL SELECT {k_l}, 'ideal', i.pos, 0, 0, i.alpha, i.gain FROM lists AS l "
+               "JOIN (SELECT DISTINCT query_id, alpha, pos, gain FROM {greedy} WHERE pos > 0) AS i "
+               "ON i.query_id = l.query_id")
+_POSITIONS_PART = (" UNION ALL SELECT {k_l}, 'position', p.pos, 0, 0, CAST(NULL AS DOUBLE), CAST(0 AS DOUBLE) "
+                   "FROM lists AS l CROSS JOIN ({positions}) AS p")
+
+
+def _subtopic_ctes(options: Shape, plan: Plan) -> list:
+    """The CTEs computing each list's subtopic rows (subtopic_rows), after `lists`."""
+    key = list(options.list_key)
+    fill = {**{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "rhlu"}, "level": options.relevance_level,
+            "depth": "" if options.depth is None else f" WHERE r.rnk <= {options.depth}"}
+    ctes = [(name, sql.format(**fill)) for name, sql in _SUBTOPICS]
+    ideal = positions = ""
+    if plan.greedy_alphas:
+        alphas = " UNION ALL ".join(f"SELECT {_number(a)} AS alpha" for a in sorted(plan.greedy_alphas))
+        ctes.append(("greedy_0", _GREEDY_START.format(alphas=alphas)))
+        for step in range(1, plan.subtopic_depth + 1):
+            ctes.append((f"greedy_{step}", _GREEDY_STEP.format(step=step, previous=f"greedy_{step - 1}")))
+        ideal = _IDEAL_PART.format(greedy=f"greedy_{plan.subtopic_depth}", **fill)
+    if plan.subtopic_depth:
+        numbers = " UNION ALL ".join(f"SELECT {i} AS pos" for i in range(1, plan.subtopic_depth + 1))
+        positions = _POSITIONS_PART.format(positions=numbers, **fill)
+    ctes += [(name, sql.format(ideal=ideal, positions=positions, **fill)) for name, sql in _SUBTOPIC_ROWS]
+    return [(name, _parse_ours(sql)) for name, sql in ctes]
