@@ -22,6 +22,11 @@ With judgment groups (Shape.judgment_groups, qrels_format='qrels_jg'), the judgm
 each run row once per group of its query, the GROUP BY (then named group_values) gives each measure per
 list and group, and list_values is their mean over the groups (trec_eval's map_avgjg, P_avgjg_k, ...).
 
+With subtopic qrels (Shape.subtopics, qrels_format='subtopics'), the judgments are each document's highest grade
+over its subtopics (subtopic_judgments holds them all), and the diversity measures (`rows: subtopics`) are one
+GROUP BY over each list's subtopic rows (_subtopic_ctes), joined beside the ranked values as the preference
+measures' are.
+
 The list key is run_key + segment columns (group_by, internally seg_1, ...) + query_id; templates never
 name it. With segments and qrels, `lists` are the lists present (which judged queries a segment should
 have seen is unknown). Labelled lists (Shape.labels, no qrels): run_rows carries `relevance` (a label
@@ -655,11 +660,14 @@ def _parse_ours(sql: str) -> exp.Select:
 #   position  one per position 1..depth (the measures' largest cutoff): normalisers are sums over positions.
 # The greedy ideal ranking is ndeval's: at each position, the document whose relevant subtopics still gain
 # most, each subtopic gaining (1 - alpha)^(documents placed above relevant to it); ties go to the greatest
-# document id. It is iterative, so one plain CTE per position (greedy_1, ..., greedy_depth), each reading the
-# one before once: no recursion (SQLite and MySQL allow neither aggregates nor windows in a recursive term).
-# A greedy step's rows are the query's (document, subtopic) relevant pairs with the picks so far: `cnt`, the
-# documents placed relevant to the pair's subtopic; `pos`, where the pair's document was placed (0: not yet);
-# `gain`, its gain there. No alias is a column's name in its own SELECT (ClickHouse would read it as the alias).
+# document id. It is iterative: two plain CTEs per position, each reading the one before once. No recursion:
+# SQLite and MySQL allow neither aggregates nor windows in a recursive term. (Spark's analyzer gives up on
+# a statement three levels per position deep at 20 positions.) A greedy CTE's rows are the query's
+# (document, subtopic) relevant pairs: `cnt`, the documents placed so far relevant to the pair's subtopic;
+# `pos`, where the pair's document was placed (0: not yet); `gain`, its gain there; `gain_now`, what it would
+# gain next; `pick`, the next document to place, `best_s`, the best document of the pair's subtopic (the pick
+# is relevant to it when they are the same), `any_open`, whether a document is left to place. No alias is a
+# column's name in its own SELECT (ClickHouse would read the column as the alias).
 _SUBTOPICS = [
     ("subtopic_relevant", "SELECT DISTINCT query_id, subtopic, doc_id FROM subtopic_judgments "
                           "WHERE relevance >= {level}"),
@@ -670,19 +678,24 @@ _SUBTOPICS = [
                       "ORDER BY r.rnk) - 1 AS seen FROM ranking AS r JOIN subtopic_relevant AS s "
                       "ON s.query_id = r.query_id AND s.doc_id = r.doc_id{depth}"),
 ]
-_GREEDY_START = ("SELECT s.query_id, CAST(a.alpha AS DOUBLE) AS alpha, s.doc_id, s.subtopic, 0 AS cnt, 0 AS pos, "
-                 "CAST(0 AS DOUBLE) AS gain FROM subtopic_relevant AS s CROSS JOIN ({alphas}) AS a")
-_GREEDY_STEP = (
+_GREEDY_START = ("SELECT s.query_id, CAST(a.alpha AS DOUBLE) AS alpha, s.doc_id, s.subtopic, 0 AS c1, 0 AS p1, "
+                 "CAST(0 AS DOUBLE) AS g1, CAST(COUNT(*) OVER (PARTITION BY s.query_id, a.alpha, s.doc_id) AS DOUBLE) "
+                 "AS gn FROM subtopic_relevant AS s CROSS JOIN ({alphas}) AS a")
+# Place the pick (at position {step}); what each document would gain next.
+_GREEDY_PLACE = (
     "SELECT query_id, alpha, doc_id, subtopic, "
-    "c0 + MAX(CASE WHEN doc_id = pick AND p0 = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY query_id, alpha, subtopic) AS cnt, "
-    "CASE WHEN doc_id = pick AND p0 = 0 THEN {step} ELSE p0 END AS pos, "
-    "CASE WHEN doc_id = pick AND p0 = 0 THEN gain_now ELSE g0 END AS gain "
-    "FROM (SELECT query_id, alpha, doc_id, subtopic, c0, p0, g0, gain_now, FIRST_VALUE(doc_id) OVER "
-    "(PARTITION BY query_id, alpha ORDER BY unplaced DESC, gain_now DESC, doc_id DESC) AS pick "
-    "FROM (SELECT query_id, alpha, doc_id, subtopic, cnt AS c0, pos AS p0, gain AS g0, "
-    "CASE WHEN pos = 0 THEN 1 ELSE 0 END AS unplaced, "
-    "SUM(POWER(1 - alpha, cnt)) OVER (PARTITION BY query_id, alpha, doc_id) AS gain_now "
-    "FROM {previous}) AS g) AS p")
+    "CASE WHEN any_open = 1 AND pick = best_s THEN cnt + 1 ELSE cnt END AS c1, "
+    "CASE WHEN any_open = 1 AND doc_id = pick THEN {step} ELSE pos END AS p1, "
+    "CASE WHEN any_open = 1 AND doc_id = pick THEN gain_now ELSE gain END AS g1, "
+    "SUM(POWER(1 - alpha, CASE WHEN any_open = 1 AND pick = best_s THEN cnt + 1 ELSE cnt END)) "
+    "OVER (PARTITION BY query_id, alpha, doc_id) AS gn FROM {previous}")
+# Choose the next document.
+_GREEDY_PICK = (
+    "SELECT query_id, alpha, doc_id, subtopic, c1 AS cnt, p1 AS pos, g1 AS gain, gn AS gain_now, "
+    "FIRST_VALUE(doc_id) OVER (PARTITION BY query_id, alpha ORDER BY CASE WHEN p1 = 0 THEN 1 ELSE 0 END DESC, "
+    "gn DESC, doc_id DESC) AS pick, FIRST_VALUE(doc_id) OVER (PARTITION BY query_id, alpha, subtopic ORDER BY "
+    "CASE WHEN p1 = 0 THEN 1 ELSE 0 END DESC, gn DESC, doc_id DESC) AS best_s, "
+    "MAX(CASE WHEN p1 = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY query_id, alpha) AS any_open FROM ({placed}) AS u")
 _SUBTOPIC_ROWS = [
     ("subtopic_parts",
      "SELECT {k_h}, 'run' AS row_kind, h.rnk, h.seen, t.subtopic_rel, CAST(NULL AS DOUBLE) AS ideal_alpha, "
@@ -693,8 +706,8 @@ _SUBTOPIC_ROWS = [
                       "COALESCE(q.subtopics, 0) AS subtopics FROM subtopic_parts AS u "
                       "LEFT JOIN subtopic_query AS q ON q.query_id = u.query_id"),
 ]
-_IDEAL_PART = (" UNION ALL SELECT {k_l}, 'ideal', i.pos, 0, 0, i.alpha, i.gain FROM lists AS l "
-               "JOIN (SELECT DISTINCT query_id, alpha, pos, gain FROM {greedy} WHERE pos > 0) AS i "
+_IDEAL_PART = (" UNION ALL SELECT {k_l}, 'ideal', i.p1, 0, 0, i.alpha, i.g1 FROM lists AS l "
+               "JOIN (SELECT DISTINCT query_id, alpha, p1, g1 FROM greedy_placed WHERE p1 > 0) AS i "
                "ON i.query_id = l.query_id")
 _POSITIONS_PART = (" UNION ALL SELECT {k_l}, 'position', p.pos, 0, 0, CAST(NULL AS DOUBLE), CAST(0 AS DOUBLE) "
                    "FROM lists AS l CROSS JOIN ({positions}) AS p")
@@ -709,10 +722,14 @@ def _subtopic_ctes(options: Shape, plan: Plan) -> list:
     ideal = positions = ""
     if plan.greedy_alphas:
         alphas = " UNION ALL ".join(f"SELECT {_number(a)} AS alpha" for a in sorted(plan.greedy_alphas))
-        ctes.append(("greedy_0", _GREEDY_START.format(alphas=alphas)))
-        for step in range(1, plan.subtopic_depth + 1):
-            ctes.append((f"greedy_{step}", _GREEDY_STEP.format(step=step, previous=f"greedy_{step - 1}")))
-        ideal = _IDEAL_PART.format(greedy=f"greedy_{plan.subtopic_depth}", **fill)
+        # greedy_i has placed i documents and picked the next; greedy_placed places the last one.
+        ctes.append(("greedy_0", _GREEDY_PICK.format(placed=_GREEDY_START.format(alphas=alphas))))
+        for step in range(1, plan.subtopic_depth):
+            placed = _GREEDY_PLACE.format(step=step, previous=f"greedy_{step - 1}")
+            ctes.append((f"greedy_{step}", _GREEDY_PICK.format(placed=placed)))
+        last = plan.subtopic_depth
+        ctes.append(("greedy_placed", _GREEDY_PLACE.format(step=last, previous=f"greedy_{last - 1}")))
+        ideal = _IDEAL_PART.format(**fill)
     if plan.subtopic_depth:
         numbers = " UNION ALL ".join(f"SELECT {i} AS pos" for i in range(1, plan.subtopic_depth + 1))
         positions = _POSITIONS_PART.format(positions=numbers, **fill)

@@ -75,7 +75,7 @@ def test_diversity_statement_for_every_dialect(dialect):
     parsed = statements(sql, dialect)
     assert len(parsed) == 1 and isinstance(parsed[0], exp.Select)
     ctes = [c.alias for c in parsed[0].find_all(exp.CTE)]
-    assert ctes[:3] == ["subtopic_judgments", "judgments", "run_rows"] and "greedy_20" in ctes
+    assert ctes[:3] == ["subtopic_judgments", "judgments", "run_rows"] and "greedy_19" in ctes and "greedy_placed" in ctes
     with pytest.raises(SqlmetricsError, match="qrels_format='subtopics'"):
         render(["alpha_nDCG@10"], dialect=dialect)
 
