@@ -19,6 +19,7 @@ from ir_measures import Qrel, ScoredDoc
 
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
+from sqlmetrics.catalogue import parse
 from sqlmetrics.cli import main
 
 # The generated runs skip a judged query and rank one without judgments, which evaluate() warns about.
@@ -122,6 +123,10 @@ def test_ndeval_spellings_and_alpha_for_err_ia():
         for m in measures:
             column = m if alpha == 0.5 else m.replace("-", "_").replace("@", f"(alpha={alpha})@")
             assert_equal(mine[column], {q: v[m] for q, v in theirs.items()}, column)
+
+
+def test_ir_measures_other_spellings():
+    assert parse("α_nDCG@5").measure.name == "alpha_nDCG" and parse("MAP_IA").measure.name == "AP_IA"
 
 
 def test_other_measures_read_each_documents_highest_grade():

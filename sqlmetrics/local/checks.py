@@ -78,8 +78,8 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             continue
         line_no = _locate(con, loaded, condition)
         if problem == "empty id":
-            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id{''.join(', ' + g.replace('_', ' ') for g in groups)} or "
-                                  "document id is empty.")
+            roles = "".join(", " + g.replace("_", " ") for g in groups)  # judgment group, subtopic, ...
+            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id{roles} or document id is empty.")
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
                             f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
