@@ -13,7 +13,7 @@
 -- note: Subtopic qrels (qrels_format='subtopics'). Example: 2 subtopics (s3 has no relevant document); the
 --   run gains 1 (d2: s1), 1/2 + 1 (d1), 0 (d5, unjudged), 1/2 (d3): 1/1 + 1.5/2 + 0.5/4 = 15/8, over
 --   2 * (1 + 1/2/2 + 1/4/3 + 1/8/4) = 131/48: 90/131.
--- note: ndeval divides by 2 * sum_{i<=k} (1 - alpha)^(i-1) / i (the `position` rows: one per rank up to the
+-- note: ndeval divides by subtopics * sum_{i<=k} (1 - alpha)^(i-1) / i (the `position` rows: one per rank up to the
 --   largest cutoff asked for) only from k = 2 on: ERR-IA@1 is the first document's gain itself, which may
 --   reach the number of subtopics (the second example: 1, not 1/2). Hence the range has no upper bound.
 --   alpha is ndeval's -alpha (ir_measures fixes 0.5). A query with no relevant subtopic scores 0.
