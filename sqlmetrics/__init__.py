@@ -1,10 +1,12 @@
 """sqlmetrics: ranked-retrieval evaluation as SQL, trec_eval-exact, on DuckDB or any warehouse."""
+from . import demo  # sqlmetrics.demo.folder(): the demo runs and log shipped with the package
 from .dialects import render
 from .engines import evaluate_on
 from .errors import SqlmetricsError, SqlmetricsWarning
 from .evaluation import evaluate
 from .results import Results
-from .stats import Report, compare
+from .stats import Report, compare, interleaving, ips
 
-__all__ = ["evaluate", "evaluate_on", "render", "Results", "compare", "Report", "SqlmetricsError", "SqlmetricsWarning"]
+__all__ = ["evaluate", "evaluate_on", "render", "Results", "compare", "Report", "ips", "interleaving",
+           "SqlmetricsError", "SqlmetricsWarning"]
 __version__ = "0.1.0"

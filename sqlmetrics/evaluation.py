@@ -5,11 +5,12 @@ from __future__ import annotations
 from .engines import evaluate_on
 from .errors import SqlmetricsError
 from .local.evaluate import evaluate_local, fetch_arrow
-from .local.output import output_path, write_atomically
+from .local.output import checked_output, write_table
 from .options import BY_NAME, EVALUATE, EVALUATE_ON, check_log_options, resolve, signature, taken_by
 from .results import Results
 
-_DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE) if EVALUATE_ON not in o.takers and o.name not in ("engine", "output")]
+_DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE)
+                if EVALUATE_ON not in o.takers and o.name not in ("engine", "output", "into_mode")]
 
 
 def evaluate(qrels, run, measures, **options) -> Results:
@@ -27,8 +28,12 @@ def evaluate(qrels, run, measures, **options) -> Results:
 
     Logs: group_by=["date", "arm"] evaluates each (segment, query) list and adds Results.per_group;
     qrels=None with label="rating" (a column of the run) or relevance="2*purchased + clicked" / {"purchased":
-    2, "clicked": 1} takes the judgments from the run itself, per list. output="results.parquet" (or .csv)
-    writes per_query atomically.
+    2, "clicked": 1} takes the judgments from the run itself, per list.
+
+    output= writes per_query, typed (measures DOUBLE, ids text, dates DATE), in the format its extension
+    names: .parquet, .csv, .tsv, .json, .jsonl, atomically; or "results.duckdb:table", a table of a DuckDB
+    file, in one transaction, as into_mode= says: 'create' (an existing table is an error), 'replace',
+    'append', or 'merge' (rows with the same key, run, segments and query_id, are replaced).
 
     engine= (a DB-API connection, chdb session, DataFusion or Polars SQL context, SparkSession) runs the
     same SQL where the tables live: qrels and run are then table names there (see evaluate_on).
@@ -36,7 +41,7 @@ def evaluate(qrels, run, measures, **options) -> Results:
     fetch = options.pop("_fetch", fetch_arrow)  # the command line takes Python rows, not pyarrow
     o = resolve(EVALUATE, options)
     check_log_options(qrels, o.group_by, o.label, o.relevance)
-    out_path = output_path(o.output)
+    out_format = checked_output(o.output, o.into_mode)
     if o.engine is None:
         results = evaluate_local(qrels, run, measures, o, fetch)
     else:
@@ -46,8 +51,10 @@ def evaluate(qrels, run, measures, **options) -> Results:
                                   "DuckDB's; with engine= the tables are evaluated where they live.")
         engine_options = {opt.name: getattr(o, opt.name) for opt in taken_by(EVALUATE_ON) if opt.name in o.as_dict()}
         results = evaluate_on(o.engine, measures, qrels=qrels, run=run, **engine_options)
-    if out_path is not None:
-        write_atomically(results.per_query, out_path)
+    if out_format is not None:
+        table = results.per_query
+        key = tuple(c for c in table.column_names if c not in results.measures)
+        write_table(table, o.output, out_format, f"output={str(o.output)!r}", o.into_mode, key)
     return results
 
 

@@ -30,16 +30,23 @@ TESTS = {
     "bootstrap": "paired bootstrap test",
     "wilcoxon": "Wilcoxon signed-rank test",
     "tukey": "Tukey's HSD test",
+    "welch": "Welch's t-test",
+    "mannwhitney": "Mann-Whitney U test",
 }
-CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-Bonferroni correction"}
+# Tests of paired data, and their counterpart on unpaired data (different queries, sessions or users per run).
+UNPAIRED = {"student": "welch", "wilcoxon": "mannwhitney", "bootstrap": "bootstrap", "welch": "welch",
+            "mannwhitney": "mannwhitney"}
+CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-Bonferroni correction",
+               "bh": "Benjamini-Hochberg false discovery rate"}
 
 # Who takes an option: Python functions and command-line subcommands.
 EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
-EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD = "eval", "compare", "demo", "sql"
-_EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD})
-_LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD})
-_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD})
-_COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD})
+EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo", "sql", "convert"
+REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
+_EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
+_LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
+_LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
+_COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,9 @@ class Option:
     help: str
     takers: frozenset  # functions and subcommands that take it
     choices: tuple = ()
-    kind: str = "text"  # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | names (repeatable)
+    # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | names (repeatable) | object (a Python
+    # object such as a connection: a keyword only, never a flag; compare() and `sqlmetrics compare` share a name)
+    kind: str = "text"
     flags: tuple = ()  # command-line spellings; default: --name-with-dashes
     metavar: str | None = None
     group: str = "evaluation options"
@@ -112,6 +121,9 @@ OPTIONS = (
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
            "judgment_group, judgment_subgroup, subtopic, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
            _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
+    Option("list_run", False, "the run has one row per query: doc_id is a list of document ids in rank order, "
+           "score (when mapped) the list of their scores; a list position is the rank (read so locally whenever "
+           "the doc_id column is a list)", frozenset({EVALUATE, EVALUATE_ON, RENDER, SQL_CMD}), kind="flag"),
     Option("qrels_columns", None, "the qrels' own column for a role, where it differs from the shared mapping",
            _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=(*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE)),
     Option("qrels_format", "qrels", "how the qrels are read (trec_eval -R): 'qrels_jg' takes TREC text's second "
@@ -137,24 +149,35 @@ OPTIONS = (
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "
            "{column: grade} (with qrels=None)", _LOGS, metavar="EXPR", group="logs"),
-    Option("test", "student", "the significance test", _COMPARING, choices=tuple(TESTS), group="comparison"),
+    Option("test", "student", "the significance test; on unpaired runs student, wilcoxon and bootstrap become "
+           "welch, mannwhitney and the unpaired bootstrap", _COMPARING, choices=tuple(TESTS), group="comparison"),
+    Option("pairing", "auto", "paired tests over the queries the runs share, or unpaired tests (runs with different "
+           "queries, sessions or users); 'auto': paired when, in every segment, at least half of each run's "
+           "queries are shared by all runs", _COMPARING, choices=("auto", "paired", "unpaired"), group="comparison"),
+    Option("baseline", None, "test every run against this run only (▲/▼: significantly better/worse than it) "
+           "instead of every pair", frozenset({COMPARE, COMPARE_CMD}), metavar="RUN", group="comparison"),
     Option("max_p", 0.01, "significance threshold", _COMPARING, kind="float", metavar="P", group="comparison"),
-    Option("correction", None, "multiple-comparison correction over the pairs of each measure", _COMPARING,
+    Option("correction", None, "multiple-comparison correction over every test of the report (pairs x segments x "
+           "measures): Bonferroni, Holm or Benjamini-Hochberg (bh)", _COMPARING,
            choices=tuple(CORRECTIONS), group="comparison"),
     Option("seed", 42, "seed of the resampling tests", _COMPARING, kind="int", group="comparison"),
     Option("n_resamples", 10000, "resamples of the fisher and bootstrap tests", _COMPARING, kind="int",
            metavar="N", group="comparison"),
     Option("engine", None, "a connection or session of another engine (sqlite3, psycopg, chdb, DataFusion, "
            "polars SQLContext, SparkSession, ...): the tables are evaluated where they live",
-           frozenset({EVALUATE}), group="engines"),
+           frozenset({EVALUATE, COMPARE}), kind="object", group="engines"),
     Option("dialect", None, "the engine's SQL dialect, when it is not recognised from the connection's type",
            frozenset({EVALUATE, EVALUATE_ON}), group="engines"),
-    Option("output", None, "write the per-query table atomically to this .parquet or .csv file",
+    Option("output", None, "write the per-query table to this file, typed, in the format its extension names "
+           "(.parquet, .csv, .tsv, .json, .jsonl), atomically; or to a table of a DuckDB file, 'results.duckdb:table'",
            frozenset({EVALUATE}), group="output"),
     Option("into", None, "write the results to this table (CREATE TABLE ... AS)", frozenset({RENDER, SQL_CMD}),
            metavar="TABLE", group="logs"),
-    Option("into_mode", "create", "create the table, or insert into it", frozenset({RENDER, SQL_CMD}),
-           choices=("create", "insert"), group="logs"),
+    Option("into_mode", "create", "how results are written into a table (into=, or -o file.duckdb:table): "
+           "'create' it (an existing table is an error), 'replace' it, 'append' the rows, or 'merge' them (rows "
+           "with the same run, segments and query_id are replaced; DuckDB files only)",
+           frozenset({RENDER, SQL_CMD, EVALUATE, EVAL_CMD, CONVERT_CMD}),
+           choices=("create", "replace", "append", "merge"), group="output"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -223,7 +246,7 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD}:
+        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD} or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""
         marks = " | ".join("✓" if t in o.takers else "" for t in takers)
@@ -255,15 +278,18 @@ def check_log_options(qrels, group_by, label, relevance) -> tuple:
     return segs
 
 
-def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, multi_run: bool = False,
+def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, lists: bool = False,
                  qrels_format: str = "qrels"):
     """({role: column} of the run, {role: column} of the qrels): `columns` maps both tables wherever the
-    role exists, `qrels_columns` overrides it for the qrels; an unmapped role keeps its own name. The qrels
-    have the extra roles their format reads (FORMAT_GROUPS)."""
+    role exists, `qrels_columns` overrides it for the qrels; an unmapped role keeps its own name. A run of
+    lists (list_run) has no rank column (the list position is the rank), and a score list only when mapped.
+    The qrels have the extra roles their format reads (FORMAT_GROUPS)."""
     columns = dict(columns or {})
     qrels_map = {**columns, **(qrels_columns or {})}
     order = "rank_position" if ties == "rank" else "score"
-    run = {r: columns.get(r, r) for r in ("query_id", "doc_id", order)}
+    if lists:
+        order = "score" if "score" in columns else None
+    run = {r: columns.get(r, r) for r in ("query_id", "doc_id", order) if r is not None}
     if "run_name" in columns:
         run = {"run_name": columns["run_name"], **run}
     return run, {r: qrels_map.get(r, r) for r in (*QRELS_ROLES, *FORMAT_GROUPS[qrels_format])}

@@ -195,19 +195,47 @@ class Source:
     columns: dict
     constants: dict = field(default_factory=dict)
     expressions: dict = field(default_factory=dict)
+    # A run with one row per list: doc_id is an array of document ids in rank order and score, when mapped,
+    # the array of their scores. Unnested WITH ORDINALITY: an element's position is its rank_position, and
+    # without scores the score is minus the position, so that any order (score or rank) is the list's.
+    lists: bool = False
 
     def select(self, roles: dict) -> exp.Select:
         """SELECT ... FROM the table, renaming and casting the roles: {role: SQL type}."""
-        items = []
-        for role, sql_type in roles.items():
-            if role in self.expressions:
-                value = exp.paren(self.expressions[role].copy())
-            elif role in self.constants:
-                value = exp.convert(self.constants[role])
-            else:
-                value = exp.Column(this=self.columns[role].copy())
-            items.append(exp.alias_(exp.cast(value, _type(sql_type), copy=False), role, copy=False))
-        return exp.select(*items).from_(self.table.copy(), copy=False)
+        items = [exp.alias_(exp.cast(self.value(role), _type(sql_type), copy=False), role, copy=False)
+                 for role, sql_type in roles.items()]
+        select = exp.select(*items)
+        if not self.lists:
+            return select.from_(self.table.copy(), copy=False)
+        lists = exp.alias_(self.table.copy(), LISTS[0], table=True, copy=False)
+        unnest = exp.Unnest(expressions=[exp.column(self.columns["doc_id"].copy(), LISTS[0])],
+                            alias=exp.TableAlias(this=exp.to_identifier(LISTS[1]),
+                                                 columns=[exp.to_identifier(LISTS[2])]),
+                            offset=exp.to_identifier(LISTS[3]))
+        return select.from_(lists, copy=False).join(unnest, join_type="CROSS", copy=False)
+
+    def value(self, role: str) -> exp.Expression:
+        """The role's value in a row of the source (of the unnested source, for lists)."""
+        if role in self.expressions:
+            return exp.paren(self.expressions[role].copy())
+        if role in self.constants:
+            return exp.convert(self.constants[role])
+        if not self.lists:
+            return exp.Column(this=self.columns[role].copy())
+        position = exp.column(LISTS[3], LISTS[1])
+        if role == "doc_id":
+            return exp.column(LISTS[2], LISTS[1])
+        if role == "rank_position":
+            return position
+        if role == "score":
+            if "score" not in self.columns:
+                return exp.Neg(this=position)
+            return exp.Bracket(this=exp.column(self.columns["score"].copy(), LISTS[0]), expressions=[position])
+        return exp.column(self.columns[role].copy(), LISTS[0])
+
+
+# The names a list source's rows are unnested under: the table, the array's rows, an element, its position.
+LISTS = ("sqlm_lists", "sqlm_items", "sqlm_doc", "sqlm_pos")
 
 
 def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool) -> exp.Select:

@@ -317,17 +317,17 @@ def test_output_parquet_is_written_atomically(tmp_path, log, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(pq, "write_table", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(SqlmetricsError, match="cannot be written .disk full"):
         sqlmetrics.evaluate(None, log, ["AP"], columns=LOG_COLUMNS, ties="rank", label="rating", output=out)
     assert out.read_bytes() == before  # the old file is intact
     new = tmp_path / "new.parquet"
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(SqlmetricsError, match="cannot be written .disk full"):
         sqlmetrics.evaluate(None, log, ["AP"], columns=LOG_COLUMNS, ties="rank", label="rating", output=new)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.parquet"]  # no file, no temporary left
 
 
 def test_output_errors_come_before_any_work(tmp_path):
-    with pytest.raises(SqlmetricsError, match="write .parquet or .csv"):
+    with pytest.raises(SqlmetricsError, match="the extension '.xlsx' names no format; name the file .parquet"):
         sqlmetrics.evaluate(None, "missing.parquet", ["AP"], label="x", output=tmp_path / "r.xlsx")
     with pytest.raises(SqlmetricsError, match="does not exist"):
         sqlmetrics.evaluate(None, "missing.parquet", ["AP"], label="x", output=tmp_path / "no" / "r.parquet")
@@ -340,13 +340,13 @@ def test_output_csv(tmp_path, log):
 
 
 @pytest.mark.parametrize("dialect", list(DIALECTS))
-@pytest.mark.parametrize("mode", ["create", "insert"])
+@pytest.mark.parametrize("mode", ["create", "append"])
 def test_render_into(dialect, mode):
     import sqlglot
 
     kw = dict(dialect=dialect, qrels=None, run="db.log", columns=LOG_COLUMNS, ties="rank", group_by=["date", "arm"],
               relevance="2*purchased + clicked", into="db.eval_results", into_mode=mode)
-    if dialect == "polars" and mode == "insert":
+    if dialect == "polars" and mode == "append":
         with pytest.raises(SqlmetricsError, match="polars: its SQLContext runs CREATE TABLE ... AS but has no INSERT"):
             render(["nDCG@10", "AP"], **kw)
         return
@@ -355,7 +355,13 @@ def test_render_into(dialect, mode):
         assert "ENGINE=MergeTree\nORDER BY tuple() AS\n" in sql
     parsed = [s for s in sqlglot.parse(sql, read=DIALECTS[dialect].sqlglot) if s is not None]
     assert len(parsed) == 1
-    assert isinstance(parsed[0], exp.Insert if mode == "insert" else (exp.Create, exp.Select))
+    assert isinstance(parsed[0], exp.Insert if mode == "append" else (exp.Create, exp.Select))
+
+
+@pytest.mark.parametrize("mode", ["replace", "merge"])
+def test_render_into_refuses_what_is_not_one_statement_everywhere(mode):
+    with pytest.raises(SqlmetricsError, match=f"into_mode='{mode}' is not one statement on every engine"):
+        render(["AP"], into="t", into_mode=mode)
 
 
 def test_render_into_executes_on_duckdb(log):
@@ -365,7 +371,7 @@ def test_render_into_executes_on_duckdb(log):
     kw = dict(qrels=None, run="s.log", columns=LOG_COLUMNS, ties="rank", group_by=["date", "arm"],
               relevance="2*purchased + clicked")
     con.execute(render(["nDCG@5", "RR"], into="s.results", **kw))
-    con.execute(render(["nDCG@5", "RR"], into="s.results", into_mode="insert", **kw))
+    con.execute(render(["nDCG@5", "RR"], into="s.results", into_mode="append", **kw))
     rows = con.execute('SELECT "date", arm, ndcg_at_5, rr, num_lists FROM s.results ORDER BY 1, 2').fetchall()
     assert len(rows) == 12
     want = sqlmetrics.evaluate(None, log, ["nDCG@5", "RR"], columns=LOG_COLUMNS, ties="rank", group_by=["date", "arm"],
@@ -523,11 +529,11 @@ def test_render_into_executes_on_engine(engine_name, loaded_logs, tmp_path):
     try:
         _execute(engine, render(SOME, dialect=kind, qrels=None, run=table, into=target, **kwargs))
         if engine_name == "polars":
-            with pytest.raises(SqlmetricsError, match="into_mode='insert' is not available for polars"):
-                render(SOME, dialect=kind, qrels=None, run=table, into=target, into_mode="insert", **kwargs)
+            with pytest.raises(SqlmetricsError, match="into_mode='append' is not available for polars"):
+                render(SOME, dialect=kind, qrels=None, run=table, into=target, into_mode="append", **kwargs)
             copies = 1
         else:
-            _execute(engine, render(SOME, dialect=kind, qrels=None, run=table, into=target, into_mode="insert",
+            _execute(engine, render(SOME, dialect=kind, qrels=None, run=table, into=target, into_mode="append",
                                     **kwargs))
             copies = 2
         got, names = _fetch(engine.con, kind, f"SELECT * FROM {target}")

@@ -243,9 +243,11 @@ def parse(text: str, relevance_level: int = 1, compat: str = COMPAT) -> MeasureC
 
 
 def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[MeasureCall]:
-    if isinstance(texts, str):
+    """Measure strings, or ir_measures measure objects (`ir_measures.nDCG@10`): an object is the string
+    ir_measures prints for it, which is this module's canonical grammar, and its results are keyed so."""
+    if isinstance(texts, str) or _is_ir_measure(texts):
         texts = [texts]
-    texts = list(texts)
+    texts = [str(t) if _is_ir_measure(t) else t for t in texts]
     if not texts:
         raise SqlmetricsError("no measure was given: pass at least one, e.g. ['nDCG@10', 'AP'].")
     calls = [parse(t, relevance_level, compat) for t in texts]
@@ -255,6 +257,10 @@ def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[Mea
             raise SqlmetricsError(f"measure {c.text!r} is listed twice; results are keyed by the string as passed.")
         seen.add(c.text)
     return calls
+
+
+def _is_ir_measure(obj) -> bool:
+    return type(obj).__module__.startswith("ir_measures.") and hasattr(obj, "NAME")
 
 
 def trec_name(call: MeasureCall, judgment_groups: bool = False) -> str:

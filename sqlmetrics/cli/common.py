@@ -10,12 +10,13 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalogue import split_measure_list
 from ..catalogue.names import COMPAT
 from ..catalogue.trec import expand as trec_eval_measures
-from ..local.output import process_folder, replace_file, writable_target
+from ..local.output import database_target, output_format, process_folder, replace_file, writable_target, write_table
 from ..local.readers import KNOWN_NAMES, _split_duckdb_target, file_format, first_bytes
 from ..options import ROLES, taken_by
 from ..stats.compare import unique_names
@@ -29,6 +30,8 @@ def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
     """The command's flags for every option declared as taken by it, grouped as declared."""
     groups: dict = {}
     for o in taken_by(command):
+        if o.kind == "object":
+            continue
         if o.group not in groups:
             groups[o.group] = parser.add_argument_group(o.group)
         shown = "none" if o.default is None else o.default
@@ -100,11 +103,56 @@ STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 def check_output(path: str | None) -> None:
     """Fail before any work when --output cannot be written (see local.output.writable_target)."""
     if path and path not in STDOUT_NAMES:
-        writable_target(path, f"--output {path!r}")
+        target = database_target(path)
+        writable_target(target[0] if target else path, f"--output {path!r}")
 
 
-def write_output(text: str, path: str | None) -> None:
-    """Write to stdout, or atomically to a file: a temp file beside it, then a rename (local.output)."""
+# Formats that are not text: written to a file (-o), never to standard output.
+BINARY_FORMATS = ("parquet", "duckdb")
+
+
+def chosen_format(args, formats, default: str, extensions: dict | None = None) -> str:
+    """The command's output format: -o's extension (or file.duckdb:table) and -f, which must agree, else the
+    default; --into-mode only with a DuckDB table. Checked before any work is done."""
+    path = args.output
+    fmt = args.format
+    if path and path not in STDOUT_NAMES:
+        fmt = output_format(path, args.format, formats, f"--output {path!r}", extensions=extensions)
+    fmt = fmt or default
+    if fmt in BINARY_FORMATS and (not path or path in STDOUT_NAMES):
+        raise UsageError(f"-f {fmt} is not text for a terminal: write it to a file, -o results.parquet.")
+    if getattr(args, "into_mode", "create") != "create" and fmt != "duckdb":
+        raise UsageError(f"--into-mode {args.into_mode} says how to write into a DuckDB table: -o file.duckdb:table.")
+    return fmt
+
+
+@dataclass
+class TableOutput:
+    """Rows for -o to write typed (Parquet, a DuckDB table, and compare's CSV, TSV, JSON Lines). types: pyarrow
+    type names of the columns that need one (measures 'float64', ids 'string'); the others keep the type of
+    their values (a date stays a date). key: the columns naming a row, for --into-mode merge."""
+
+    names: list
+    rows: list
+    types: dict
+    key: tuple
+    fmt: str
+    into_mode: str = "create"
+
+    def arrow(self):
+        import pyarrow as pa  # only on this path: the command line's text outputs never pay its import
+
+        return pa.table({n: pa.array([r[i] for r in self.rows], getattr(pa, self.types[n])() if n in self.types else None)
+                         for i, n in enumerate(self.names)})
+
+
+def write_output(content, path: str | None) -> None:
+    """Write text to stdout, or atomically to a file: a temp file beside it, then a rename (local.output);
+    a TableOutput through local.output.write_table."""
+    if isinstance(content, TableOutput):
+        write_table(content.arrow(), path, content.fmt, f"--output {path!r}", content.into_mode, content.key)
+        return
+    text = content
     if not path or path in STDOUT_NAMES:
         try:
             sys.stdout.write(text)

@@ -29,7 +29,7 @@ def run(args) -> tuple:
     measures = measures_from(args, DEFAULT_MEASURES)
     runs = {Path(p).name.split(".")[0]: str(p) for p in run_paths}
     text = report_text(args, str(qrels), runs, measures, DEMO_CMD)
-    if args.format == "table" and not args.output:
+    if args.format in (None, "table") and not args.output:
         folder = demo.folder()
         opts = "".join(f" -m {m}" for m in measures)
         for flag, value, default in (("--test", args.test, "student"), ("--max-p", args.max_p, 0.01),

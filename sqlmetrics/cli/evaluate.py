@@ -1,8 +1,9 @@
 """`sqlmetrics eval`: evaluate runs against qrels, printed as a table, trec_eval's lines, CSV, TSV, JSON,
-JSON Lines or Markdown."""
+JSON Lines or Markdown, or written typed to Parquet or a DuckDB table."""
 from __future__ import annotations
 
 import csv
+import html as _html
 import io
 import json
 import math
@@ -11,9 +12,9 @@ from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.evaluate import python_rows
 from ..options import EVAL_CMD
-from ..stats.report import aligned, markdown
-from .common import (Progress, UsageError, add_option_flags, check_output, command_runs, measures_from,
-                     option_values, trec_line, trec_tag)
+from ..stats.report import aligned, html, markdown
+from .common import (Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format, command_runs,
+                     measures_from, option_values, trec_line, trec_tag)
 
 # trec_eval's default ("official") measures, in its order, plus nDCG@10.
 DEFAULT_MEASURES = (
@@ -22,7 +23,7 @@ DEFAULT_MEASURES = (
     + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
     + ["nDCG@10"]
 )
-FORMATS = ("table", "trec", "csv", "tsv", "json", "jsonl", "markdown")
+FORMATS = ("table", "trec", "csv", "tsv", "json", "jsonl", "markdown", "html", "parquet")
 _HIDDEN_NUM_RET = "NumRet()"  # asked for in `--format trec -q` to know which queries a run ranks
 
 
@@ -40,9 +41,13 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-q", "--per-query", action="store_true", help="also print every query's values")
     p.add_argument("--name", action="append", metavar="NAME",
                    help="name the runs in order (default: file stems); repeat once per run")
-    p.add_argument("-f", "--format", choices=FORMATS, default="table",
-                   help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl or markdown")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    p.add_argument("-f", "--format", choices=FORMATS,
+                   help="table (default), trec (trec_eval's own lines), csv, tsv, json, jsonl, markdown, html or parquet; "
+                        "default: -o's extension")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE (atomically) instead of stdout, in the format its extension names: .txt (trec), "
+                        ".csv, .tsv, .json, .jsonl, .md, .html, .parquet; or FILE.duckdb:TABLE, a typed table "
+                        "(--into-mode)")
     add_option_flags(p, EVAL_CMD)
     # trec_eval's -c, for scripts moving over: every judged query is averaged (already this command's default).
     p.add_argument("-c", dest="queries", action="store_const", const="qrels",
@@ -52,29 +57,42 @@ def add_parser(sub, parents) -> None:
 
 def run(args) -> tuple:
     check_output(args.output)
+    fmt = chosen_format(args, (*FORMATS, "duckdb"), "table")
     measures = measures_from(args, DEFAULT_MEASURES)
     calls = parse_all(measures, args.relevance_level, args.compat)  # a bad name fails before any data is read
     options = option_values(args, EVAL_CMD)
+    options.pop("into_mode", None)  # how -o writes a DuckDB table: this command writes it (TableOutput)
     runs = command_runs(args)
-    hidden = args.format == "trec" and args.per_query and _HIDDEN_NUM_RET not in measures
+    hidden = fmt == "trec" and args.per_query and _HIDDEN_NUM_RET not in measures
     wanted = measures + ([_HIDDEN_NUM_RET] if hidden else [])
 
     qrels = None if args.qrels.lower() == "none" else args.qrels
     if qrels is None and not (args.label or args.relevance):
         raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
-    if args.group_by and args.format == "trec":
-        raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl or markdown.")
+    if args.group_by and fmt == "trec":
+        raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl, markdown or "
+                         "parquet.")
     label = f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
     with Progress(label):
         res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows)
+    typed = fmt in ("parquet", "duckdb")
+    types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}  # segments keep theirs
     if args.group_by:
-        return _rows(res.per_query if args.per_query else res.per_group, args.format), args.output
+        names, rows = res.per_query if args.per_query else res.per_group
+        if typed:
+            key = tuple(n for n in names if n not in measures and n != "num_lists")
+            return TableOutput(names, rows, types, key, fmt, args.into_mode), args.output
+        return _rows((names, rows), fmt), args.output
     table = EvalTable(res, list(runs), calls, judgment_groups=options.get("qrels_format") == "qrels_jg")
-    if args.format == "trec":
+    if typed:
+        records = table.records(args.per_query)
+        return TableOutput(["run", "query_id", *measures], [list(r.values()) for r in records], types,
+                           ("run", "query_id"), fmt, args.into_mode), args.output
+    if fmt == "trec":
         tags = {name: trec_tag(path) or name for name, path in runs.items()}
         return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
-    render = {"table": table.table, "markdown": table.markdown, "csv": table.csv, "tsv": table.tsv,
-              "json": table.json, "jsonl": table.jsonl}[args.format]
+    render = {"table": table.table, "markdown": table.markdown, "html": table.html, "csv": table.csv, "tsv": table.tsv,
+              "json": table.json, "jsonl": table.jsonl}[fmt]
     return render(args.per_query), args.output
 
 
@@ -84,8 +102,8 @@ def _rows(table: tuple, fmt: str) -> str:
     records = [dict(zip(names, row)) for row in rows]
     if fmt in ("json", "jsonl"):
         if fmt == "jsonl":
-            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+            return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+        return json.dumps(records, indent=2, ensure_ascii=False, default=str) + "\n"  # default: dates as ISO text
     if fmt in ("csv", "tsv"):
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
@@ -94,6 +112,8 @@ def _rows(table: tuple, fmt: str) -> str:
         return buf.getvalue()
     cells = [[f"{v:.4f}" if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
     align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
+    if fmt == "html":
+        return html([[_html.escape(str(c)) for c in row] for row in (names, *cells)], align) + "\n"
     return (markdown if fmt == "markdown" else aligned)([names, *cells], align) + "\n"
 
 
@@ -129,7 +149,7 @@ class EvalTable:
             return "–"
         return str(v) if isinstance(v, int) else f"{v:.{digits}f}"
 
-    def _records(self, per_query: bool) -> list:
+    def records(self, per_query: bool) -> list:
         """One record per run and query: run, query_id, one key per measure. The aggregate's query_id is
         None (empty in CSV, null in JSON Lines), which no query can be: a query named 'all' stays itself."""
         out = []
@@ -168,6 +188,10 @@ class EvalTable:
         header, rows, align = self._grid(per_query)
         return markdown([header, *rows], align) + "\n"
 
+    def html(self, per_query: bool) -> str:
+        header, rows, align = self._grid(per_query)
+        return html([[_html.escape(str(c)) for c in row] for row in (header, *rows)], align) + "\n"
+
     def trec(self, tags: dict, per_query: bool, hidden: str | None = None) -> str:
         """trec_eval's lines: `measure<TAB>query<TAB>value`, name padded to 22, 4 decimals, counts as integers.
 
@@ -200,7 +224,7 @@ class EvalTable:
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
         writer.writerow(["run", "query_id", *self.measures])
-        for rec in self._records(per_query):
+        for rec in self.records(per_query):
             writer.writerow(["" if v is None else repr(v) if isinstance(v, float) else v for v in rec.values()])
         return buf.getvalue()
 
@@ -211,7 +235,7 @@ class EvalTable:
         return self._delimited(per_query, "\t")
 
     def jsonl(self, per_query: bool) -> str:
-        return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in self._records(per_query))
+        return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in self.records(per_query))
 
     def json(self, per_query: bool) -> str:
         runs = {}

@@ -1,11 +1,14 @@
-"""The command line: `sqlmetrics eval | compare | list | demo | sql`, one module per subcommand.
+"""The command line: `sqlmetrics eval | compare | report | list | demo | sql | trec_eval | convert`, one
+module per subcommand. `sqlmetrics` alone prints the help and exits 0 (it asked for nothing that failed).
 
     sqlmetrics eval qrels.txt run.txt [run2 ...] [-m nDCG@10 -m map] [-q] [--format trec]
     sqlmetrics compare qrels.txt bm25.run dense.run -m nDCG@10 -m AP --test fisher --format latex
+    sqlmetrics report qrels.txt bm25.run dense.run -m nDCG@10 -m AP --baseline bm25 -o report.html --plot deltas.png
     sqlmetrics list [NAME ...]
     sqlmetrics demo
     sqlmetrics sql -m nDCG@10 --dialect snowflake --qrels db.s.qrels --run db.s.run
     sqlmetrics trec_eval -q -m all_trec qrels.txt run.txt     (trec_eval's flags and output, byte for byte)
+    sqlmetrics convert run run.parquet -o run.txt             (runs and qrels between formats)
 
 Exit status: 0 on success, 2 on bad usage or bad input (one paragraph on stderr, no traceback unless
 --debug), 1 on an internal error, 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the same clean-up as
@@ -30,10 +33,10 @@ import duckdb
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..local.evaluate import interrupt_queries
-from . import compare, demo, evaluate, listing, sql, trec_eval
+from . import compare, convert, demo, evaluate, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, listing, demo, sql, trec_eval)
+COMMANDS = (evaluate, compare, report, listing, demo, sql, trec_eval, convert)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,6 +169,7 @@ _OPTION_SPELLINGS = (
     (re.compile(r"queries='(\w+)'"), r"--queries \1"),
     (re.compile(r"duplicates='(\w+)'"), r"--duplicates \1"),
     (re.compile(r"ties='(\w+)'"), r"--ties \1"),
+    (re.compile(r"into_mode='(\w+)'"), r"--into-mode \1"),
     (re.compile(r"columns=\{'(\w+)': '([^']*)'\}"), r"{column} \1=\2"),
     (re.compile(r"columns=\{'(\w+)': \.\.\.\}"), r"{column} \1=..."),
     (re.compile(r"columns=\{role: name\}"), r"{column} ROLE=NAME"),

@@ -14,6 +14,7 @@ class DialectInfo:
     ids: str | None  # how ids are forced to byte order (see _binary_id), None: the engine already does
     float32: str | None  # the 4-byte float type name, None when the engine has none
     fold_case: bool = True  # unquoted names are case-folded as sqlglot's dialect says (Polars: never)
+    unnest: bool = False  # UNNEST(array) WITH ORDINALITY and array[i], both counted from 1 (list_run)
 
 
 # Executed on the real engine in tests/test_engines.py: duckdb, sqlite, postgres, mysql (MySQL 8 and
@@ -21,9 +22,9 @@ class DialectInfo:
 # the postgres dialect), polars (polars.SQLContext, through the duckdb dialect). The others are rendered
 # and parsed back in tests/test_render.py. tsql covers SQL Server, Azure SQL and Fabric.
 DIALECTS = {d.name: d for d in [
-    DialectInfo("duckdb", "duckdb", None, "FLOAT"),
+    DialectInfo("duckdb", "duckdb", None, "FLOAT", unnest=True),
     DialectInfo("sqlite", "sqlite", "collate_binary", None),
-    DialectInfo("postgres", "postgres", "collate_c", "REAL"),
+    DialectInfo("postgres", "postgres", "collate_c", "REAL", unnest=True),
     DialectInfo("mysql", "mysql", "binary", "FLOAT"),
     DialectInfo("clickhouse", "clickhouse", None, "Float32"),
     DialectInfo("spark", "spark", None, "FLOAT"),
@@ -39,6 +40,7 @@ DIALECTS = {d.name: d for d in [
     DialectInfo("tsql", "tsql", "collate_bin2", "REAL"),
     DialectInfo("oracle", "oracle", "nlssort", "BINARY_FLOAT"),
 ]}
+UNNEST_DIALECTS = [d.name for d in DIALECTS.values() if d.unnest]
 ALIASES = {"postgresql": "postgres", "pg": "postgres", "mariadb": "mysql", "chdb": "clickhouse",
            "sqlserver": "tsql", "mssql": "tsql", "spark2": "spark", "sparksql": "spark", "pyspark": "spark"}
 

@@ -20,7 +20,7 @@ from ..options import RENDER, check_log_options, resolve, role_columns, signatur
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..statement import Shape, Source, build_statement, check_subtopics
-from .info import DialectInfo, dialect_info
+from .info import UNNEST_DIALECTS, DialectInfo, dialect_info
 from .portable import portable
 
 def _clean(text) -> str:
@@ -41,9 +41,10 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     group_by: segment columns of the run (["date", "arm"]): each list is keyed by them plus the query id,
     and the aggregate has one row per segment with `num_lists`. qrels=None with label= (a column of the
     run) or relevance= (an expression or {column: grade}, see relevance.py) reads the judgments from the
-    run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="insert":
+    run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="append":
     INSERT INTO ... SELECT); ClickHouse tables get ENGINE = MergeTree ORDER BY tuple(), T-SQL is SELECT ... INTO,
-    and polars (whose SQLContext has no INSERT) accepts only into_mode="create".
+    and polars (whose SQLContext has no INSERT) accepts only into_mode="create". 'replace' and 'merge' are
+    evaluate(output="file.duckdb:table")'s: not every engine can say them in one statement.
     """
     o = resolve(RENDER, options)
     info = dialect_info(dialect)
@@ -53,7 +54,7 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
     if not header:
         return sql
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, qrels_format=o.qrels_format)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run, o.qrels_format)
     outs = output_columns(calls)
     segs = list(check_log_options(qrels, o.group_by, o.label, o.relevance))  # group_by="date" is one column
     keys = (["run_name"] if "run_name" in run_map else []) + segs + (["query_id"] if per_query else [])
@@ -86,11 +87,15 @@ render.__signature__ = signature(RENDER, "measures, dialect='duckdb', qrels='qre
 
 def _into(tree, into, into_mode: str, info) -> exp.Expression:
     """The statement writing its rows to `into`: CREATE TABLE ... AS, or INSERT INTO ... SELECT."""
-    if into_mode == "insert" and info.name == "polars":
-        raise SqlmetricsError("into_mode='insert' is not available for polars: its SQLContext runs CREATE TABLE ... "
+    if into_mode in ("replace", "merge"):
+        raise SqlmetricsError(f"into_mode={into_mode!r} is not one statement on every engine: the rendered SQL "
+                              "writes with into_mode='create' or 'append' (drop or delete the old rows first), "
+                              "and evaluate(output='file.duckdb:table') does all four.")
+    if into_mode == "append" and info.name == "polars":
+        raise SqlmetricsError("into_mode='append' is not available for polars: its SQLContext runs CREATE TABLE ... "
                               "AS but has no INSERT; use into_mode='create' (or concatenate the frames in Python).")
     target = table_reference(into, info.sqlglot, info.fold_case)
-    if into_mode == "insert":
+    if into_mode == "append":
         return exp.Insert(this=target, expression=tree)
     properties = None
     if info.sqlglot == "clickhouse":
@@ -123,7 +128,7 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     if o.score_precision == "float32" and info.float32 is None:
         raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
                               "float type. Use score_precision='float64'.")
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, qrels_format=o.qrels_format)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run, o.qrels_format)
     if "run_name" in run_map:
         options.run_key = ("run_name",)
     reserved = {"run_name", "query_id", "num_lists", *output_columns(calls)}
@@ -150,6 +155,9 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
             bound = {name: column_identifier(name, d, fold) for name in used}
             expressions["relevance"] = tree.transform(
                 lambda n: exp.Column(this=bound[n.name].copy()) if isinstance(n, exp.Column) and n.name in bound else n)
-    run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions)
+    if o.list_run and not info.unnest:
+        raise SqlmetricsError(f"list_run: {info.name} has no UNNEST ... WITH ORDINALITY (list positions counted "
+                              f"from 1); unnest the lists there first, or render for {', '.join(UNNEST_DIALECTS)}.")
+    run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions, lists=o.list_run)
     tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query)
     return portable(tree, info, options, calls, per_query), calls

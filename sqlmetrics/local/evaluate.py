@@ -72,6 +72,13 @@ def _is_run_dict(run) -> bool:
     return True
 
 
+def _named_ranx(run):
+    """A ranx Run that has a name is that named run, {name: run}: its results are labelled with the name."""
+    if type(run).__module__.startswith("ranx") and isinstance(getattr(run, "name", None), str):
+        return {run.name: run}
+    return run
+
+
 def _dedup(con, loaded: Loaded, policy: str) -> Loaded:
     if policy == "error":
         return loaded
@@ -403,6 +410,7 @@ class _Job:
 def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
     """evaluate() on an embedded DuckDB: see sqlmetrics.evaluate for the arguments."""
     job = _prepare(qrels, measures, o)
+    run = _named_ranx(run)
     # Binding the templates is pure Python (sqlglot); it runs while DuckDB, which releases the GIL, loads
     # and checks the inputs. On small inputs that is a tenth of the whole evaluation.
     planning = _Background(plan_measures, job.calls, o.relevance_level)
@@ -443,6 +451,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             # The inputs were checked, so this is ours, not the caller's. One line; the statement on .sql.
             raise GeneratedSQLError(f"sqlmetrics generated SQL that DuckDB rejected: {_first_line(e)}", sql) from e
         _check_finite(con, job)
+        _restore_segment_types(con, checked, job.segments)
         return _collect(con, job, [name for name, _ in runs], multi, union, fetch or fetch_arrow)
     except (duckdb.Error, RuntimeError, SqlmetricsError) as e:  # memory, disk or Ctrl-C, wherever it struck
         # A reader may have worded DuckDB's error as an unreadable input; DuckDB's own stays its __context__.
@@ -498,6 +507,18 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
         raise SqlmetricsError(f"qrels_format={o.qrels_format!r} holds preferences: {others[0]} needs graded "
                               "judgments (qrels_format='qrels' or 'qrels_jg'); the prefs_* measures read preferences.")
     return _Job(calls, shape, segments, qrels is None, "rank_position" if o.ties == "rank" else "score")
+
+
+def _restore_segment_types(con, checked: list, segments: tuple) -> None:
+    """The statement keys lists by segment values as text (the same on every engine); the results give each
+    segment column back its type in the runs, when they agree on one: a date stays a DATE."""
+    for i, name in enumerate(segments, 1):
+        types = {str(con.sql(f"SELECT seg_{i} FROM {view}").types[0]) for _, _, view in checked}
+        if len(types) == 1 and types != {"VARCHAR"}:
+            try:
+                con.execute(f"ALTER TABLE per_list_result ALTER COLUMN {_q(name)} TYPE {types.pop()}")
+            except duckdb.Error:
+                pass  # a type whose text does not read back (a nested one): the column stays text
 
 
 def _check_runs(con, runs: list, job: _Job, o: Settings) -> list:

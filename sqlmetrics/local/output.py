@@ -1,9 +1,12 @@
 """The files sqlmetrics writes. An output file, replaced atomically: evaluate(output=...) writes the per-query
-table as Parquet or CSV, the command line's -o its text, both through replace_file(). And this process's
-temporary folder (process_folder()), where standard input is spooled and DuckDB spills past its memory limit."""
+table, the command line's -o its text or a typed table, all through replace_file() (write_table() for typed
+tables: Parquet, CSV, TSV, JSON, JSON Lines, or a table of a DuckDB file, written in one transaction). And
+this process's temporary folder (process_folder()), where standard input is spooled and DuckDB spills past its
+memory limit."""
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import shutil
@@ -12,9 +15,18 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..errors import SqlmetricsError
+import duckdb
 
-OUTPUT_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+from ..errors import SqlmetricsError
+from ..identifiers import quote_identifier as _q
+from .readers import _split_duckdb_target
+
+# The format each extension of an output file names. A command takes those it can write (FORMATS of
+# cli/evaluate, cli/compare, cli/convert); evaluate(output=...) takes TABLE_FORMATS and DuckDB tables.
+EXTENSIONS = {".txt": "trec", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
+              ".json": "json", ".jsonl": "jsonl", ".md": "markdown", ".tex": "latex", ".html": "html"}
+TABLE_FORMATS = ("parquet", "csv", "tsv", "json", "jsonl")  # what write_table() writes to a file
+DUCKDB_FILES = (".duckdb", ".ddb")  # 'file.duckdb:table': a table of a DuckDB file
 
 # The kernel's pseudo-files and devices: "writing" there is a system call in disguise, and the rename of a
 # temporary file beside them fails or, worse, succeeds: /dev/stdout is a link through /proc/self/fd/1 to
@@ -114,28 +126,159 @@ def _unlink(path) -> None:
         pass
 
 
-def output_path(output) -> Path | None:
-    """evaluate(output=...): the file, checked before any work is done."""
+def database_target(output) -> tuple[Path, str] | None:
+    """'results.duckdb:table' -> (the DuckDB file, the table); any other name -> None."""
+    target = _split_duckdb_target(str(output))
+    if target and target[0].suffix.lower() not in DUCKDB_FILES:
+        raise SqlmetricsError(f"{str(output)!r}: tables are written to DuckDB files: name it file.duckdb:table.")
+    return target
+
+
+def output_format(output, given: str | None, formats, name: str, given_name: str = "-f/--format",
+                  extensions: dict | None = None) -> str | None:
+    """The format `output` is written in: 'duckdb' for 'file.duckdb:table', else its extension's (EXTENSIONS,
+    overridden by `extensions`), which `given` (the -f a user gave, or None) must agree with; a name without
+    an extension takes `given`. An unknown extension, one that contradicts `given`, or a format not in
+    `formats` is an error naming both. Checked before any work is done."""
+    if database_target(output):
+        fmt = "duckdb"
+    else:
+        suffix = Path(str(output)).suffix.lower()
+        if not suffix:
+            return given
+        fmt = {**EXTENSIONS, **(extensions or {})}.get(suffix)
+        if fmt is None:
+            said = f" and {given_name} says {given}" if given else ""
+            raise SqlmetricsError(f"{name}: the extension {suffix!r} names no format{said}; name the file "
+                                  f"{_endings(formats, extensions)}.")
+    if given and given != fmt:
+        raise SqlmetricsError(f"{name} names the format {fmt} but {given_name} says {given}: "
+                              "make them agree (or leave one out).")
+    if fmt not in formats:
+        raise SqlmetricsError(f"{name}: {fmt} cannot be written here; name the file {_endings(formats, extensions)}.")
+    return fmt
+
+
+def _endings(formats, extensions: dict | None) -> str:
+    suffixes = {**EXTENSIONS, **(extensions or {})}
+    endings = [f"{next(s for s, g in suffixes.items() if g == f)} ({f})" for f in formats if f in suffixes.values()]
+    return ", ".join(endings + (["file.duckdb:table"] if "duckdb" in formats else []))
+
+
+def checked_output(output, into_mode: str = "create") -> str | None:
+    """evaluate(output=..., into_mode=...): the format to write, checked before any work is done."""
     if output is None:
+        if into_mode != "create":
+            raise SqlmetricsError(f"into_mode={into_mode!r} says how to write into output='file.duckdb:table'; "
+                                  "give output= too.")
         return None
-    path = Path(output)
-    writable_target(path, f"output={str(output)!r}")
-    if OUTPUT_FORMATS.get(path.suffix.lower()) is None:
-        raise SqlmetricsError(f"output={str(output)!r}: write .parquet or .csv.")
-    return path
+    name = f"output={str(output)!r}"
+    target = database_target(output)
+    writable_target(target[0] if target else output, name)
+    formats = (*TABLE_FORMATS, "duckdb")
+    fmt = output_format(output, None, formats, name)
+    if fmt is None:
+        raise SqlmetricsError(f"{name}: the name has no extension to say the format; name the file "
+                              f"{_endings(formats, None)}.")
+    if fmt != "duckdb" and into_mode != "create":
+        raise SqlmetricsError(f"into_mode={into_mode!r} says how to write into a DuckDB table; {name} is a file, "
+                              "replaced whole: name a table (file.duckdb:table) or leave into_mode out.")
+    return fmt
 
 
-def write_atomically(table, path: Path) -> None:
-    """Write a pyarrow Table to `path` (.parquet or .csv) through replace_file()."""
-    # pyarrow is imported here, not at the top: the command line never writes through here and never
-    # pays its ~0.15 s import.
-    import pyarrow.csv as pacsv
+def write_table(table, output, fmt: str, name: str, into_mode: str = "create", key: tuple = ()) -> None:
+    """Write a pyarrow Table to `output` in format `fmt` (TABLE_FORMATS through replace_file(); 'duckdb': the
+    table of 'file.duckdb:table', see write_duckdb). `name` says the option as the caller spelled it."""
+    if fmt == "duckdb":
+        path, table_name = database_target(output)
+        write_duckdb(table, path, table_name, into_mode, key, name)
+        return
+    try:
+        replace_file(output, name, lambda tmp: _WRITERS[fmt](table, tmp))
+    except OSError as e:
+        raise SqlmetricsError(f"{name}: cannot be written ({e.strerror or e}).") from None
+
+
+def _parquet(table, tmp: str) -> None:
+    # pyarrow is imported where it is needed: the command line's text outputs never pay its ~0.15 s import.
     import pyarrow.parquet as pq
 
-    if OUTPUT_FORMATS[path.suffix.lower()] == "parquet":
-        replace_file(path, f"output={str(path)!r}", lambda tmp: pq.write_table(table, tmp))
-    else:
-        replace_file(path, f"output={str(path)!r}", lambda tmp: pacsv.write_csv(table, tmp))
+    pq.write_table(table, tmp)
+
+
+def _delimited(delimiter: str):
+    def write(table, tmp: str) -> None:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, tmp, pacsv.WriteOptions(delimiter=delimiter))
+    return write
+
+
+def _json(lines: bool):
+    """JSON (an array of objects) or JSON Lines: numbers as numbers, NaN as null, dates as ISO text."""
+    def write(table, tmp: str) -> None:
+        records = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in table.to_pylist()]
+        with open(tmp, "w", encoding="utf-8") as f:
+            if lines:
+                f.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
+            else:
+                json.dump(records, f, ensure_ascii=False, indent=2, default=str)
+                f.write("\n")
+    return write
+
+
+_WRITERS = {"parquet": _parquet, "csv": _delimited(","), "tsv": _delimited("\t"), "json": _json(False),
+            "jsonl": _json(True)}
+
+
+def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple, name: str) -> None:
+    """The rows of a pyarrow Table into the table `table_name` of the DuckDB file at `path`, in one
+    transaction (an error leaves the table as it was), its columns typed as the Arrow table's (text, DOUBLE,
+    DATE). into_mode: 'create' a new table (an existing one is an error saying which mode to use), 'replace'
+    it, 'append' the rows, or 'merge' them: rows with the same `key` (the result's key columns) are replaced."""
+    writable_target(path, name)
+    new_file = not path.exists()
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"{name}: cannot open {str(path)!r} as a DuckDB database ({_first_line(e)}).") from None
+    target, columns = _q(table_name), ", ".join(_q(c) for c in table.column_names)
+    try:
+        con.register("sqlm_new_rows", table)
+        existing = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND lower(table_name) = lower(?) ORDER BY ordinal_position", [table_name]).fetchall()]  # as DuckDB's names
+        if existing and into_mode == "create":
+            raise SqlmetricsError(f"{name}: the table {table_name!r} exists already; say what to do with it: "
+                                  "into_mode='replace' (drop it, write these rows), into_mode='append' (add them) or "
+                                  "into_mode='merge' (replace the rows with the same key, add the others).")
+        missing = [c for c in table.column_names if c.lower() not in {e.lower() for e in existing}]
+        if existing and into_mode in ("append", "merge") and missing:
+            raise SqlmetricsError(f"{name}: the table {table_name!r} has no column {', '.join(map(repr, missing))} "
+                                  f"(it has {', '.join(existing)}); into_mode='replace' writes a new table.")
+        con.execute("BEGIN TRANSACTION")
+        if not existing or into_mode == "replace":
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS SELECT {columns} FROM sqlm_new_rows")
+        else:
+            if into_mode == "merge":
+                same = " AND ".join(f"n.{_q(k)} IS NOT DISTINCT FROM {target}.{_q(k)}" for k in key)
+                con.execute(f"DELETE FROM {target} WHERE EXISTS (SELECT 1 FROM sqlm_new_rows n WHERE {same})")
+            con.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM sqlm_new_rows")
+        con.execute("COMMIT")
+    except BaseException as e:
+        con.close()  # an open transaction is rolled back
+        if new_file:  # nothing was there: nothing stays, not even an empty database
+            for leftover in (path, Path(f"{path}.wal")):
+                _unlink(leftover)
+        if isinstance(e, duckdb.Error):
+            raise SqlmetricsError(f"{name}: the table {table_name!r} was not written ({_first_line(e)}); "
+                                  "it is as it was.") from None
+        raise
+    con.close()
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 # ---------------------------------------------------------------------------------------------- temporary folder

@@ -17,16 +17,18 @@ import re
 import shutil
 import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+from sqlglot import exp
 
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import GROUP_ROLES, QRELS_ROLES, SUBTOPIC_ROLE
+from ..statement import LISTS, Source
 from .databases import DATABASE_FILES, copy_into, copy_table
 
 RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name only when mapped
@@ -34,8 +36,8 @@ RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name onl
 # Column names recognised without a mapping (case-insensitive). A role is guessed only when exactly one
 # of its names is present; anything else needs columns={role: name}.
 KNOWN_NAMES = {
-    "query_id": ("query_id", "qid", "query", "topic", "topic_id", "q_id", "queryid"),
-    "doc_id": ("doc_id", "docid", "docno", "doc", "document", "document_id", "pid", "item_id", "item"),
+    "query_id": ("query_id", "qid", "query", "topic", "topic_id", "q_id", "queryid", "query-id"),
+    "doc_id": ("doc_id", "docid", "docno", "doc", "document", "document_id", "pid", "item_id", "item", "corpus-id"),
     "relevance": ("relevance", "rel", "label", "grade", "judgment", "judgement", "qrel", "rating"),
     "score": ("score", "sim", "similarity", "rsv"),
     "rank_position": ("rank", "position", "pos", "rank_position"),
@@ -43,6 +45,12 @@ KNOWN_NAMES = {
     "judgment_subgroup": ("judgment_subgroup", "jsg"),
     "subtopic": ("subtopic", "subtopic_id", "iteration"),  # ir_measures keeps a subtopic in `iteration`
 }
+# A name that is no candidate when the other one is present. PyTerrier's frames carry both: `docid` is
+# Terrier's internal number and `docno` the collection's id; `query` is the query's text, `qid` its id.
+SHADOWED_BY = {"docid": "docno", "query": "qid"}
+# Qrels layouts that call the grade `score`, recognised by their exact columns: BEIR's qrels TSV and
+# ranx's Qrels.save("qrels.parquet"). Elsewhere a `score` column in qrels is a run passed as qrels.
+GRADE_NAMED_SCORE = ({"query-id", "corpus-id", "score"}, {"q_id", "doc_id", "score"})
 
 # A TREC line whose first non-blank character is '#' is a comment (trec_eval 10.0; 9.0.8 would read it as a
 # judgment or ranking of a query named '#...', which is never what such a line means).
@@ -364,6 +372,8 @@ def file_format(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] in (".gz", ".zst"):
         suffixes = suffixes[:-1]
+    if suffixes and suffixes[-1] == ".lz4":
+        return "ranx"  # ranx's Run.save('run.lz4'): its own compressed binary, read by ranx
     return (TABULAR.get(suffixes[-1]) if suffixes else None) or "trec"
 
 
@@ -376,8 +386,10 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
     fmt = fmt or file_format(path)
     source, temporary = _literal(path)
     try:
-        if fmt not in ("trec", "parquet", "csv", "tsv", "jsonl", "json"):
-            raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet or jsonl.")
+        if fmt not in ("trec", "parquet", "csv", "tsv", "jsonl", "json", "ranx"):
+            raise SqlmetricsError(f"{label}: unknown format {fmt!r}; use trec, csv, tsv, parquet, jsonl or ranx.")
+        if fmt == "ranx":
+            return dataclasses.replace(_ranx_file(con, source, kind, label), temporary=temporary)
         if fmt != "parquet":
             compression = _compression(source, label)
             head = _text_head(con, source, compression, label, fmt)
@@ -410,6 +422,18 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
         # a later query of the evaluation.
         delim = "\t" if fmt == "tsv" else ","
         names = _csv_header(head, delim, label)
+        if _is_data(names, columns):
+            fields = TREC_FIELDS[layout or kind]
+            if fmt == "tsv" and len(names) == len(fields):
+                # Headerless, with TREC's fields (qrels `q 0 doc grade`, runs `q Q0 doc rank score tag`):
+                # TREC text with tabs, read as such.
+                return dataclasses.replace(_trec_view(con, source, kind, label, compression, head, layout),
+                                           temporary=temporary)
+            raise SqlmetricsError(
+                f"{label}, line 1: {delim.join(names)!r} is data, not a header naming the columns (it names no "
+                f"known column and holds a number). Add a header line, e.g. "
+                f"{delim.join(('query-id', 'corpus-id', 'score') if kind == 'qrels' else ('query_id', 'doc_id', 'score'))!r}"
+                f"{f', or give every line the {len(fields)} fields of TREC text ({chr(32).join(fields)})' if fmt == 'tsv' else ''}.")
         # The header is parsed here and the layout given (RFC 4180 quoting, this delimiter): DuckDB's
         # sniffer, on a file with one line of a field too many, guesses a one-column layout instead, and
         # may skip lines it finds odd. Given the layout, a line of another width is an error naming it.
@@ -424,6 +448,20 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _ranx_file(con, path: Path, kind: str, label: str) -> Loaded:
+    """A file ranx wrote as `.lz4` (CBOR in LZ4 frames, its own layout): read by ranx, when installed."""
+    try:
+        import ranx
+    except ImportError:
+        raise SqlmetricsError(f"{label}: a .lz4 file is ranx's format, read through the ranx package; install it "
+                              "(pip install ranx), or save the run as .trec or .json.") from None
+    try:
+        content = ranx.Run.from_file(str(path), kind="lz4").to_dict()
+    except Exception as e:  # whatever lz4 or cbor2 raise on data that is not theirs
+        raise SqlmetricsError(f"{label}: cannot be read as ranx's LZ4 format ({type(e).__name__}: {e}).") from None
+    return _registered(con, _dict_table(content, kind, label), kind, label, None)
 
 
 def _empty_view(con, kind: str, label: str) -> Loaded:
@@ -462,6 +500,16 @@ def _csv_header(head: bytes, delim: str, label: str) -> list:
         problem = f"names the column {twice!r} twice" if twice is not None else "has a column without a name"
         raise SqlmetricsError(f"{label}, line 1: the header {problem}; each column needs a name of its own.")
     return names
+
+
+def _is_data(names: list, columns: dict | None) -> bool:
+    """A CSV or TSV first line that is a row, not a header: it names no known or mapped column, and one of
+    its fields is a number (BEIR's and MS MARCO's TSV files are written with and without a header)."""
+    known = {n for names_of in KNOWN_NAMES.values() for n in names_of}
+    mapped = set((columns or {}).values())
+    if any(n.strip().lower() in known or n in mapped for n in names):
+        return False
+    return any(re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", n) for n in names)
 
 
 def _csv_line(path: Path, compression: str, delim: str, row: int) -> int:
@@ -505,6 +553,8 @@ def _json_view(con, path: Path, kind: str, label: str, columns: dict | None, com
     key is written once and the line has no escapes, else
     by quoting every number of the line (_QUOTE_NUMBERS, several times slower).
     """
+    if _NESTED_JSON.match(head) and (nested := _nested_json_view(con, path, kind, label, compression)):
+        return nested
     array = head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
     raw, row_word = _fresh("json"), "object" if array else "line"
     if array:
@@ -547,6 +597,33 @@ def _json_view(con, path: Path, kind: str, label: str, columns: dict | None, com
     con.execute(f"DROP TABLE {raw}")
     con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (line_no) FROM {table}")
     return Loaded(view, mapping, label, row_word, f"(SELECT * FROM {table})")
+
+
+# A file that opens as {"q1": {...: an object keyed by query (ranx's .json files, json.dump of such a dict).
+_NESTED_JSON = re.compile(rb'^(\xef\xbb\xbf)?\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{')
+
+
+def _nested_json_view(con, path: Path, kind: str, label: str, compression: str) -> Loaded | None:
+    """{query_id: {doc_id: value}} written as one JSON object, as ranx saves runs and qrels; None when the
+    file is not one such object (JSON Lines whose first value is an object), for the JSON Lines reader."""
+    objects = (f"read_json_objects({_lit(str(path))}, format = 'unstructured', compression = {_lit(compression)}, "
+               f"maximum_object_size = {1 << 30})")  # one object holds the whole run
+    value = "relevance" if kind == "qrels" else "score"
+    table = _fresh(kind)
+    try:
+        con.execute(f"CREATE TEMP TABLE {table} AS SELECT q.key AS query_id, d.key AS doc_id, d.value AS {value}, "
+                    f"json_type(q.value) AS inner_type FROM {objects} AS t, json_each(t.json) AS q "
+                    "LEFT JOIN json_each(q.value) AS d ON json_type(q.value) = 'OBJECT'")
+        one = con.execute(f"SELECT COUNT(*) = 1 FROM {objects}").fetchone()[0]
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"{label}: cannot be read as JSON ({_reason(e)}).") from None
+    if not one or con.execute(f"SELECT COUNT(*) FROM {table} WHERE inner_type <> 'OBJECT'").fetchone()[0]:
+        con.execute(f"DROP TABLE {table}")
+        return None
+    view = _fresh(kind)  # a query with no documents ({"q1": {}}) has no row
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT query_id, doc_id, {value} FROM {table} WHERE doc_id IS NOT NULL")
+    return Loaded(view, {"query_id": "query_id", "doc_id": "doc_id", value: value}, label, "row",
+                  _numbered(view, 0))
 
 
 def _json_value(key: str, as_written: bool) -> str:
@@ -593,7 +670,8 @@ def _first_line(e: Exception) -> str:
 
 
 def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) -> dict:
-    present = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+    types = _types(con, view)
+    present = list(types)
     lower = {c.lower(): c for c in present}
     # The judgment group and subtopic are optional: read only by the qrels_format that says when one is missing.
     roles = (*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE) if kind == "qrels" else RANKING_ROLES
@@ -613,7 +691,9 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
                 )
             mapping[role] = columns[role]
             continue
-        found = [lower[n] for n in KNOWN_NAMES[role] if n in lower]
+        found = [lower[n] for n in KNOWN_NAMES[role] if n in lower and SHADOWED_BY.get(n) not in lower]
+        if role == "relevance" and kind == "qrels" and set(lower) in GRADE_NAMED_SCORE:
+            found = [lower["score"]]
         if len(found) == 1:
             mapping[role] = found[0]
         elif len(found) > 1:  # any guessed role: skipping it would pick another column, or fail obscurely
@@ -622,7 +702,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
                 f"say which with columns={{{role!r}: ...}}."
             )
     missing = [r for r in required if r not in mapping]
-    if kind == "run" and "score" not in mapping and "rank_position" not in mapping:
+    lists = kind == "run" and "doc_id" in mapping and types[mapping["doc_id"]].endswith("[]")
+    if kind == "run" and not lists and "score" not in mapping and "rank_position" not in mapping:
         missing.append("score")
     if missing:
         raise SqlmetricsError(
@@ -710,17 +791,170 @@ def _arrow_types() -> tuple:
     return pa.Table, pa.RecordBatchReader
 
 
+def _is_arrow(obj) -> bool:
+    return type(obj).__module__.startswith("pyarrow") and isinstance(obj, _arrow_types())
+
+
+IR_DATASETS = "irds:"  # irds:<dataset id>: the dataset's qrels or scored documents, through ir_datasets
+TUPLES_PER_BATCH = 1 << 16
+
+
+def _ir_dataset_items(text: str, kind: str, what: str) -> Iterator:
+    """The qrels_iter() or scoreddocs_iter() of the ir_datasets dataset `irds:<id>` names."""
+    try:
+        import ir_datasets
+    except ImportError:
+        raise SqlmetricsError(f"{what} {text!r}: irds: datasets are read through the ir_datasets package; "
+                              "install it (pip install ir_datasets).") from None
+    dataset_id = text[len(IR_DATASETS):]
+    try:
+        dataset = ir_datasets.load(dataset_id)
+    except KeyError:
+        raise SqlmetricsError(f"{what} {text!r}: ir_datasets has no dataset {dataset_id!r}; see "
+                              "https://ir-datasets.com for the ids, or register your own.") from None
+    part = "qrels" if kind == "qrels" else "scoreddocs"
+    if not getattr(dataset, f"has_{part}")():
+        raise SqlmetricsError(f"{what} {text!r}: that dataset has no {part}; pass the {kind} another way.")
+    return getattr(dataset, f"{part}_iter")()
+
+
+def _named_tuples(con, items: Iterator, kind: str, what: str, columns: dict | None) -> Loaded:
+    """An iterator of named tuples (ir_datasets' qrels_iter() and scoreddocs_iter() give TrecQrel and
+    ScoredDoc), streamed into a table of ours in Arrow batches: never a Python list of every item. The
+    fields are the columns; score and grade fields are read as doubles, the others as the first batch's
+    types (text ids stay text)."""
+    import pyarrow as pa
+
+    first = next(items, None)
+    if first is None:
+        return _empty_view(con, kind, what)
+    if not (isinstance(first, tuple) and hasattr(first, "_fields")):
+        raise SqlmetricsError(f"{what} (iterator): yields {type(first).__name__} items; an iterator must yield named tuples "
+                              "(ir_datasets' qrels_iter() or scoreddocs_iter(), or a collections.namedtuple with "
+                              "query_id, doc_id and score or relevance fields).")
+    kind_of_item, fields = type(first), first._fields
+    label = f"{what} ({kind_of_item.__name__} items)"
+    failure: list = []  # a problem found while DuckDB reads the stream, raised as ours afterwards
+
+    def chunks():
+        number = 1  # of the chunk's first item
+        rest = itertools.chain([first], items)
+        while chunk := list(itertools.islice(rest, TUPLES_PER_BATCH)):
+            other = next((i for i, item in enumerate(chunk) if type(item) is not kind_of_item), None)
+            if other is not None:
+                failure.append(SqlmetricsError(
+                    f"{label}: item {number + other} is a {type(chunk[other]).__name__}, not a "
+                    f"{kind_of_item.__name__} as the items before it. Pass one kind of item per input "
+                    "(qrels_iter() as qrels, scoreddocs_iter() as the run)."))
+                raise failure[-1]
+            yield number, list(zip(*chunk))
+            number += len(chunk)
+
+    stream = chunks()
+    number, values = next(stream)
+    sample = pa.table({f: pa.array(v) for f, v in zip(fields, values)})
+    probe = _fresh(kind)
+    con.register(probe, sample.slice(0, 0))
+    mapping = _map_columns(con, probe, kind, label, columns)
+    con.unregister(probe)
+    numbers = {mapping[r] for r in ("score", "relevance") if r in mapping}
+    schema = pa.schema([pa.field(f, pa.float64() if f in numbers else sample.schema.field(f).type) for f in fields])
+
+    def batch(number: int, values: list):
+        try:
+            return pa.record_batch([pa.array(v, type=t) for v, t in zip(values, schema.types)], schema=schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            for field, column, t in zip(fields, values, schema.types):
+                for i, value in enumerate(column):
+                    try:
+                        pa.array([value], type=t)
+                    except (pa.ArrowInvalid, pa.ArrowTypeError):
+                        failure.append(SqlmetricsError(
+                            f"{label}: item {number + i} has {field} {value!r}, which is not a {t} as in the "
+                            f"items before it. Give the field one type."))
+                        raise failure[-1] from None
+            raise
+
+    reader = pa.RecordBatchReader.from_batches(schema, itertools.starmap(
+        batch, itertools.chain([(number, values)], stream)))
+    view = _fresh(kind)
+    try:
+        copy_into(con, reader, view)
+    except duckdb.Error:
+        if failure:
+            raise failure[-1] from None
+        raise
+    return Loaded(view, mapping, label, "item", _numbered(view, 0))
+
+
 def load(con, obj, kind: str, columns: dict | None = None, name: str | None = None, fmt: str | None = None,
          own_columns: bool = False, layout: str | None = None) -> Loaded:
     """Register one qrels or run input as a view on `con`. columns: {role: column} for this table's roles;
     own_columns: the mapping was given for this table alone (qrels_columns=), so a TREC file refuses it;
-    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg')."""
+    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg').
+    A run whose doc_id column is a list (one row per query) is unnested: see _unnested."""
+    loaded = _load(con, obj, kind, columns, name, fmt, own_columns, layout)
+    return _unnested(con, loaded) if kind == "run" and _column_type(con, loaded, "doc_id").endswith("[]") else loaded
+
+
+def _column_type(con, loaded: Loaded, role: str) -> str:
+    return _types(con, loaded.view)[loaded.columns[role]]
+
+
+def _types(con, view: str) -> dict:
+    """{column: DuckDB type name} of a view, in its order."""
+    return dict(r[:2] for r in con.execute(f"DESCRIBE {view}").fetchall())
+
+
+def _unnested(con, loaded: Loaded) -> Loaded:
+    """A run with one row per query, its doc_id a list of document ids in rank order (and its score, when
+    there is one, the list of their scores), as one row per document: the statement's own unnesting
+    (statement.Source with lists=True, which `sqlmetrics sql --list-run` renders for other engines), so
+    that the checks see documents. The other columns (segments, labels) are kept beside the roles."""
+    c = loaded.columns
+    label = f"{loaded.label} (one list per row)"
+    if "score" in c:
+        if not _column_type(con, loaded, "score").endswith("[]"):
+            raise SqlmetricsError(f"{label}: doc_id ({c['doc_id']!r}) is a list, and score ({c['score']!r}) is not; "
+                                  "give a list of scores beside each list of documents, or leave the scores out "
+                                  "(the list order is then the ranking).")
+        query, docs, scores = (_q(c[r]) for r in ("query_id", "doc_id", "score"))
+        bad = con.execute(f"SELECT {query}, len({docs}), len({scores}) FROM {loaded.view} "
+                          f"WHERE len({docs}) IS DISTINCT FROM len({scores}) LIMIT 1").fetchall()
+        if bad:
+            (query_id, n_docs, n_scores), = bad
+            raise SqlmetricsError(
+                f"{label}: query {query_id!r} has {n_docs} document ids and {n_scores} scores; give one score "
+                f"per document (lists of equal length), or leave the scores out (the list order is then the "
+                "ranking).")
+    roles = {"query_id": "VARCHAR", "doc_id": "VARCHAR", "rank_position": "BIGINT", "score": "DOUBLE"}
+    if "run_name" in c:
+        roles["run_name"] = "VARCHAR"
+    source = Source(exp.to_table(loaded.view), {r: exp.to_identifier(col, quoted=True) for r, col in c.items()},
+                    lists=True)
+    hidden = {*c.values(), *roles, *LISTS[2:]}  # the roles' columns, and names the roles now take
+    kept = [n for n in _types(con, loaded.view) if n not in hidden]
+    tree = source.select(roles)
+    if kept:
+        tree = tree.select(*(exp.column(exp.to_identifier(n, quoted=True), LISTS[0]) for n in kept), copy=False)
+    view = _fresh("lists")
+    con.execute(f"CREATE TEMP VIEW {view} AS {tree.sql('duckdb')}")
+    return dataclasses.replace(loaded, view=view, columns={r: r for r in roles}, label=label,
+                               numbered=_numbered(view, 0), line_of=None)
+
+
+def _load(con, obj, kind: str, columns: dict | None, name: str | None, fmt: str | None, own_columns: bool,
+          layout: str | None) -> Loaded:
     what = kind if name is None else f"run {name!r}"
     if isinstance(obj, (str, Path)):
         text = str(obj)
+        if isinstance(obj, str) and text.startswith(IR_DATASETS):
+            return _named_tuples(con, _ir_dataset_items(text, kind, what), kind, f"{what} {text!r}", columns)
         if target := _split_duckdb_target(text):
             return _database_table(con, *target, kind, columns, what)
         return _file_view(con, Path(text), kind, f"{what} file {text!r}", columns, fmt, own_columns, layout)
+    if isinstance(obj, Iterator) and not _is_arrow(obj):
+        return _named_tuples(con, obj, kind, what, columns)
     view = _fresh(kind)
     if isinstance(obj, dict):
         table, label = _dict_table(obj, kind, f"{what} (dict)"), f"{what} (dict)"
@@ -729,7 +963,7 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
         # whole into Python memory first.
         copy_into(con, obj.to_arrow_reader(), view)
         table, label = None, f"{what} (DuckDB relation)"
-    elif type(obj).__module__.startswith("pyarrow") and isinstance(obj, _arrow_types()):
+    elif _is_arrow(obj):
         if isinstance(obj, _arrow_types()[1]):
             # A RecordBatchReader can be read once; the checks read the input again (to locate a bad row).
             copy_into(con, obj, view)
@@ -740,15 +974,26 @@ def load(con, obj, kind: str, columns: dict | None = None, name: str | None = No
         table, label = obj.to_arrow(), f"{what} (polars DataFrame)"
     elif type(obj).__module__.startswith("pandas"):
         table, label = _pandas_table(obj), f"{what} (pandas DataFrame)"
+    elif type(obj).__module__.startswith("datasets.") and hasattr(obj, "with_format"):
+        # A Hugging Face Dataset: its Arrow table (memory-mapped, not copied), rows selected as it shows them.
+        table, label = obj.with_format("arrow")[:], f"{what} (Hugging Face Dataset)"
     elif hasattr(obj, "to_dict") and type(obj).__module__.startswith("ranx"):
         table, label = _dict_table(obj.to_dict(), kind, f"{what} (ranx)"), f"{what} (ranx)"
     else:
         raise SqlmetricsError(
             f"{what}: cannot read a {type(obj).__name__}; pass a file path (TREC, CSV, TSV, Parquet, JSON Lines), "
-            "a pyarrow Table, a pandas or polars DataFrame, a {query_id: {doc_id: value}} dict, or 'file.duckdb:table'."
+            "a pyarrow Table, a pandas or polars DataFrame, a Hugging Face Dataset, ranx Qrels or Run, an iterator of "
+            "named tuples (ir_datasets), a {query_id: {doc_id: value}} dict, 'irds:<dataset id>' or 'file.duckdb:table'."
         )
-    if table is not None:
-        con.register(view, table)
+    if table is None:
+        return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0))
+    return _registered(con, table, kind, label, columns)
+
+
+def _registered(con, table, kind: str, label: str, columns: dict | None) -> Loaded:
+    """An Arrow table registered as a view (not copied), with its roles."""
+    view = _fresh(kind)
+    con.register(view, table)
     return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0))
 
 

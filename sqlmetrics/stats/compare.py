@@ -1,6 +1,6 @@
-"""compare(): several runs on the same queries, with a significance test (significance.py) for every pair
-and measure. Per-query values come from one evaluate() call (same options for every run); each pair is
-tested on the queries present in all runs.
+"""compare(): several runs, with a significance test (significance.py) for every pair (or every run against a
+baseline), segment and measure. Per-query values come from one evaluate() call (same options for every run,
+logs and engines too); paired tests run on the queries present in all runs, unpaired ones on each run's own.
 """
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from ..errors import SqlmetricsError
 from ..evaluation import evaluate
 from ..local.databases import DATABASE_FILES
 from ..local.evaluate import python_rows
-from ..options import COMPARE, CORRECTIONS, EVALUATE, TESTS, resolve, signature, taken_by
+from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
+                       taken_by)
 from ..statement import GMAP_FLOOR
-from .report import Comparison, Report
-from .significance import adjust, resample, student, tukey_hsd, wilcoxon
+from .report import Comparison, Report, Summary
+from .significance import (adjust, mann_whitney, resample, student, t_quantile, tukey_hsd, unpaired, welch,
+                           wilcoxon)
 
 _TIE = 1e-12  # per-query values closer than this (relative) are a tie in win/tie/loss counts
 # Recorded in the report (column mappings are not).
@@ -24,28 +26,49 @@ _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicate
 
 
 def compare(qrels, runs, measures, **options):
-    """Compare runs ({name: run}, or a list of runs named by file stem) on `measures` with a significance test.
+    """Compare runs ({name: run}, a list of runs named by file stem, or one table whose run_name column,
+    mapped in columns=, names the runs) on `measures` with a significance test.
 
-    Returns a Report: per-run means, and for every pair and measure the mean difference, the test statistic,
-    the p-value (adjusted when `correction` is "bonferroni" or "holm"; the family is the pairs of one
-    measure), win/tie/loss counts and, for the bootstrap, a (1 - max_p) percentile confidence interval.
-    A run beats another significantly when p < max_p and the difference favours it (`better` of the
-    measure); the report marks it with the other run's letter, as ranx does.
+    Returns a Report: per-run means and summaries (n, mean, sd, se, 95% CI), and for every pair (or every run
+    against `baseline`), segment and measure the mean difference, the test statistic, the p-value (adjusted
+    by `correction` over every test of the report), the effect size and win/tie/loss counts, and for the
+    bootstrap a (1 - max_p) percentile confidence interval of the difference. A run beats another
+    significantly when p < max_p and the difference favours it (`better` of the measure).
 
-    The evaluation options (queries, ties, relevance_level, ...) are evaluate()'s.
+    Paired tests run over the queries the runs share; unpaired ones (welch, mannwhitney, the unpaired
+    bootstrap) when the runs' queries differ (sessions or users of an A/B test): `pairing` decides, by
+    default from the data. The evaluation options (queries, ties, label, relevance, group_by, engine, ...)
+    are evaluate()'s; with group_by every segment is compared on its own.
     """
     o = resolve(COMPARE, options)
     _check_options(o.test, o.max_p, o.correction, o.seed, o.n_resamples)
-    named = _named_runs(runs)
+    single = "run_name" in (o.columns or {}) and not isinstance(runs, dict)
+    named = None if single else _named_runs(runs)
+    if single and isinstance(runs, (list, tuple)):
+        if len(runs) != 1:
+            raise SqlmetricsError("columns= maps run_name: pass one table holding every run (its run_name column "
+                                  "names them), not several.")
+        runs = runs[0]
     if isinstance(measures, str):
         measures = [measures]
     calls = parse_all(measures, o.relevance_level, o.compat)
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
-    results = evaluate(qrels, named, [c.text for c in calls], **evaluate_options, _fetch=python_rows)
-    queries, values = _per_query_values(results.per_query, list(named), [c.text for c in calls])
+    results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
+                       _fetch=python_rows)
+    segment_names = check_log_options(qrels, o.group_by, o.label, o.relevance)
+    per_query = results.per_query
+    if o.engine is not None:  # the engine's per-list values come back as a pyarrow table, not Python rows
+        per_query = (per_query.column_names, list(zip(*per_query.to_pydict().values())))
+    run_names, lists = _lists(per_query, segment_names, [c.text for c in calls])
+    if named is not None:
+        run_names = list(named)
+    if len(run_names) < 2:
+        raise SqlmetricsError(f"compare needs at least two runs, got {len(run_names)}"
+                              + (f" in the run_name column ({run_names!r})." if single else "."))
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
-    return analyse(list(named), info, queries, values, test=o.test, max_p=o.max_p, correction=o.correction,
-                   seed=o.seed, n_resamples=o.n_resamples, options={k: getattr(o, k) for k in _RECORDED})
+    return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
+                         correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
+                         baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED})
 
 
 compare.__signature__ = signature(COMPARE, "qrels, runs, measures")
@@ -58,7 +81,7 @@ def _check_options(test, max_p, correction, seed, n_resamples) -> None:
     if correction == "none":
         correction = None
     if correction not in CORRECTIONS:
-        raise SqlmetricsError(f"correction={correction!r} is not known: use None, 'bonferroni' or 'holm'.")
+        raise SqlmetricsError(f"correction={correction!r} is not known: use None, 'bonferroni', 'holm' or 'bh'.")
     if test == "tukey" and correction:
         raise SqlmetricsError("test='tukey' already controls the error rate over all pairs of runs; "
                               "drop the correction (or pick another test).")
@@ -121,80 +144,182 @@ def _named_runs(runs) -> dict:
     return named
 
 
-def _per_query_values(per_query: tuple, run_names: list, measures: list):
-    """(common query ids, {measure: [[value per common query] per run]}) from evaluate()'s per-query rows."""
+def _lists(per_query: tuple, segment_names: tuple, measures: list):
+    """(run names in order of appearance, {segment: {run: {query_id: [value per measure]}}}) from evaluate()'s
+    per-query rows (run, segment columns, query_id, measures); the segment is () without group_by."""
     names, rows = per_query
-    columns = {name: [row[i] for row in rows] for i, name in enumerate(names)}
-    runs, qids = columns["run"], columns["query_id"]
-    row_of: dict = {name: {} for name in run_names}
-    for i, (r, q) in enumerate(zip(runs, qids)):
-        row_of[r][q] = i
-    common = set.intersection(*(set(rows) for rows in row_of.values()))
-    queries = sorted(common)
-    values = {m: [[columns[m][row_of[r][q]] for q in queries] for r in run_names] for m in measures}
-    return queries, values
+    at = {name: i for i, name in enumerate(names)}
+    seg_at = [at[g] for g in segment_names]
+    m_at = [at[m] for m in measures]
+    run_names: list = []
+    lists: dict = {}
+    for row in rows:
+        run = row[at["run"]]
+        if run not in run_names:
+            run_names.append(run)
+        segment = tuple(row[i] for i in seg_at)
+        lists.setdefault(segment, {}).setdefault(run, {})[row[at["query_id"]]] = [row[i] for i in m_at]
+    return run_names, lists
 
 
 # ---------------------------------------------------------------------------------------------- analysis
 
 
-def analyse(run_names: list, info: dict, queries: list, values: dict, *, test="student", max_p=0.01,
-            correction=None, seed=42, n_resamples=10000, options=None):
-    """The report for per-query values already in hand.
+def analyse(run_names: list, info: dict, queries: list, values: dict, **options):
+    """The report for per-query values already in hand, aligned on `queries` (one segment); `options` are
+    analyse_lists()'.
 
     info: {measure: (better, aggregate)} with better in higher/lower and aggregate in mean/sum/geometric;
-    values: {measure: [[value or None per query] per run]}, aligned on `queries`.
+    values: {measure: [[value or None per query] per run]}.
+    """
+    measures = list(info)
+    lists = {(): {r: {q: [values[m][k][i] for m in measures] for i, q in enumerate(queries)}
+                  for k, r in enumerate(run_names)}}
+    return analyse_lists(run_names, info, lists, **options)
+
+
+def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(), test="student", max_p=0.01,
+                  correction=None, seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None):
+    """The report for per-list values: lists = {segment: {run: {query_id: [value per measure of info]}}}.
+
+    Each segment is compared on its own; the correction's family is every test of the report.
     """
     if correction == "none":
         correction = None
     _check_options(test, max_p, correction, seed, n_resamples)
+    if baseline is not None and baseline not in run_names:
+        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    paired = _paired(pairing, test, lists, run_names)
+    if not paired and test not in UNPAIRED:
+        raise SqlmetricsError(f"test={test!r} needs paired runs (the same queries), but these runs do not share "
+                              "their queries: use test='welch', 'mannwhitney' or 'bootstrap'.")
+    test = test if paired else UNPAIRED[test]
+    if baseline is None:
+        pairs = list(combinations(range(len(run_names)), 2))
+    else:
+        b = run_names.index(baseline)
+        pairs = [(b, j) for j in range(len(run_names)) if j != b]
     measures = list(info)
-    means = {r: {} for r in run_names}
-    comparisons = []
-    jobs = []  # (comparison index, differences) for the tests that resample
-    for m in measures:
-        better, aggregate = info[m]
-        scaled = [[_scale(v, aggregate) for v in per_run] for per_run in values[m]]
-        for r, per_run in zip(run_names, values[m]):
-            means[r][m] = _aggregate(per_run, aggregate)
-        tukey = tukey_hsd(scaled) if test == "tukey" else None
-        for i, j in combinations(range(len(run_names)), 2):
-            # run j against baseline i: difference = run - baseline
-            pairs = [(x, y) for x, y in zip(scaled[j], scaled[i]) if x is not None and y is not None]
-            raw = [(x, y) for x, y in zip(values[m][j], values[m][i]) if x is not None and y is not None]
-            d = [x - y for x, y in pairs]
-            wins, ties, losses = _wtl(raw, better)
-            c = Comparison(measure=m, run=run_names[j], baseline=run_names[i], n=len(d),
-                           difference=math.fsum(d) / len(d) if d else math.nan,
-                           statistic=math.nan, p_value=math.nan, wins=wins, ties=ties, losses=losses)
-            if test == "student":
-                c.statistic, c.p_value = student(d)
-            elif test == "wilcoxon":
-                c.statistic, c.p_value = wilcoxon(d)
-            elif test == "tukey":
-                c.statistic, c.p_value = tukey[0][j][i], tukey[1][j][i]
-            else:
-                c.statistic = c.difference
-                jobs.append((len(comparisons), d))
-            comparisons.append(c)
+    segments = sorted(lists, key=lambda seg: [(v is None, str(v)) for v in seg])
+    means = {seg: {r: {} for r in run_names} for seg in segments}
+    groups, group_of = [], {}  # the scaled values of each (segment, measure, run): summaries and unpaired tests
+    comparisons, jobs, n_lists = [], [], 0
+    for seg in segments:
+        per_run = [lists[seg].get(r, {}) for r in run_names]
+        shared = sorted(set.intersection(*(set(x) for x in per_run)))
+        own = [shared if paired else sorted(x) for x in per_run]
+        n_lists += len(shared) if paired else sum(map(len, own))
+        for k, m in enumerate(measures):
+            better, aggregate = info[m]
+            raw = [[x[q][k] for q in qs] for x, qs in zip(per_run, own)]
+            scaled = [[_scale(v, aggregate) for v in vals] for vals in raw]
+            for r, vals, sc in zip(run_names, raw, scaled):
+                means[seg][r][m] = _aggregate(vals, aggregate)
+                group_of[seg, m, r] = len(groups)
+                groups.append([v for v in sc if v is not None])
+            tukey = tukey_hsd(scaled) if test == "tukey" else None
+            for i, j in pairs:  # run j against baseline i: difference = run - baseline
+                c = Comparison(measure=m, run=run_names[j], baseline=run_names[i], segment=seg, n=0,
+                               difference=math.nan, statistic=math.nan, p_value=math.nan)
+                if paired:
+                    _paired_test(c, test, scaled[j], scaled[i], raw[j], raw[i], better,
+                                 (tukey[0][j][i], tukey[1][j][i]) if tukey else None)
+                    if test in ("fisher", "bootstrap"):
+                        jobs.append((c, [x - y for x, y in zip(scaled[j], scaled[i]) if x is not None and y is not None]))
+                comparisons.append(c)
+    unpaired_jobs = [] if paired else [(c, group_of[c.segment, c.measure, c.run], group_of[c.segment, c.measure, c.baseline])
+                                       for c in comparisons]
+    moments, rank_sums = unpaired(groups, [(gx, gy) for _, gx, gy in unpaired_jobs], seed, n_resamples,
+                                  1 - max_p, bootstrap=not paired)
+    summary = [Summary(seg, r, m, **_describe(moments[group_of[seg, m, r]]))
+               for seg in segments for m in measures for r in run_names]
+    for (c, gx, gy), ranks in zip(unpaired_jobs, rank_sums):
+        _unpaired_test(c, test, moments[gx], moments[gy], ranks)
     if jobs:
-        confidence = 1 - max_p
-        for (index, _), res in zip(jobs, resample(test, [d for _, d in jobs], seed, n_resamples, confidence)):
-            c = comparisons[index]
+        for (c, _), res in zip(jobs, resample(test, [d for _, d in jobs], seed, n_resamples, 1 - max_p)):
             c.p_value, c.exact = res["p"], res["exact"]
             if test == "bootstrap":
                 c.ci_low, c.ci_high = res["ci_low"], res["ci_high"]
-    for m in measures:
-        family = [c for c in comparisons if c.measure == m]
-        for c, adj in zip(family, adjust([c.p_value for c in family], correction)):
-            c.p_adjusted = adj
-            improves = _improves(c.difference, info[m][0])
-            c.significant = not math.isnan(adj) and adj < max_p and improves is not None
-            c.winner = (c.run if improves else c.baseline) if c.significant else None
+    for c, adj in zip(comparisons, adjust([c.p_value for c in comparisons], correction)):
+        c.p_adjusted = adj
+        improves = _improves(c.difference, info[c.measure][0])
+        c.significant = not math.isnan(adj) and adj < max_p and improves is not None
+        c.winner = (c.run if improves else c.baseline) if c.significant else None
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
-                  aggregate={m: info[m][1] for m in measures}, means=means, comparisons=comparisons, test=test,
-                  max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=len(queries),
-                  options=dict(options or {}))
+                  aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
+                  max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
+                  options=dict(options or {}), segment_names=tuple(segment_names), paired=paired,
+                  baseline=baseline, summary=summary, lists=lists)
+
+
+def _paired(pairing: str, test: str, lists: dict, run_names: list) -> bool:
+    """Paired when asked, or ('auto') when in every segment at least half of each run's queries are shared by
+    all runs; welch and mannwhitney are unpaired tests."""
+    if pairing not in ("auto", "paired", "unpaired"):
+        raise SqlmetricsError(f"pairing={pairing!r} is not valid: use 'auto', 'paired' or 'unpaired'.")
+    if test in ("welch", "mannwhitney"):
+        if pairing == "paired":
+            raise SqlmetricsError(f"test={test!r} is an unpaired test; with pairing='paired' use 'student' or "
+                                  "'wilcoxon'.")
+        return False
+    if pairing != "auto":
+        return pairing == "paired"
+    for per_run in lists.values():
+        sets = [set(per_run.get(r, {})) for r in run_names]
+        shared = set.intersection(*sets)
+        if any(2 * len(shared) < len(s) for s in sets):
+            return False
+    return True
+
+
+def _paired_test(c: Comparison, test: str, x: list, y: list, raw_x: list, raw_y: list, better: str, tukey) -> None:
+    """Fill in a paired comparison: difference, effect size d_z, win/tie/loss and the closed-form tests."""
+    d = [a - b for a, b in zip(x, y) if a is not None and b is not None]
+    c.n = len(d)
+    c.wins, c.ties, c.losses = _wtl([(a, b) for a, b in zip(raw_x, raw_y) if a is not None and b is not None], better)
+    if d:
+        c.difference = math.fsum(d) / len(d)
+    if len(d) >= 2:
+        sd = math.sqrt(math.fsum((v - c.difference) ** 2 for v in d) / (len(d) - 1))
+        c.effect_size = c.difference / sd if sd else math.nan
+    if test == "student":
+        c.statistic, c.p_value = student(d)
+    elif test == "wilcoxon":
+        c.statistic, c.p_value = wilcoxon(d)
+    elif test == "tukey":
+        c.statistic, c.p_value = tukey
+    else:
+        c.statistic = c.difference
+
+
+def _unpaired_test(c: Comparison, test: str, x: dict, y: dict, ranks: dict) -> None:
+    """Fill in an unpaired comparison from each run's moments and the pair's rank sum and bootstrap
+    (computed in SQL): difference of means, Cohen's d (pooled sd), the test, the bootstrap interval."""
+    c.n = x["n"] + y["n"]
+    c.difference = x["mean"] - y["mean"] if x["n"] and y["n"] else math.nan
+    if c.n > 2 and x["n"] and y["n"]:
+        pooled = ((x["n"] - 1) * _zero_nan(x["var"]) + (y["n"] - 1) * _zero_nan(y["var"])) / (c.n - 2)
+        c.effect_size = c.difference / math.sqrt(pooled) if pooled > 0 else math.nan
+    if test == "welch":
+        c.statistic, c.p_value, _ = welch(x["n"], x["mean"], x["var"], y["n"], y["mean"], y["var"])
+    elif test == "mannwhitney":
+        c.statistic, c.p_value = mann_whitney(x["n"], y["n"], ranks["rank_sum_x"], ranks["tie_term"])
+    else:
+        c.statistic, c.p_value = c.difference, ranks["p"]
+    c.ci_low, c.ci_high = ranks["ci_low"], ranks["ci_high"]
+
+
+def _zero_nan(v: float) -> float:
+    return 0.0 if math.isnan(v) else v
+
+
+def _describe(m: dict) -> dict:
+    """n, mean, sd, se and the 95% t interval of the mean from a group's moments."""
+    n, mean, var = m["n"], m["mean"], m["var"]
+    sd = math.sqrt(var) if n >= 2 else math.nan
+    se = sd / math.sqrt(n) if n >= 2 else math.nan
+    half = t_quantile(0.975, n - 1) * se if n >= 2 else math.nan
+    return {"n": n, "mean": mean, "sd": sd, "se": se, "ci_low": mean - half, "ci_high": mean + half}
 
 
 def _improves(difference: float, better: str):

@@ -4,6 +4,7 @@ Also the small table-rendering helpers the command line shares (aligned text, Ma
 """
 from __future__ import annotations
 
+import html as _html
 import json
 import math
 from dataclasses import dataclass, field
@@ -15,35 +16,54 @@ _SUPERSCRIPT = dict(zip("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰ�
 
 @dataclass
 class Comparison:
-    """One measure, one pair: `run` against `baseline` (the earlier of the two in the report's order)."""
+    """One measure, one pair, one segment: `run` against `baseline` (the earlier of the two in the report's
+    order, or the report's baseline)."""
 
     measure: str
     run: str
     baseline: str
-    n: int  # queries with a value for both runs
-    difference: float  # mean of run - baseline per query (of the logs for a geometric measure such as GMAP)
-    statistic: float  # t (student), W (wilcoxon), the mean difference (fisher, bootstrap, tukey)
+    n: int  # paired: queries with a value for both runs; unpaired: the lists of both runs
+    difference: float  # mean of run - baseline (of the logs for a geometric measure such as GMAP)
+    statistic: float  # t (student, welch), W (wilcoxon), U of run (mannwhitney), the difference (others)
     p_value: float
-    wins: int  # queries where run is better than baseline
-    ties: int
-    losses: int
+    wins: int | None = None  # paired: queries where run is better than baseline
+    ties: int | None = None
+    losses: int | None = None
+    segment: tuple = ()  # the group_by values
+    effect_size: float = math.nan  # paired: d_z = mean / sd of the differences; unpaired: Cohen's d (pooled sd)
     p_adjusted: float = math.nan  # = p_value without a correction
     significant: bool = False
     exact: bool | None = None  # fisher: all 2^n sign patterns enumerated
-    ci_low: float = math.nan  # bootstrap: percentile interval of the mean difference at level 1 - max_p
+    ci_low: float = math.nan  # bootstrap: percentile interval of the difference at level 1 - max_p
     ci_high: float = math.nan
     winner: str | None = None  # the run that is significantly better, if either
 
 
 @dataclass
+class Summary:
+    """One run on one measure in one segment: its lists' values (of the logs for a geometric measure)."""
+
+    segment: tuple
+    run: str
+    measure: str
+    n: int
+    mean: float
+    sd: float
+    se: float
+    ci_low: float  # the 95% t interval of the mean
+    ci_high: float
+
+
+@dataclass
 class Report:
-    """compare()'s result. `means[run][measure]`; `comparisons` holds every pair for every measure."""
+    """compare()'s result. `segment_means[segment][run][measure]` (`means[run][measure]` without segments);
+    `comparisons` holds every pair (or every run against `baseline`) for every segment and measure."""
 
     runs: list
     measures: list
     better: dict  # measure -> higher | lower
     aggregate: dict  # measure -> mean | sum | geometric
-    means: dict
+    segment_means: dict
     comparisons: list
     test: str
     max_p: float
@@ -52,8 +72,22 @@ class Report:
     n_resamples: int
     n_queries: int
     options: dict = field(default_factory=dict)
+    segment_names: tuple = ()  # the group_by columns; () without group_by (one segment, ())
+    paired: bool = True
+    baseline: str | None = None
+    summary: list = field(default_factory=list)  # Summary per segment, measure and run
+    lists: dict = field(default_factory=dict)  # {segment: {run: {query_id: [value per measure]}}}, as tested
 
     # ------------------------------------------------------------------------------------------ queries
+
+    @property
+    def means(self) -> dict:
+        """means[run][measure] of a report without segments."""
+        return self.segment_means.get((), {})
+
+    @property
+    def segments(self) -> list:
+        return list(self.segment_means)
 
     @property
     def labels(self) -> dict:
@@ -63,39 +97,52 @@ class Report:
             out[r] = _label(i)
         return out
 
-    def comparison(self, measure: str, run_a: str, run_b: str) -> Comparison:
-        """The comparison of two runs on a measure, in either order."""
+    def comparison(self, measure: str, run_a: str, run_b: str, segment: tuple = ()) -> Comparison:
+        """The comparison of two runs on a measure (in a segment), in either order."""
         for c in self.comparisons:
-            if c.measure == measure and {c.run, c.baseline} == {run_a, run_b}:
+            if c.measure == measure and c.segment == tuple(segment) and {c.run, c.baseline} == {run_a, run_b}:
                 return c
-        raise KeyError((measure, run_a, run_b))
+        raise KeyError((measure, run_a, run_b, segment))
 
-    def beats(self, run: str, measure: str) -> list:
-        """The runs that `run` beats significantly on `measure`, in report order."""
-        out = [c.baseline if c.winner == c.run else c.run
-               for c in self.comparisons if c.measure == measure and c.winner == run]
+    def beats(self, run: str, measure: str, segment: tuple = ()) -> list:
+        """The runs that `run` beats significantly on `measure` (in a segment), in report order."""
+        out = [c.baseline if c.winner == c.run else c.run for c in self.comparisons
+               if c.measure == measure and c.segment == tuple(segment) and c.winner == run]
         return [r for r in self.runs if r in out]
 
-    def markers(self, run: str, measure: str) -> str:
+    def markers(self, run: str, measure: str, segment: tuple = ()) -> str:
+        """Letters of the runs `run` beats; against a baseline, ▲ (significantly better) or ▼ (worse)."""
+        if self.baseline is not None:
+            if run == self.baseline:
+                return ""
+            c = self.comparison(measure, run, self.baseline, segment)
+            return "▲" if c.winner == run else "▼" if c.winner == self.baseline else ""
         labels = self.labels
-        letters = [labels[r] for r in self.beats(run, measure)]
+        letters = [labels[r] for r in self.beats(run, measure, segment)]
         return ("," if any(len(x) > 1 for x in letters) else "").join(letters)
 
-    def best(self, measure: str, digits: int = 4) -> set:
-        """The runs with the best mean on a measure, compared as displayed (ties are all best)."""
-        shown = {r: _number(self.means[r][measure], self.aggregate[measure], digits) for r in self.runs
-                 if self.means[r][measure] is not None}
+    def best(self, measure: str, digits: int = 4, segment: tuple = ()) -> set:
+        """The runs with the best mean on a measure (in a segment), compared as displayed (ties are all best)."""
+        means = self.segment_means[tuple(segment)]
+        shown = {r: _number(means[r][measure], self.aggregate[measure], digits) for r in self.runs
+                 if means[r][measure] is not None}
         if not shown:
             return set()
         pick = max if self.better[measure] == "higher" else min
         top = pick(float(v) for v in shown.values())
         return {r for r, v in shown.items() if float(v) == top}
 
+    @property
+    def extended(self) -> bool:
+        """Segments, a baseline or unpaired runs: the text table adds the summaries and effect sizes."""
+        return bool(self.segment_names) or self.baseline is not None or not self.paired
+
     # ------------------------------------------------------------------------------------------ text
 
     def method(self) -> str:
         """The test as one phrase: its name, how it resampled, the correction."""
         what = TESTS[self.test]
+        resampled = f"{self.n_resamples:,} resamples, seed {self.seed}"
         if self.test == "fisher":
             exact = [c.exact for c in self.comparisons if c.exact is not None]
             if exact and all(exact):
@@ -103,64 +150,93 @@ class Report:
             else:
                 what += f" ({self.n_resamples:,} random sign flips, seed {self.seed})"
         elif self.test == "bootstrap":
-            what += f" ({self.n_resamples:,} resamples, seed {self.seed})"
+            what = ("" if self.paired else "un") + f"paired bootstrap test ({resampled})"
+        elif not self.paired:
+            what += f", bootstrap intervals ({resampled})"
         if self.correction:
             what += f", {CORRECTIONS[self.correction]}"
         return what
 
     def describe(self) -> str:
         """One phrase: the test, the threshold, the number of queries."""
-        return f"{self.method()}, p < {_g(self.max_p)}; {self.n_queries} queries"
+        return f"{self.method()}, p < {_g(self.max_p)}; {self.n_queries} " + ("queries" if self.paired else "lists")
 
     def footnote(self) -> str:
+        if self.baseline is not None:
+            return f"▲/▼: significantly better/worse than {self.baseline} ({self.describe()})."
         return (f"Superscripts: significantly better than the run with that letter ({self.describe()}).")
 
     def _rows(self, digits: int, marker, bold=None, missing: str = "–") -> list:
         labels = self.labels
         rows = []
-        for r in self.runs:
-            cells = [labels[r], r]
-            for m in self.measures:
-                v = self.means[r][m]
-                text = _number(v, self.aggregate[m], digits) if v is not None else missing
-                if bold and v is not None and r in self.best(m, digits):
-                    text = bold(text)
-                cells.append(text + marker(self.markers(r, m)))
-            rows.append(cells)
+        for seg, means in self.segment_means.items():
+            for r in self.runs:
+                cells = [*map(_cell, seg), labels[r], r]
+                for m in self.measures:
+                    v = means[r][m]
+                    text = _number(v, self.aggregate[m], digits) if v is not None else missing
+                    if bold and v is not None and r in self.best(m, digits, seg):
+                        text = bold(text)
+                    cells.append(text + marker(self.markers(r, m, seg)))
+                rows.append(cells)
         return rows
 
+    def _header(self) -> list:
+        return [*self.segment_names, "", "run", *self.measures]
+
     def to_table(self, digits: int = 4, pairs: bool = True) -> str:
-        """Runs x measures with significance superscripts, the footnote, then (pairs=True) every pair."""
+        """Runs x measures with significance marks, the footnote, then (pairs=True) every pair; with segments,
+        a baseline or unpaired runs, each run's summaries too."""
         rows = self._rows(digits, lambda s: "".join(_SUPERSCRIPT.get(ch, ch) for ch in s))
-        out = aligned([["", "run", *self.measures], *rows], ["l", "l"] + ["l"] * len(self.measures))
+        out = aligned([self._header(), *rows], ["l"] * len(self._header()))
         out += "\n" + self.footnote() + "\n"
+        if pairs and self.extended:
+            out += "\n" + self.summary_table(digits)
         if pairs:
             out += "\n" + self.pairs_table(digits)
         return out
 
+    def summary_table(self, digits: int = 4) -> str:
+        """Every run, segment and measure: n, mean, standard deviation, standard error, 95% interval."""
+        rows = [[*self.segment_names, "measure", "run", "n", "mean", "sd", "se", "95% interval"]]
+        for s in self.summary:
+            rows.append([*map(_cell, s.segment), s.measure, s.run, s.n, _plain(s.mean, digits), _plain(s.sd, digits),
+                         _plain(s.se, digits), f"[{_plain(s.ci_low, digits)}, {_plain(s.ci_high, digits)}]"])
+        geometric = " (of log values for geometric means)" if "geometric" in self.aggregate.values() else ""
+        return aligned(rows, ["l"] * (len(self.segment_names) + 2) + ["r"] * 4 + ["l"]) + (
+            f"\nPer list{geometric}; 95% interval: mean +- t(0.975, n-1) * se.\n")
+
     def pairs_table(self, digits: int = 4) -> str:
-        """Every pair and measure: difference, statistic, p (adjusted), win/tie/loss, interval."""
-        stat = {"student": "t", "wilcoxon": "W", "tukey": "statistic"}.get(self.test)  # else: = difference
-        header = ["measure", "run", "baseline", "difference", *([stat] if stat else []), "p"]
+        """Every pair and measure: difference, statistic, p (adjusted), interval, effect size, win/tie/loss."""
+        stat = {"student": "t", "welch": "t", "wilcoxon": "W", "mannwhitney": "U", "tukey": "statistic"}.get(self.test)
+        interval = self.test == "bootstrap" or not self.paired
+        effect = ("d_z" if self.paired else "d") if self.extended else None
+        header = [*self.segment_names, "measure", "run", "baseline", "difference", *([stat] if stat else []), "p"]
         if self.correction:
             header.append(f"p ({self.correction})")
-        if self.test == "bootstrap":
+        if interval:
             header.append(f"{_g(100 * (1 - self.max_p))}% interval")
+        if effect:
+            header.append(effect)
         header += ["win/tie/loss", ""]
         rows = [header]
         for c in self.comparisons:
-            row = [c.measure, c.run, c.baseline, _signed(c.difference, digits)]
+            row = [*map(_cell, c.segment), c.measure, c.run, c.baseline, _signed(c.difference, digits)]
             if stat:
-                row.append(_plain(c.statistic, digits) if self.test == "wilcoxon" else _signed(c.statistic, digits))
+                row.append(_plain(c.statistic, digits) if self.test in ("wilcoxon", "mannwhitney")
+                           else _signed(c.statistic, digits))
             row.append(_p(c.p_value))
             if self.correction:
                 row.append(_p(c.p_adjusted))
-            if self.test == "bootstrap":
+            if interval:
                 row.append(f"[{_signed(c.ci_low, digits)}, {_signed(c.ci_high, digits)}]")
-            row += [f"{c.wins}/{c.ties}/{c.losses}", "*" if c.significant else ""]
+            if effect:
+                row.append(_signed(c.effect_size, digits))
+            wtl = "–" if c.wins is None else f"{c.wins}/{c.ties}/{c.losses}"
+            row += [wtl, "*" if c.significant else ""]
             rows.append(row)
-        align = ["l", "l", "l", "r"] + (["r"] if stat else []) + ["r"] + (["r"] if self.correction else []) + (
-            ["l"] if self.test == "bootstrap" else []) + ["r", "l"]
+        align = ["l"] * (len(self.segment_names) + 3) + ["r"] + (["r"] if stat else []) + ["r"] + (
+            ["r"] if self.correction else []) + (["l"] if interval else []) + (["r"] if effect else []) + ["r", "l"]
         return aligned(rows, align) + "\n" + f"* p < {_g(self.max_p)}" + (
             " after correction" if self.correction else "") + "; difference = run - baseline" + (
             " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + ".\n"
@@ -168,29 +244,45 @@ class Report:
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table (best value per measure in bold, superscript letters) and the footnote."""
         rows = self._rows(digits, lambda s: "".join(_SUPERSCRIPT.get(ch, ch) for ch in s), bold=lambda t: f"**{t}**")
-        return markdown([["", "run", *[_md_escape(m) for m in self.measures]],
-                         *[[a, _md_escape(b), *rest] for a, b, *rest in rows]],
-                        ["l", "l"] + ["r"] * len(self.measures)) + "\n\n" + self.footnote() + "\n"
+        k = len(self.segment_names)
+        return markdown([[*map(_md_escape, self._header()[:k + 2]), *[_md_escape(m) for m in self.measures]],
+                         *[[*map(_md_escape, row[:k]), row[k], _md_escape(row[k + 1]), *row[k + 2:]] for row in rows]],
+                        ["l"] * (k + 2) + ["r"] * len(self.measures)) + "\n\n" + self.footnote() + "\n"
+
+    def to_html(self, digits: int = 4) -> str:
+        """An HTML table (best value per measure in bold, superscript letters) and the footnote."""
+        rows = self._rows(digits, lambda s: f"<sup>{s}</sup>" if s else "", bold=lambda t: f"<b>{t}</b>")
+        header = ["", "run", *map(_html.escape, self.measures)]
+        return html([header, *[[a, _html.escape(b), *rest] for a, b, *rest in rows]],
+                    ["l", "l"] + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
 
     def to_latex(self, digits: int = 4, caption: str | None = None, label: str = "tab:results") -> str:
         """A booktabs table: best value per measure in bold, superscript letters, caption naming the test."""
-        rows = self._rows(digits, lambda s: f"$^{{{s}}}$" if s else "", bold=lambda t: f"\\textbf{{{t}}}", missing="--")
+        rows = self._rows(digits, lambda s: f"$^{{{_LATEX_MARKS.get(s, s)}}}$" if s else "",
+                          bold=lambda t: f"\\textbf{{{t}}}", missing="--")
+        marks = (f"$\\blacktriangle$/$\\blacktriangledown$ mark a significant improvement/degradation over "
+                 f"{_latex_escape(self.baseline)}" if self.baseline is not None else
+                 "Superscripts mark a significant improvement over the run with that letter")
         caption = caption or (
-            f"Results on {self.n_queries} queries. Superscripts mark a significant improvement over the run "
-            f"with that letter ({_latex_escape(self.method())}, "
+            f"Results on {self.n_queries} {'queries' if self.paired else 'lists'}. {marks} "
+            f"({_latex_escape(self.method())}, "
             f"$p < {_g(self.max_p)}$). The best value per measure is in bold.")
+        k = len(self.segment_names)
         lines = [
             "\\begin{table}[t]",
             "\\centering",
             f"\\caption{{{caption}}}",
             f"\\label{{{label}}}",
-            "\\begin{tabular}{ll" + "r" * len(self.measures) + "}",
+            "\\begin{tabular}{" + "l" * (k + 2) + "r" * len(self.measures) + "}",
             "\\toprule",
-            " & Run & " + " & ".join(_latex_escape(m) for m in self.measures) + " \\\\",
+            "".join(_latex_escape(g) + " & " for g in self.segment_names) + " & Run & "
+            + " & ".join(_latex_escape(m) for m in self.measures) + " \\\\",
             "\\midrule",
         ]
-        for letter, run, *cells in rows:
-            lines.append(f"{letter} & {_latex_escape(run)} & " + " & ".join(cells) + " \\\\")
+        for row in rows:
+            segment, (letter, run, *cells) = row[:k], row[k:]
+            lines.append("".join(_latex_escape(v) + " & " for v in segment) + f"{letter} & {_latex_escape(run)} & "
+                         + " & ".join(cells) + " \\\\")
         lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
         return "\n".join(lines) + "\n"
 
@@ -207,12 +299,24 @@ class Report:
             "n_resamples": self.n_resamples,
             "n_queries": self.n_queries,
             "options": self.options,
+            "paired": self.paired,
+            "baseline": self.baseline,
+            "segment_names": list(self.segment_names),
             "runs": [{"label": labels[r], "name": r} for r in self.runs],
             "measures": [{"name": m, "better": self.better[m], "aggregate": self.aggregate[m]} for m in self.measures],
-            "means": {r: {m: _clean(self.means[r][m]) for m in self.measures} for r in self.runs},
-            "markers": {r: {m: self.markers(r, m) for m in self.measures} for r in self.runs},
+            **({"segments": [{"segment": self._segment(seg), "run": r,
+                              "means": {m: _clean(means[r][m]) for m in self.measures},
+                              "markers": {m: self.markers(r, m, seg) for m in self.measures}}
+                             for seg, means in self.segment_means.items() for r in self.runs]}
+               if self.segment_names else
+               {"means": {r: {m: _clean(self.means[r][m]) for m in self.measures} for r in self.runs},
+                "markers": {r: {m: self.markers(r, m) for m in self.measures} for r in self.runs}}),
+            "summary": [{"segment": self._segment(s.segment), "run": s.run, "measure": s.measure, "n": s.n,
+                         **{k: _clean(getattr(s, k)) for k in ("mean", "sd", "se", "ci_low", "ci_high")}}
+                        for s in self.summary],
             "comparisons": [
-                {"measure": c.measure, "run": c.run, "baseline": c.baseline, "n": c.n,
+                {"segment": self._segment(c.segment), "measure": c.measure, "run": c.run, "baseline": c.baseline,
+                 "n": c.n, "effect_size": _clean(c.effect_size),
                  "difference": _clean(c.difference), "statistic": _clean(c.statistic), "p_value": _clean(c.p_value),
                  "p_adjusted": _clean(c.p_adjusted), "significant": c.significant, "winner": c.winner,
                  "wins": c.wins, "ties": c.ties, "losses": c.losses, "exact": c.exact,
@@ -220,6 +324,23 @@ class Report:
                 for c in self.comparisons
             ],
         }
+
+    def _segment(self, segment: tuple) -> dict:
+        return dict(zip(self.segment_names, segment))
+
+    def deltas(self) -> list:
+        """Every pair, segment, measure and query both runs have: both values and their difference (run -
+        baseline), one dict each (its segment's columns first)."""
+        out = []
+        for c in self.comparisons:
+            k = self.measures.index(c.measure)
+            mine, theirs = self.lists[c.segment].get(c.run, {}), self.lists[c.segment].get(c.baseline, {})
+            for q in sorted(set(mine) & set(theirs)):
+                x, y = mine[q][k], theirs[q][k]
+                out.append({**self._segment(c.segment), "measure": c.measure, "run": c.run, "baseline": c.baseline,
+                            "query_id": q, "run_value": x, "baseline_value": y,
+                            "difference": None if x is None or y is None else x - y})
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -229,9 +350,12 @@ class Report:
         import pandas as pd
 
         if pairs:
-            return pd.DataFrame(self.to_dict()["comparisons"])
-        return pd.DataFrame({m: [self.means[r][m] for r in self.runs] for m in self.measures},
-                            index=pd.Index(self.runs, name="run"))
+            return pd.DataFrame([{**c.pop("segment"), **c} for c in self.to_dict()["comparisons"]])
+        index = (pd.MultiIndex.from_tuples([(*seg, r) for seg in self.segment_means for r in self.runs],
+                                           names=[*self.segment_names, "run"])
+                 if self.segment_names else pd.Index(self.runs, name="run"))
+        return pd.DataFrame({m: [means[r][m] for means in self.segment_means.values() for r in self.runs]
+                             for m in self.measures}, index=index)
 
     def __str__(self) -> str:
         return self.to_table()
@@ -243,6 +367,14 @@ class Report:
 def _label(i: int) -> str:
     letters = "abcdefghijklmnopqrstuvwxyz"
     return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
+
+
+_LATEX_MARKS = {"▲": "\\blacktriangle", "▼": "\\blacktriangledown"}
+
+
+def _cell(v) -> str:
+    """A segment value as shown: NULL as –."""
+    return "–" if v is None else str(v)
 
 
 def _g(x: float) -> str:
@@ -302,6 +434,17 @@ def markdown(rows: list, align: list) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
 
     return "\n".join([line(rows[0]), "|" + "|".join(sep) + "|", *map(line, rows[1:])])
+
+
+def html(rows: list, align: list) -> str:
+    """An HTML table: the first row is the header; each cell is HTML already (escape text with html.escape)."""
+    style = {"l": "", "r": ' style="text-align:right"'}
+
+    def line(tag: str, row) -> str:
+        return "<tr>" + "".join(f"<{tag}{style[a]}>{c}</{tag}>" for c, a in zip(row, align)) + "</tr>"
+
+    return "\n".join(["<table>", "<thead>" + line("th", rows[0]) + "</thead>", "<tbody>",
+                      *(line("td", r) for r in rows[1:]), "</tbody>", "</table>"])
 
 
 def _md_escape(text: str) -> str:

@@ -5,6 +5,10 @@
     bootstrap   paired bootstrap test, percentile CI     (~ scipy.stats.bootstrap, method='percentile')
     wilcoxon    Wilcoxon signed-rank test                (= scipy.stats.wilcoxon)
     tukey       Tukey's HSD over all runs                (= scipy.stats.tukey_hsd)
+Unpaired (different queries, sessions or users per run), from per-run aggregates computed in SQL:
+    welch       Welch's t-test                           (= scipy.stats.ttest_ind, equal_var=False)
+    mannwhitney Mann-Whitney U, normal approximation     (= scipy.stats.mannwhitneyu, method='asymptotic')
+    bootstrap   each run resampled apart, percentile CI of the difference of means
 
 The two resampling tests run in DuckDB, not in a Python loop: every resample's sign flips (or bootstrap
 draws) come from a seeded integer hash of (seed, resample, position), so results are deterministic for a
@@ -27,7 +31,8 @@ _TOL = 1e-9  # resampled statistics this close (relative to sum |d|) to the obse
 
 
 def adjust(p_values: list, correction) -> list:
-    """Bonferroni or Holm adjustment of one family of p-values (NaN entries are not part of the family)."""
+    """Bonferroni, Holm or Benjamini-Hochberg adjustment of one family of p-values (NaN entries are not part
+    of the family). BH's adjusted p is scipy.stats.false_discovery_control's: the step-up minimum of p * m / rank."""
     valid = [i for i, p in enumerate(p_values) if not math.isnan(p)]
     out = list(p_values)
     m = len(valid)
@@ -38,6 +43,11 @@ def adjust(p_values: list, correction) -> list:
         running = 0.0
         for rank, i in enumerate(sorted(valid, key=lambda i: p_values[i])):
             running = max(running, min(1.0, (m - rank) * p_values[i]))
+            out[i] = running
+    elif correction == "bh":
+        running = 1.0
+        for rank, i in reversed(list(enumerate(sorted(valid, key=lambda i: p_values[i]), 1))):
+            running = min(running, p_values[i] * m / rank)
             out[i] = running
     return out
 
@@ -58,8 +68,51 @@ def student(d: list) -> tuple:
     if var == 0:
         return (0.0, 1.0) if mean == 0 else (math.copysign(math.inf, mean), 0.0)
     t = mean / math.sqrt(var / n)
-    df = n - 1
-    return t, min(1.0, _betai(df / 2, 0.5, df / (df + t * t)))
+    return t, t_sf2(t, n - 1)
+
+
+def t_sf2(t: float, df: float) -> float:
+    """Two-sided p of Student's t distribution: P(|T| >= |t|) with df degrees of freedom."""
+    return min(1.0, _betai(df / 2, 0.5, df / (df + t * t)))
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile (q > 0.5) of Student's t with df degrees of freedom (= scipy.stats.t.ppf), by bisection."""
+    lo, hi = 0.0, 1.0
+    while t_sf2(hi, df) > 2 * (1 - q):
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_sf2(mid, df) > 2 * (1 - q) else (lo, mid)
+    return (lo + hi) / 2
+
+
+def welch(nx: int, mx: float, vx: float, ny: int, my: float, vy: float) -> tuple:
+    """Welch's t-test from each sample's size, mean and variance: (t, two-sided p, df), as
+    scipy.stats.ttest_ind(x, y, equal_var=False). Two constant samples: (0, 1) if equal, else (+-inf, 0)."""
+    if nx < 2 or ny < 2:
+        return math.nan, math.nan, math.nan
+    sx, sy = vx / nx, vy / ny
+    if sx + sy == 0:
+        return ((0.0, 1.0) if mx == my else (math.copysign(math.inf, mx - my), 0.0)) + (math.nan,)
+    t = (mx - my) / math.sqrt(sx + sy)
+    df = (sx + sy) ** 2 / (sx * sx / (nx - 1) + sy * sy / (ny - 1))
+    return t, t_sf2(t, df), df
+
+
+def mann_whitney(nx: int, ny: int, rank_sum_x: float, tie_term: float) -> tuple:
+    """Mann-Whitney U from x's rank sum in the pooled sample (average ranks for ties) and the tie term
+    sum(t^3 - t) over groups of tied values: (U of x, two-sided p), as scipy.stats.mannwhitneyu(x, y,
+    method='asymptotic'): normal approximation with tie correction and continuity correction."""
+    if nx == 0 or ny == 0:
+        return math.nan, math.nan
+    n = nx + ny
+    u_x = rank_sum_x - nx * (nx + 1) / 2
+    var = nx * ny / 12 * ((n + 1) - tie_term / (n * (n - 1)))
+    if var <= 0:  # every value tied: nothing differs
+        return u_x, 1.0
+    z = (max(u_x, nx * ny - u_x) - nx * ny / 2 - 0.5) / math.sqrt(var)
+    return u_x, min(1.0, max(0.0, math.erfc(z / math.sqrt(2))))
 
 
 def _betai(a: float, b: float, x: float) -> float:
@@ -250,3 +303,77 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
         con.close()
     return out
 
+
+
+def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence: float, bootstrap: bool) -> tuple:
+    """Per-group moments and per-pair rank sums (and bootstrap intervals) in one DuckDB session; only these
+    aggregates come back.
+
+    groups: lists of values (one run in one segment, on one measure); pairs: (x group, y group) indices.
+    Returns ([{n, mean, var}] per group, [{rank_sum_x, tie_term, p, ci_low, ci_high}] per pair). The rank sum
+    uses average ranks of the pooled values; tie_term is sum(t^3 - t) over groups of t tied values. With
+    bootstrap, each resample draws each group apart (hashed indices, as resample()); the interval is the
+    percentile interval of the resampled differences of means, and p = (count + 1) / (n_resamples + 1) of
+    resamples at least as far from the observed difference as it is from 0.
+    """
+    con = duckdb.connect()
+    try:
+        for macro in _MACROS:
+            con.execute(macro)
+        con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[])")
+        con.execute("CREATE TEMP TABLE sqlm_pairs (job INTEGER, gx INTEGER, gy INTEGER)")
+        records = [(g, len(v), [float(x) for x in v]) for g, v in enumerate(groups)]
+        for start in range(0, len(records), 200):
+            chunk = records[start:start + 200]
+            con.execute("INSERT INTO sqlm_groups VALUES " + ", ".join(["(?, ?, ?)"] * len(chunk)),
+                        [x for rec in chunk for x in rec])
+        live = [(k, gx, gy) for k, (gx, gy) in enumerate(pairs) if groups[gx] and groups[gy]]
+        for start in range(0, len(live), 300):
+            chunk = live[start:start + 300]
+            con.execute("INSERT INTO sqlm_pairs VALUES " + ", ".join(["(?, ?, ?)"] * len(chunk)),
+                        [x for rec in chunk for x in rec])
+        moments = [{"n": 0, "mean": math.nan, "var": math.nan} for _ in groups]
+        for g, n, mean, var in con.execute(
+                "SELECT g, COUNT(x), AVG(x), VAR_SAMP(x) FROM (SELECT g, unnest(v) AS x FROM sqlm_groups) GROUP BY g"
+        ).fetchall():
+            moments[g] = {"n": n, "mean": mean, "var": math.nan if var is None else var}
+        out = [{"rank_sum_x": math.nan, "tie_term": math.nan, "p": math.nan, "ci_low": math.nan,
+                "ci_high": math.nan} for _ in pairs]
+        for job, rank_sum, ties in con.execute("""
+                WITH pooled AS (
+                    SELECT p.job, s.g = p.gx AS is_x, unnest(s.v) AS x
+                    FROM sqlm_pairs p JOIN sqlm_groups s ON s.g = p.gx OR s.g = p.gy),
+                ranked AS (
+                    SELECT job, is_x, RANK() OVER (PARTITION BY job ORDER BY x)
+                                      + (COUNT(*) OVER (PARTITION BY job, x) - 1) / 2.0 AS r,
+                           CAST(COUNT(*) OVER (PARTITION BY job, x) AS DOUBLE) AS t
+                    FROM pooled)
+                SELECT job, SUM(CASE WHEN is_x THEN r ELSE 0 END), SUM(t * t - 1) FROM ranked GROUP BY job
+                """).fetchall():
+            out[job].update(rank_sum_x=float(rank_sum), tie_term=float(ties))
+        if bootstrap and live:
+            alpha = (1 - confidence) / 2
+            sizes = sorted({(len(groups[gx]), len(groups[gy])) for _, gx, gy in live})
+            # x draws from positions 0 .. nx-1 of the hashed grid, y from nx .. nx+ny-1: independent streams
+            draws = " UNION ALL ".join(
+                f"SELECT {nx} AS nx, {ny} AS ny, b, "
+                f"list(CAST(h % {nx}::UBIGINT AS BIGINT) + 1 ORDER BY pos) FILTER (WHERE pos < {nx}) AS ix, "
+                f"list(CAST(h % {ny}::UBIGINT AS BIGINT) + 1 ORDER BY pos) FILTER (WHERE pos >= {nx}) AS iy "
+                f"FROM ({_hashed_grid(seed, n_resamples, nx + ny)}) GROUP BY b" for nx, ny in sizes)
+            rows = con.execute(f"""
+                WITH obs AS (
+                    SELECT p.job, x.v AS vx, y.v AS vy, x.n AS nx, y.n AS ny,
+                           list_avg(x.v) - list_avg(y.v) AS d, {_TOL} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
+                    FROM sqlm_pairs p JOIN sqlm_groups x ON x.g = p.gx JOIN sqlm_groups y ON y.g = p.gy),
+                diffs AS (
+                    SELECT o.job, o.d, o.tol, list_sum(list_select(o.vx, s.ix)) / o.nx
+                                              - list_sum(list_select(o.vy, s.iy)) / o.ny AS m
+                    FROM obs o JOIN ({draws}) s ON s.nx = o.nx AND s.ny = o.ny)
+                SELECT job, SUM(CASE WHEN abs(m - d) >= abs(d) - tol THEN 1 ELSE 0 END),
+                       quantile_cont(m, {alpha!r}), quantile_cont(m, {1 - alpha!r})
+                FROM diffs GROUP BY job""").fetchall()
+            for job, hits, lo, hi in rows:
+                out[job].update(p=min(1.0, (hits + 1) / (n_resamples + 1)), ci_low=lo, ci_high=hi)
+    finally:
+        con.close()
+    return moments, out

@@ -1,0 +1,79 @@
+"""`sqlmetrics convert`: a run or qrels in any format the readers take, written in another: TREC text, CSV,
+TSV, JSON Lines, Parquet or a table of a DuckDB file, atomically (as every output)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..identifiers import quote_identifier as _q
+from ..local import checks
+from ..local.evaluate import connect
+from ..local.readers import load
+from ..options import CONVERT_CMD
+from .common import TableOutput, UsageError, add_option_flags, chosen_format, role_pairs, trec_tag
+
+FORMATS = ("trec", "csv", "tsv", "jsonl", "parquet")
+# The columns written, in order, with their types; a run's rank_position only when it has one.
+COLUMNS = {"qrels": {"query_id": "string", "doc_id": "string", "relevance": "float64"},
+           "run": {"query_id": "string", "doc_id": "string", "rank_position": "int64", "score": "float64"}}
+SQL_TYPES = {"string": "VARCHAR", "float64": "DOUBLE", "int64": "BIGINT"}
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("convert", parents=parents, help="write a run or qrels in another format",
+                       description="Read a run or qrels (TREC text, .gz too, CSV, TSV, Parquet, JSON Lines, "
+                                   "file.duckdb:table, a SQLite file.db:table), check it as an evaluation would, and "
+                                   "write it as TREC text (to stdout without -o), CSV, TSV, JSON Lines, Parquet or a "
+                                   "DuckDB table. Columns are written under their role's name: query_id, doc_id, "
+                                   "relevance (qrels); query_id, doc_id, rank_position, score (run).")
+    p.add_argument("kind", choices=("run", "qrels"), help="what INPUT holds")
+    p.add_argument("input", metavar="INPUT", help="the file (or file.duckdb:table) to read")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE (atomically), in the format its extension names: .txt (trec), .csv, .tsv, "
+                        ".jsonl, .parquet; or FILE.duckdb:TABLE (--into-mode)")
+    p.add_argument("-f", "--format", choices=FORMATS, help="trec (default), csv, tsv, jsonl or parquet")
+    p.add_argument("--column", action="append", metavar="ROLE=NAME", help="the input's column playing a role")
+    p.add_argument("--tag", help="a TREC run's tag (6th field; default: the input's own tag, or its file stem)")
+    add_option_flags(p, CONVERT_CMD)
+    p.set_defaults(func=run)
+
+
+def run(args) -> tuple:
+    fmt = chosen_format(args, (*FORMATS, "duckdb"), "trec")
+    if fmt != "trec" and not args.output:
+        raise UsageError(f"-f {fmt}: give the file to write, -o FILE; standard output gets TREC text.")
+    con = connect()
+    try:
+        loaded = load(con, args.input, args.kind, role_pairs(args.column, "--column"))
+        if args.kind == "run":
+            if "score" not in loaded.columns:
+                raise UsageError(f"{loaded.label}: has no score column; map one with --column score=NAME.")
+            checks.check(con, loaded, "run")
+        else:
+            checks.check(con, loaded, "qrels")
+        present = {r: t for r, t in COLUMNS[args.kind].items() if r in loaded.columns}
+        items = [f"CAST({_q(loaded.columns[r])} AS {SQL_TYPES[t]}) AS {r}" for r, t in present.items()]
+        types = dict(present)
+        if fmt == "trec" and args.kind == "run" and "rank_position" not in present:
+            # TREC text needs a rank: trec_eval's own order, score descending, then document id descending
+            score, doc = _q(loaded.columns["score"]), _q(loaded.columns["doc_id"])
+            items.append(f"ROW_NUMBER() OVER (PARTITION BY {_q(loaded.columns['query_id'])} ORDER BY {score} DESC, "
+                         f"CAST({doc} AS VARCHAR) DESC) AS rank_position")
+            types["rank_position"] = "int64"
+        rows = con.execute(f"SELECT {', '.join(items)} FROM {loaded.view} ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+    names = list(types)
+    if fmt != "trec":
+        return TableOutput(names, rows, types, ("query_id", "doc_id"), fmt, args.into_mode), args.output
+    record = [dict(zip(names, r)) for r in rows]
+    if args.kind == "qrels":
+        return "".join(f"{r['query_id']} 0 {r['doc_id']} {_number(r['relevance'])}\n" for r in record), args.output
+    tag = args.tag or trec_tag(args.input) or Path(args.input).name.split(".")[0]
+    record.sort(key=lambda r: (r["query_id"], r["rank_position"]))
+    return "".join(f"{r['query_id']} Q0 {r['doc_id']} {r['rank_position']} {_number(r['score'])} {tag}\n"
+                   for r in record), args.output
+
+
+def _number(v) -> str:
+    """A grade or score as TREC text: whole numbers without a decimal point, others as Python writes them."""
+    return str(int(v)) if float(v).is_integer() else repr(float(v))

@@ -1,0 +1,134 @@
+"""The report's charts, drawn with matplotlib (the optional extra `sqlmetrics[report]`). Each chart function
+takes plain numbers and returns a matplotlib Figure; svg() gives its inline SVG for the HTML page, save()
+writes it to a .png or .svg file. matplotlib is imported on first use: the command line's other subcommands
+never load it.
+"""
+from __future__ import annotations
+
+import io
+import math
+import re
+from pathlib import Path
+
+from ..errors import SqlmetricsError
+from ..local.output import replace_file, writable_target
+
+WIN, LOSS, TIE = "#2e7d32", "#c62828", "#9e9e9e"
+PLOT_FORMATS = (".png", ".svg")
+_TIE = 1e-12  # a per-query difference this small is a tie (compare's win/tie/loss rule for values up to 1)
+_WIDTH = 9.0  # inches (648 pt in SVG); the page narrows a chart to its own width
+
+
+def figure_class():
+    """matplotlib's Figure (no pyplot, no global state, no GUI backend), or an error saying how to install it."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise SqlmetricsError('the report draws its charts with matplotlib, which is not installed: '
+                              'pip install "sqlmetrics[report]".') from None
+    return Figure
+
+
+def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
+    """Per-query differences against the baseline: one panel per run, bars sorted from the largest
+    improvement to the largest loss, green where the run is better, red where it is worse.
+
+    deltas: {run: [(query_id, run - baseline)]}."""
+    Figure = figure_class()
+    fig = Figure(figsize=(_WIDTH, 2.6 * len(deltas) + 0.4), layout="constrained")
+    axes = fig.subplots(len(deltas), 1, squeeze=False)[:, 0]
+    sign = 1 if better == "higher" else -1
+    for ax, (run, pairs) in zip(axes, deltas.items()):
+        ranked = sorted(pairs, key=lambda p: (-sign * p[1], p[0]))
+        values = [d for _, d in ranked]
+        colours = [TIE if abs(d) <= _TIE else WIN if sign * d > 0 else LOSS for d in values]
+        wins = sum(c == WIN for c in colours)
+        losses = sum(c == LOSS for c in colours)
+        ax.bar(range(len(values)), values, width=0.85, color=colours)
+        ax.axhline(0, color="#444444", linewidth=0.8)
+        ax.set_title(f"{measure}: {run} − {baseline} per query ({wins} better, {losses} worse, "
+                     f"{len(values) - wins - losses} tied)", fontsize=10, loc="left")
+        ax.set_ylabel(f"Δ {measure}")
+        ax.set_xlim(-0.6, max(len(values), 1) - 0.4)
+        if len(values) <= 60:  # query ids stay legible up to about this many
+            ax.set_xticks(range(len(values)), [q for q, _ in ranked], rotation=90, fontsize=6)
+        else:
+            ax.set_xticks([])
+            ax.set_xlabel(f"{len(values)} queries, sorted by difference")
+        ax.grid(axis="y", color="#e0e0e0", linewidth=0.6)
+        ax.set_axisbelow(True)
+    return fig
+
+
+def pr_chart(levels: list, curves: dict):
+    """Interpolated precision at the recall levels, one line per run: {run: [precision per level]}."""
+    Figure = figure_class()
+    fig = Figure(figsize=(_WIDTH * 0.62, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for run, precision in curves.items():
+        ax.plot(levels, [math.nan if p is None else p for p in precision], marker="o", markersize=3.5,
+                linewidth=1.6, label=run)
+    ax.set_xlabel("recall")
+    ax.set_ylabel("interpolated precision")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_title("Precision–recall (interpolated, mean over queries)", fontsize=10, loc="left")
+    ax.grid(color="#e0e0e0", linewidth=0.6)
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def segments_chart(measure: str, points: list):
+    """Each segment's mean with its 95% confidence interval: points are (category, series, mean, low, high);
+    categories along the x axis, the series of a category side by side."""
+    Figure = figure_class()
+    categories = list(dict.fromkeys(p[0] for p in points))
+    series = list(dict.fromkeys(p[1] for p in points))
+    fig = Figure(figsize=(_WIDTH, 3.6), layout="constrained")
+    ax = fig.subplots()
+    step = 0.7 / max(len(series), 1)
+    for i, name in enumerate(series):
+        mine = [p for p in points if p[1] == name]
+        x = [categories.index(p[0]) + (i - (len(series) - 1) / 2) * step for p in mine]
+        means = [p[2] for p in mine]
+        below = [p[2] - p[3] if p[3] is not None else 0 for p in mine]
+        above = [p[4] - p[2] if p[4] is not None else 0 for p in mine]
+        ax.errorbar(x, means, yerr=[below, above], fmt="o", capsize=4, markersize=5, linewidth=1.4,
+                    label=name or None)
+    ax.set_xticks(range(len(categories)), categories, fontsize=8)
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    ax.set_ylabel(measure)
+    ax.set_title(f"{measure} per segment: mean and 95% confidence interval (mean ± 1.96·se over lists)",
+                 fontsize=10, loc="left")
+    ax.grid(axis="y", color="#e0e0e0", linewidth=0.6)
+    if any(series):
+        ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def svg(fig, prefix: str) -> str:
+    """The figure as an <svg> element to inline in HTML: text drawn as paths (no font is fetched or needed),
+    no date, and every id prefixed (references too) so that several charts on one page share none."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": prefix}):  # the salt: the same ids each time
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]  # without the XML declaration and DOCTYPE, which HTML does not take
+    return re.sub(r'(\bid="|xlink:href="#|url\(#)', rf"\1{prefix}-", text)
+
+
+def chart_path(path: str, name: str) -> str:
+    """A file for save(): .png or .svg, in a writable place; checked before any work is done."""
+    if Path(path).suffix.lower() not in PLOT_FORMATS:
+        raise SqlmetricsError(f"{name}: write a .png or .svg file (the format follows the file name).")
+    writable_target(path, name)
+    return path
+
+
+def save(fig, path: str, name: str) -> None:
+    """The figure written atomically (local.output.replace_file) as PNG or SVG, by the file's suffix."""
+    fmt = Path(chart_path(path, name)).suffix.lower()[1:]
+    replace_file(path, name, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150,
+                                                     metadata={"Date": None} if fmt == "svg" else None))

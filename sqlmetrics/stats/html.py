@@ -1,0 +1,294 @@
+"""The HTML report: one self-contained page (inline CSS and SVG, no script, nothing fetched when viewed).
+
+build_report() evaluates once, with the measures asked for plus interpolated precision at the eleven recall
+levels, and keeps what the page shows:
+- the results table with compare()'s significance marks (compare.analyse on the same per-query values);
+- per-query differences of every run against the baseline (sorted win/loss bars);
+- precision–recall curves from the mean interpolated precision (IPrec@0.0 ... IPrec@1.0);
+- with group_by (logs), each segment's mean and 95% confidence interval, mean ± 1.96·se over its lists;
+- the SQL statement of the evaluation (sqlmetrics.render() for DuckDB, folded in a <details> block).
+"""
+from __future__ import annotations
+
+import html
+import importlib.metadata
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from ..catalogue import parse_all
+from ..dialects.render import render
+from ..errors import SqlmetricsError
+from ..evaluation import evaluate
+from ..local.evaluate import python_rows
+from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
+from . import charts
+from .compare import analyse, unique_names
+from .report import _number as _shown, _p, _signed
+
+RECALL_LEVELS = [i / 10 for i in range(11)]
+CURVE = [f"IPrec@{r:.1f}" for r in RECALL_LEVELS]
+Z95 = 1.96  # the normal quantile of a two-sided 95% interval
+
+
+@dataclass
+class Segment:
+    """One run's segment on one measure: its lists' mean and the 95% interval mean ± 1.96·se (se = sample
+    standard deviation / √n; no interval for a single list)."""
+
+    run: str
+    values: tuple  # the group_by columns' values
+    n: int
+    mean: float
+    low: float | None
+    high: float | None
+
+
+@dataclass
+class HtmlReport:
+    """What the page shows; to_html() writes it, chart() draws any of its charts as a matplotlib Figure."""
+
+    runs: list
+    measures: list
+    better: dict  # measure -> higher | lower
+    aggregate: dict  # measure -> mean | sum | geometric
+    baseline: str | None
+    comparison: object | None  # stats.report.Report: compare's table and tests (without group_by)
+    deltas: dict  # {measure: {run: [(query_id, run - baseline)]}}, every query both runs have a value for
+    curves: dict  # {run: [mean interpolated precision at RECALL_LEVELS]}
+    group_by: tuple
+    segments: dict  # {measure: [Segment]}, with group_by; only measures averaged as a mean
+    sql: str
+    options: dict = field(default_factory=dict)  # the evaluation options that differ from their defaults
+
+    def chart_names(self) -> list:
+        """Every chart of the page, in page order: ('deltas', measure), ('segments', measure), ('pr', None)."""
+        return ([("deltas", m) for m in self.deltas] + [("segments", m) for m in self.segments]
+                + [("pr", None)])
+
+    def chart(self, kind: str, measure: str | None = None):
+        if kind == "deltas":
+            return charts.deltas_chart(measure, self.better[measure], self.baseline, self.deltas[measure])
+        if kind == "segments":
+            return charts.segments_chart(measure, _points(self.segments[measure], self.group_by, len(self.runs) > 1))
+        return charts.pr_chart(RECALL_LEVELS, self.curves)
+
+    def to_html(self, digits: int = 4) -> str:
+        return _page(self, digits)
+
+
+def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
+    """Evaluate `runs` ({name: run} or a list named by file stem) on `measures` and gather the report.
+
+    Without group_by there must be at least two runs; `baseline` (default: the first run) is the run the
+    per-query differences are taken against. The options are evaluate()'s and compare()'s; group_by, label
+    and relevance evaluate a log per segment (compare's tests are then left out: its segments are not paired)."""
+    o = resolve(REPORT, options)
+    segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
+    named = {str(k): v for k, v in runs.items()} if isinstance(runs, dict) else dict(zip(unique_names(runs), runs))
+    if not named:
+        raise SqlmetricsError("the report needs at least one run.")
+    if "run_name" in (o.columns or {}):
+        raise SqlmetricsError("the report names its runs itself ({name: run}, or the files on the command line): "
+                              "drop run_name from columns= and pass each run as its own table or file.")
+    if not segs and len(named) < 2:
+        raise SqlmetricsError(f"the report compares runs: give at least two (got {len(named)}), or evaluate a log "
+                              "per segment with group_by.")
+    if baseline is None:
+        baseline = next(iter(named))
+    elif baseline not in named:
+        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, named))}.")
+    if isinstance(measures, str):
+        measures = [measures]
+    calls = parse_all(measures, o.relevance_level, o.compat)
+    texts = [c.text for c in calls]
+    evaluated = texts + [m for m in CURVE if m not in texts]
+    given = o.as_dict()
+    res = evaluate(qrels, named, evaluated, _fetch=python_rows,
+                   **{k: v for k, v in given.items() if EVALUATE in BY_NAME[k].takers})
+    names, rows = res.per_query
+    records = [dict(zip(names, row)) for row in rows]
+    better = {c.text: c.measure.better for c in calls}
+    aggregate = {c.text: c.measure.aggregate for c in calls}
+    comparison, deltas, segments = None, {}, {}
+    if segs:
+        segments = {m: _segments(records, segs, m) for m in texts if aggregate[m] == "mean"}
+    else:
+        by_run = {r: {rec["query_id"]: rec for rec in records if rec["run"] == r} for r in named}
+        common = sorted(set.intersection(*(set(q) for q in by_run.values())))
+        values = {m: [[by_run[r][q][m] for q in common] for r in named] for m in texts}
+        comparison = analyse(list(named), {m: (better[m], aggregate[m]) for m in texts}, common, values,
+                             test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
+                             n_resamples=o.n_resamples)
+        deltas = {m: {r: _differences(by_run[r], by_run[baseline], m) for r in named if r != baseline} for m in texts}
+    curves = {r: [res.aggregate[r][m] for m in CURVE] for r in named}
+    render_options = {k: v for k, v in given.items() if RENDER in BY_NAME[k].takers}
+    if len(named) > 1:  # the runs as one table with a run_name column, as evaluate() unions them
+        render_options["columns"] = {**(o.columns or {}), "run_name": "run_name"}
+    sql = render(evaluated, "duckdb", qrels=None if qrels is None else "qrels", run="run", per_query=True,
+                 **render_options)
+    changed = {k: v for k, v in given.items() if v != BY_NAME[k].default}
+    return HtmlReport(runs=list(named), measures=texts, better=better, aggregate=aggregate, baseline=baseline,
+                      comparison=comparison, deltas=deltas, curves=curves, group_by=segs, segments=segments,
+                      sql=sql, options=changed)
+
+
+build_report.__signature__ = signature(REPORT, "qrels, runs, measures, baseline=None")
+
+
+def _differences(run: dict, baseline: dict, measure: str) -> list:
+    """[(query_id, run - baseline)] over the queries where both have a value, by query id."""
+    out = []
+    for q in sorted(set(run) & set(baseline)):
+        a, b = run[q][measure], baseline[q][measure]
+        if _number(a) and _number(b):
+            out.append((q, a - b))
+    return out
+
+
+def _number(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _segments(records: list, segs: tuple, measure: str) -> list:
+    groups: dict = {}
+    for rec in records:
+        if _number(rec[measure]):
+            groups.setdefault((rec["run"], tuple(rec[s] for s in segs)), []).append(rec[measure])
+    out = []
+    for (run, values), xs in groups.items():
+        mean = math.fsum(xs) / len(xs)
+        half = Z95 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else None
+        out.append(Segment(run=run, values=values, n=len(xs), mean=mean,
+                           low=None if half is None else mean - half, high=None if half is None else mean + half))
+    return sorted(out, key=lambda s: (tuple("" if v is None else str(v) for v in s.values), s.run))
+
+
+def _points(segments: list, segs: tuple, several_runs: bool) -> list:
+    """(category, series, mean, low, high) for the chart: the last segment column (the arm, say) and the run
+    tell the series apart, the other columns (the day) make the categories."""
+    out = []
+    for s in segments:
+        shown = ["null" if v is None else str(v) for v in s.values]
+        category = " · ".join(shown[:-1]) if len(shown) > 1 else shown[0]
+        series = [s.run] if several_runs else []
+        series += shown[-1:] if len(shown) > 1 else []
+        out.append((category, " · ".join(series), s.mean, s.low, s.high))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the page
+
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 0 auto;
+       max-width: 980px; padding: 24px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; }
+p.meta { color: #555; margin: 0 0 12px; }
+table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #e6e6e6; text-align: right; }
+th { background: #f5f5f7; } td.l, th.l { text-align: left; }
+sup { color: #2e7d32; font-weight: 600; } td.best { font-weight: 700; }
+td.sig { color: #2e7d32; font-weight: 600; text-align: center; }
+figure { margin: 12px 0 20px; } figure svg { max-width: 100%; height: auto; }
+figcaption, p.note { color: #555; font-size: 13px; }
+details { background: #f8f8fa; border: 1px solid #ddd; border-radius: 6px; padding: 6px 12px; }
+summary { cursor: pointer; font-weight: 600; }
+pre { overflow-x: auto; font-size: 12px; }
+"""
+
+
+def _page(report: HtmlReport, digits: int) -> str:
+    e = html.escape
+    version = importlib.metadata.version("sqlmetrics")
+    what = (f"{len(report.runs)} run{'s' if len(report.runs) > 1 else ''} ({', '.join(report.runs)}), "
+            f"measures {', '.join(report.measures)}")
+    if report.group_by:
+        what += f"; segments by {', '.join(report.group_by)}"
+    if report.options:
+        what += "; options " + ", ".join(f"{k}={v!r}" for k, v in report.options.items())
+    parts = [f"<h1>sqlmetrics report</h1>\n<p class=\"meta\">{e(what)}. Made by sqlmetrics {e(version)}.</p>"]
+    if report.comparison is not None:
+        parts.append(_results(report, digits))
+        parts.append(f"<h2 id=\"deltas\">Per-query differences against {e(report.baseline)}</h2>\n"
+                     "<p class=\"note\">Each bar is one query: the run's value minus the baseline's, sorted from the "
+                     "largest improvement (green) to the largest loss (red).</p>")
+        parts += [_figure(report, "deltas", m) for m in report.deltas]
+    if report.group_by:
+        parts.append(_segments_table(report, digits))
+        parts += [_figure(report, "segments", m) for m in report.segments]
+        left = [m for m in report.measures if m not in report.segments]
+        if left:
+            parts.append(f"<p class=\"note\">Not charted per segment (aggregated as a sum or a geometric mean, "
+                         f"not a mean of lists): {e(', '.join(left))}.</p>")
+    parts.append("<h2 id=\"pr\">Precision–recall</h2>")
+    parts.append(_figure(report, "pr", None))
+    parts.append("<h2 id=\"sql\">SQL</h2>\n<details><summary>The statement of this evaluation (DuckDB; "
+                 "<code>sqlmetrics sql</code> renders it for other engines)</summary>\n"
+                 f"<pre><code>{e(report.sql)}</code></pre>\n</details>")
+    body = "\n".join(parts)
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            "<link rel=\"icon\" href=\"data:,\">\n"  # no favicon request
+            f"<title>sqlmetrics report: {e(', '.join(report.runs))}</title>\n<style>{_CSS}</style>\n</head>\n"
+            f"<body>\n{body}\n</body>\n</html>\n")
+
+
+def _figure(report: HtmlReport, kind: str, measure: str | None) -> str:
+    index = report.chart_names().index((kind, measure))
+    fig = report.chart(kind, measure)
+    return f"<figure class=\"chart\" id=\"chart-{index + 1}\">\n{charts.svg(fig, f'chart{index + 1}')}</figure>"
+
+
+def _value(v, aggregate: str, digits: int) -> str:
+    return _shown(v, aggregate, digits) if _number(v) else "–"
+
+
+def _results(report: HtmlReport, digits: int) -> str:
+    e = html.escape
+    rep = report.comparison
+    labels = rep.labels
+    head = "".join(f"<th>{e(m)}</th>" for m in rep.measures)
+    rows = []
+    for r in rep.runs:
+        cells = []
+        for m in rep.measures:
+            best = " class=\"best\"" if r in rep.best(m, digits) else ""
+            marks = rep.markers(r, m)
+            cells.append(f"<td{best}>{_value(rep.means[r][m], rep.aggregate[m], digits)}"
+                         + (f"<sup>{e(marks)}</sup>" if marks else "") + "</td>")
+        rows.append(f"<tr><td class=\"l\">{labels[r]}</td><td class=\"l\">{e(r)}</td>{''.join(cells)}</tr>")
+    pairs = []
+    for c in rep.comparisons:
+        pairs.append(f"<tr><td class=\"l\">{e(c.measure)}</td><td class=\"l\">{e(c.run)}</td>"
+                     f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}</td><td>{_p(c.p_adjusted)}</td>"
+                     f"<td>{c.wins}/{c.ties}/{c.losses}</td><td class=\"sig\">{'*' if c.significant else ''}</td></tr>")
+    p_name = f"p ({rep.correction})" if rep.correction else "p"
+    return (f"<h2 id=\"results\">Results</h2>\n<table>\n<tr><th class=\"l\"></th><th class=\"l\">run</th>{head}</tr>\n"
+            + "\n".join(rows) + f"\n</table>\n<p class=\"note\">{e(rep.footnote())} The best value per measure is in "
+            "bold.</p>\n<table>\n<tr><th class=\"l\">measure</th><th class=\"l\">run</th><th class=\"l\">baseline</th>"
+            f"<th>difference</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n" + "\n".join(pairs)
+            + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}; difference = mean of run − baseline per query"
+            + (" (of log values for geometric means)" if "geometric" in rep.aggregate.values() else "") + ".</p>")
+
+
+def _segments_table(report: HtmlReport, digits: int) -> str:
+    e = html.escape
+    several = len(report.runs) > 1
+    head = ("<th class=\"l\">run</th>" if several else "") + "".join(f"<th class=\"l\">{e(s)}</th>" for s in report.group_by)
+    head += "<th>lists</th>" + "".join(f"<th>{e(m)} (95% CI)</th>" for m in report.segments)
+    keyed = {m: {(s.run, s.values): s for s in segs} for m, segs in report.segments.items()}
+    keys = list(dict.fromkeys(k for per in keyed.values() for k in per))
+    rows = []
+    for run, values in keys:
+        cells = (f"<td class=\"l\">{e(run)}</td>" if several else "") + "".join(
+            f"<td class=\"l\">{e('null' if v is None else str(v))}</td>" for v in values)
+        first = next(per[(run, values)] for per in keyed.values() if (run, values) in per)
+        cells += f"<td>{first.n}</td>"
+        for m in report.segments:
+            s = keyed[m].get((run, values))
+            interval = "" if s is None or s.low is None else f" [{s.low:.{digits}f}, {s.high:.{digits}f}]"
+            cells += f"<td>{_value(None if s is None else s.mean, 'mean', digits)}{interval}</td>"
+        rows.append(f"<tr>{cells}</tr>")
+    return (f"<h2 id=\"segments\">Per segment</h2>\n<table>\n<tr>{head}</tr>\n" + "\n".join(rows)
+            + "\n</table>\n<p class=\"note\">Each segment's mean over its lists, and the 95% confidence interval "
+            "mean ± 1.96·se (se: the lists' standard deviation / √n).</p>")

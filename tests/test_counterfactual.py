@@ -1,0 +1,157 @@
+"""Counterfactual estimates: IPS / SNIPS of a new ranker's click-through and team-draft interleaving credit,
+on simulated logs (seeded) whose true value and winner are known, against numpy and scipy on the same rows."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import scipy.stats as st
+
+import sqlmetrics
+from sqlmetrics.errors import SqlmetricsError
+from sqlmetrics.stats.counterfactual import sign_test
+
+
+def _bandit_log(seed: int, n: int = 20000):
+    """Contexts (queries) with 5 candidate results at the top slot; the logging ranker samples one from a
+    softmax of noisy scores (its propensity is logged), the click probability depends on (context, action),
+    the new ranker deterministically shows its own top pick. True CTR of the new ranker: the mean, over the
+    uniform contexts, of the click probability of its pick."""
+    rng = np.random.default_rng(seed)
+    contexts, k = 50, 5
+    ctr = rng.uniform(0.02, 0.4, (contexts, k))
+    logging_scores = ctr * 5 + rng.normal(0, 1, (contexts, k))
+    policy = np.exp(logging_scores) / np.exp(logging_scores).sum(axis=1, keepdims=True)
+    new_pick = np.argmax(ctr + rng.normal(0, 0.05, (contexts, k)), axis=1)
+    truth = ctr[np.arange(contexts), new_pick].mean()
+    ctx = rng.integers(0, contexts, n)
+    action = np.array([rng.choice(k, p=policy[c]) for c in ctx])
+    click = (rng.random(n) < ctr[ctx, action]).astype(np.int8)
+    log = pa.table({"query": [f"q{c}" for c in ctx], "shown": [f"d{a}" for a in action], "clicked": click,
+                    "p": policy[ctx, action], "new_top": [f"d{new_pick[c]}" for c in ctx]})
+    return log, truth
+
+
+COLUMNS = {"action": "shown", "click": "clicked", "propensity": "p", "new_action": "new_top"}
+
+
+def test_ips_and_snips_equal_numpy_on_the_same_rows_and_cover_the_truth(tmp_path):
+    log, truth = _bandit_log(7)
+    est = sqlmetrics.ips(log, columns=COLUMNS)
+    w = (np.asarray(log["shown"]) == np.asarray(log["new_top"])) / np.asarray(log["p"])
+    r = np.asarray(log["clicked"], dtype=float)
+    n = len(r)
+    assert est["n"] == n and est["matches"] == int(np.sum(w > 0))
+    assert est["ips"].value == pytest.approx(np.mean(w * r), rel=1e-12)
+    assert est["ips"].se == pytest.approx(st.sem(w * r), rel=1e-9)
+    snips = np.sum(w * r) / np.sum(w)
+    assert est["snips"].value == pytest.approx(snips, rel=1e-12)
+    assert est["snips"].se == pytest.approx(np.sqrt(np.sum(w ** 2 * (r - snips) ** 2)) / np.sum(w), rel=1e-9)
+    z = st.norm.ppf(0.975)
+    assert est["ips"].ci_low == pytest.approx(est["ips"].value - z * est["ips"].se, rel=1e-12)
+    for name in ("ips", "snips"):
+        assert est[name].ci_low <= truth <= est[name].ci_high, (name, truth, est[name])
+    # the logging policy's own CTR is lower: the estimate is not just the logged mean
+    assert np.mean(r) < est["snips"].ci_low
+    # the same log as a Parquet file
+    path = tmp_path / "bandit.parquet"
+    pq.write_table(log, path)
+    assert sqlmetrics.ips(str(path), columns=COLUMNS) == est
+
+
+def test_ips_intervals_cover_the_truth_at_about_their_level():
+    hits = {"ips": 0, "snips": 0}
+    for seed in range(20):
+        log, truth = _bandit_log(100 + seed, n=4000)
+        est = sqlmetrics.ips(log, columns=COLUMNS, confidence=0.9)
+        for name in hits:
+            hits[name] += est[name].ci_low <= truth <= est[name].ci_high
+    assert hits["ips"] >= 15 and hits["snips"] >= 15
+
+
+def test_ips_hand_computed():
+    """Four decisions: the new ranker agrees on rows 1 and 3 (propensities 0.5 and 0.25, clicks 1 and 0).
+    w = 2, 0, 4, 0: IPS = (2*1 + 4*0) / 4 = 0.5; SNIPS = 2 / 6 = 1/3."""
+    log = pa.table({"action": ["a", "b", "a", "c"], "click": [1, 1, 0, 1], "propensity": [0.5, 0.5, 0.25, 0.8],
+                    "new_action": ["a", "a", "a", "a"]})
+    est = sqlmetrics.ips(log)
+    assert est["ips"].value == pytest.approx(0.5) and est["snips"].value == pytest.approx(1 / 3)
+    assert est["matches"] == 2
+
+
+def _interleaved_log(seed: int, n: int, p_a: float, p_b: float, k: int = 2):
+    """Impressions of 2k documents, k from each team (the team-draft picks), each clicked independently with
+    its team's probability. True delta = P(B gets more clicks) - P(A gets more clicks), from the binomials."""
+    rng = np.random.default_rng(seed)
+    rows = {"impression": [], "team": [], "clicked": []}
+    for i in range(n):
+        for team, p in (("A", p_a), ("B", p_b)):
+            for _ in range(k):
+                rows["impression"].append(f"i{i}")
+                rows["team"].append(team)
+                rows["clicked"].append(int(rng.random() < p))
+    ca, cb = st.binom.pmf(np.arange(k + 1), k, p_a), st.binom.pmf(np.arange(k + 1), k, p_b)
+    joint = np.outer(ca, cb)  # [a clicks, b clicks]
+    truth = np.sum(np.triu(joint, 1)) - np.sum(np.tril(joint, -1))
+    return pa.table(rows), truth
+
+
+def test_team_draft_credit_finds_the_true_winner_and_covers_the_true_delta():
+    log, truth = _interleaved_log(3, 3000, 0.2, 0.3)
+    res = sqlmetrics.interleaving(log, columns={"click": "clicked"})
+    assert res["teams"] == ("A", "B") and res["impressions"] == 3000
+    assert res["delta"].ci_low <= truth <= res["delta"].ci_high
+    assert res["delta"].ci_low > 0 and res["p_value"] < 0.001  # B, the true winner
+    # the same counts by hand from the rows
+    imp = np.asarray(log["impression"])
+    team = np.asarray(log["team"])
+    clk = np.asarray(log["clicked"])
+    outcome = []
+    for i in np.unique(imp):
+        m = imp == i
+        a, b = clk[m & (team == "A")].sum(), clk[m & (team == "B")].sum()
+        outcome.append(np.sign(b - a))
+    outcome = np.asarray(outcome)
+    assert res["wins"] == {"A": int(np.sum(outcome < 0)), "B": int(np.sum(outcome > 0))}
+    assert res["ties"] == int(np.sum(outcome == 0))
+    assert res["delta"].value == pytest.approx(outcome.mean()) and res["delta"].se == pytest.approx(st.sem(outcome))
+    assert res["p_value"] == pytest.approx(st.binomtest(res["wins"]["B"], res["wins"]["A"] + res["wins"]["B"]).pvalue,
+                                           rel=1e-9)
+
+
+def test_no_difference_is_not_a_winner():
+    log, truth = _interleaved_log(4, 1500, 0.25, 0.25)
+    res = sqlmetrics.interleaving(log, columns={"click": "clicked"})
+    assert truth == 0 and res["delta"].ci_low <= 0 <= res["delta"].ci_high and res["p_value"] > 0.05
+
+
+@pytest.mark.parametrize("k, n", [(0, 0), (3, 10), (5, 10), (7, 10), (40, 100), (480, 1000), (1, 1)])
+def test_sign_test_equals_scipy_binomtest(k, n):
+    want = st.binomtest(k, n).pvalue if n else 1.0
+    assert sign_test(k, n) == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("call, log, message", [
+    ("ips", pa.table({"action": ["a"], "click": [1], "propensity": [0.0], "new_action": ["a"]}), "propensity outside"),
+    ("ips", pa.table({"action": ["a"], "click": [None], "propensity": [0.5], "new_action": ["a"]}), "no click"),
+    ("ips", pa.table({"action": ["a"], "click": [1], "propensity": [0.5]}), "no column 'new_action'"),
+    ("ips", pa.table({"action": ["a"], "click": [1], "propensity": ["x"], "new_action": ["a"]}), "do not fit"),
+    ("ips", {"a": 1}, "cannot read a dict"),
+    ("ips", "nope.parquet", "no such file"),
+    ("interleaving", pa.table({"impression": ["i"] * 3, "team": ["A", "B", "C"], "click": [1, 0, 0]}), "exactly two"),
+])
+def test_bad_logs_are_named(call, log, message):
+    with pytest.raises(SqlmetricsError, match=message):
+        getattr(sqlmetrics, call)(log)
+
+
+def test_bad_confidence_and_roles():
+    log = pa.table({"action": ["a"], "click": [1], "propensity": [0.5], "new_action": ["a"]})
+    with pytest.raises(SqlmetricsError, match="confidence=1.5"):
+        sqlmetrics.ips(log, confidence=1.5)
+    with pytest.raises(SqlmetricsError, match="unknown role"):
+        sqlmetrics.ips(log, columns={"reward": "click"})
+    assert math.isnan(sqlmetrics.ips(log)["ips"].se)  # one row: no spread to estimate

@@ -1,0 +1,292 @@
+"""The HTML report (`sqlmetrics report`, stats.html.build_report): its numbers against independent
+computations (compare(), evaluate()'s per-query table with pandas, pytrec_eval, scipy), the page being
+self-contained, the command line, and the page opened in a real browser (Debian's chromium, driven by
+Selenium through /usr/bin/chromedriver; SQLMETRICS_REQUIRE_ENGINES=1, as CI sets it, turns its absence into
+a failure).
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import pytrec_eval
+from matplotlib.colors import to_hex
+from scipy import stats
+
+import sqlmetrics
+from sqlmetrics import demo
+from sqlmetrics.cli import main
+from sqlmetrics.errors import SqlmetricsError
+from sqlmetrics.stats import charts
+from sqlmetrics.stats.html import build_report
+
+QRELS, (BM25, RERANK) = demo.paths()
+RUNS = {"bm25": str(BM25), "rerank": str(RERANK)}
+MEASURES = ["nDCG@10", "AP", "P@10", "num_rel_ret", "gm_map", "FirstRank"]  # FirstRank: lower is better
+LOG = str(demo.folder() / "search_log.parquet")
+LOG_OPTIONS = dict(label="rating", ties="rank", group_by=["date", "arm"],
+                   columns={"query_id": "session", "doc_id": "doc", "rank_position": "position"})
+LOG_ARGS = ("none", LOG, "--label", "rating", "--ties", "rank", "--group-by", "date", "--group-by", "arm",
+            "--column", "query_id=session", "--column", "doc_id=doc", "--column", "rank_position=position",
+            "-m", "nDCG@5", "-m", "RR")  # the same on the command line
+REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
+
+
+@pytest.fixture(scope="module")
+def demo_report():
+    return build_report(str(QRELS), RUNS, MEASURES, test="fisher", n_resamples=2000)
+
+
+@pytest.fixture(scope="module")
+def log_report():
+    return build_report(None, {"log": LOG}, ["nDCG@5", "RR", "num_rel"], **LOG_OPTIONS)
+
+
+def _per_query(measures, **options) -> pd.DataFrame:
+    return sqlmetrics.evaluate(str(QRELS), RUNS, measures, **options).per_query.to_pandas()
+
+
+# ---------------------------------------------------------------------------------------------- numbers
+
+
+def test_table_equals_compare(demo_report):
+    expected = sqlmetrics.compare(str(QRELS), RUNS, MEASURES, test="fisher", n_resamples=2000)
+    got = demo_report.comparison
+    for run in RUNS:
+        assert got.means[run] == pytest.approx(expected.means[run], rel=1e-12)
+    for c in expected.comparisons:
+        mine = got.comparison(c.measure, c.run, c.baseline)
+        assert (mine.difference, mine.p_value) == pytest.approx((c.difference, c.p_value), rel=1e-12)
+        assert (mine.significant, mine.winner, mine.wins, mine.ties, mine.losses) == \
+            (c.significant, c.winner, c.wins, c.ties, c.losses)
+    page = demo_report.to_html()
+    for run in RUNS:  # each mean as the page prints it, with its significance letters
+        for m in MEASURES:
+            value = expected.means[run][m]
+            text = str(int(value)) if m == "num_rel_ret" else f"{value:.4f}"
+            marks = expected.markers(run, m)
+            assert f">{text}" + (f"<sup>{marks}</sup>" if marks else "</td>") in page, (run, m, text)
+    assert any(expected.markers(r, m) for r in RUNS for m in MEASURES)  # the demo has significant wins
+
+
+def test_deltas_equal_per_query_differences(demo_report):
+    table = _per_query(MEASURES).pivot(index="query_id", columns="run")
+    for m in MEASURES:
+        expected = (table[(m, "rerank")] - table[(m, "bm25")]).dropna().sort_index()
+        got = demo_report.deltas[m]["rerank"]
+        assert [q for q, _ in got] == list(expected.index)
+        assert [d for _, d in got] == pytest.approx(list(expected), abs=1e-12)
+    assert set(demo_report.deltas[m]) == {"rerank"}  # the baseline is not compared with itself
+
+
+def test_delta_chart_counts_match_compare(demo_report):
+    rep = demo_report.comparison
+    for m in ("nDCG@10", "AP", "FirstRank"):
+        ax = demo_report.chart("deltas", m).axes[0]
+        c = rep.comparison(m, "rerank", "bm25")
+        assert f"({c.wins} better, {c.losses} worse, {c.ties} tied)" in ax.get_title(loc="left")
+        heights = [bar.get_height() for bar in ax.patches]
+        assert sorted(heights, reverse=rep.better[m] == "higher") == heights  # wins first
+        improved = [(h > 0) == (rep.better[m] == "higher") for h in heights if h != 0]
+        green = [to_hex(bar.get_facecolor()) == charts.WIN for bar in ax.patches if bar.get_height() != 0]
+        assert improved == green and sum(green) == c.wins
+
+
+def test_baseline_turns_the_differences_around():
+    report = build_report(str(QRELS), RUNS, ["AP"], baseline="rerank")
+    forward = dict(build_report(str(QRELS), RUNS, ["AP"]).deltas["AP"]["rerank"])
+    assert {q: -d for q, d in report.deltas["AP"]["bm25"]} == pytest.approx(forward, abs=1e-15)
+
+
+def test_precision_recall_curves_equal_pytrec_eval(demo_report):
+    qrels = {}
+    for line in QRELS.read_text().split("\n"):
+        if line.strip():
+            q, _, d, g = line.split()
+            qrels.setdefault(q, {})[d] = int(g)
+    levels = [f"iprec_at_recall_{i / 10:.2f}" for i in range(11)]
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall"})
+    for name, path in RUNS.items():
+        run = {}
+        for line in gzip.decompress(Path(path).read_bytes()).decode().split("\n"):
+            if line.strip():
+                q, _, d, _, s, _ = line.split()
+                run.setdefault(q, {})[d] = float(s)
+        per_query = evaluator.evaluate(run)
+        expected = [sum(per_query.get(q, {}).get(lv, 0.0) for q in qrels) / len(qrels) for lv in levels]
+        assert demo_report.curves[name] == pytest.approx(expected, abs=1e-12)
+
+
+def test_segments_equal_per_group_and_scipy(log_report):
+    res = sqlmetrics.evaluate(None, {"log": LOG}, ["nDCG@5", "RR"], **LOG_OPTIONS)
+    groups = res.per_group.to_pandas().set_index(["date", "arm"])
+    lists = res.per_query.to_pandas()
+    assert set(log_report.segments) == {"nDCG@5", "RR"}  # num_rel is a sum: no interval of a mean
+    for m in ("nDCG@5", "RR"):
+        segs = log_report.segments[m]
+        assert len(segs) == len(groups) == 6
+        for s in segs:
+            values = lists[(lists.date == s.values[0]) & (lists.arm == s.values[1])][m]
+            half = 1.96 * stats.sem(values)  # sample standard deviation / sqrt(n)
+            assert s.n == groups.loc[s.values, "num_lists"]
+            assert s.mean == pytest.approx(groups.loc[s.values, m], rel=1e-12)
+            assert (s.low, s.high) == pytest.approx((s.mean - half, s.mean + half), rel=1e-12)
+    assert log_report.comparison is None and log_report.deltas == {}
+    page = log_report.to_html()
+    s = log_report.segments["RR"][0]
+    assert f"{s.mean:.4f} [{s.low:.4f}, {s.high:.4f}]" in page
+    assert "Not charted per segment" in page and "num_rel" in page
+
+
+def test_sql_block_is_the_rendered_statement(demo_report):
+    expected = sqlmetrics.render(demo_report.measures + [f"IPrec@{i / 10:.1f}" for i in range(11)], "duckdb",
+                                 qrels="qrels", run="run", per_query=True, columns={"run_name": "run_name"})
+    assert demo_report.sql == expected
+    page = demo_report.to_html()
+    block = re.search(r"<details><summary>.*?</summary>\s*<pre><code>(.*?)</code></pre>\s*</details>", page, re.S)
+    assert block and "WITH" in block.group(1) and "&lt;=" in block.group(1)  # escaped as HTML text
+
+
+def test_the_page_fetches_nothing(demo_report, log_report):
+    for page in (demo_report.to_html(), log_report.to_html()):
+        assert "<script" not in page and "@import" not in page and "url(http" not in page
+        assert set(re.findall(r'(?:src|href)="([^"#][^"]*)"', page)) <= {"data:,"}
+        ids = re.findall(r' id="([^"]+)"', page)
+        assert len(ids) == len(set(ids))  # the inlined SVGs share no id
+        assert set(re.findall(r'(?:href="#|url\(#)([^")]+)', page)) <= set(ids)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(SqlmetricsError, match="baseline='dense' is not one of the runs: 'bm25', 'rerank'"):
+        build_report(str(QRELS), RUNS, ["AP"], baseline="dense")
+    with pytest.raises(SqlmetricsError, match="at least two"):
+        build_report(str(QRELS), {"bm25": RUNS["bm25"]}, ["AP"])
+    with pytest.raises(SqlmetricsError, match="drop run_name from columns="):
+        build_report(str(QRELS), RUNS, ["AP"], columns={"run_name": "system"})
+    with pytest.raises(SqlmetricsError, match="unexpected keyword argument 'grup_by'"):
+        build_report(None, {"log": LOG}, ["AP"], grup_by=["arm"])
+
+
+# ---------------------------------------------------------------------------------------------- command line
+
+
+def _cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_writes_the_page_and_one_chart(capsys, tmp_path):
+    page, png, svg = tmp_path / "report.html", tmp_path / "deltas.png", tmp_path / "segments.svg"
+    code, out, err = _cli(capsys, "report", QRELS, BM25, RERANK, "-m", "AP", "-m", "nDCG@10", "--baseline", "rerank",
+                          "-o", page, "--plot", png)
+    assert code == 0, err
+    assert out == ""
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "Per-query differences against rerank" in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    code, _, err = _cli(capsys, "report", *LOG_ARGS, "-o", page, "--plot", svg)
+    assert code == 0, err
+    assert svg.read_text().lstrip().startswith("<?xml") and "<path" in svg.read_text()
+    assert "Per segment" in page.read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deltas.png", "report.html", "segments.svg"]
+
+
+def test_cli_refuses_before_any_work(capsys, tmp_path):
+    code, _, err = _cli(capsys, "report", QRELS, BM25, RERANK, "-o", tmp_path / "r.html", "--plot", tmp_path / "x.jpg")
+    assert code == 2 and "--plot" in err and ".png or .svg" in err
+    code, _, err = _cli(capsys, "report", QRELS, BM25, RERANK, "--baseline", "nope", "-o", tmp_path / "r.html")
+    assert code == 2 and "baseline='nope'" in err
+    code, _, err = _cli(capsys, "report", "none", LOG, "-o", tmp_path / "r.html")
+    assert code == 2 and "--label or --relevance" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_matplotlib_names_the_extra(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if it were not installed
+    code, _, err = _cli(capsys, "report", QRELS, BM25, RERANK, "-o", tmp_path / "r.html")
+    assert code == 2 and 'pip install "sqlmetrics[report]"' in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- browser
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def _browser(tmp_path):
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not shutil.which(p)]
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        missing.append("selenium (the test extra)")
+    if missing:
+        reason = f"{', '.join(missing)} not found: .ci/browser.sh installs Debian's chromium and chromium-driver"
+        if REQUIRE:
+            pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)")
+        pytest.skip(reason)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1100,1400", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # An explicit driver path: Selenium Manager (which would download a driver) is never run.
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+
+
+@pytest.mark.slow  # a browser
+@pytest.mark.parametrize("args,charts_drawn", [
+    ((QRELS, BM25, RERANK), 4 + 1),  # the differences on each of the 4 default measures, precision-recall
+    (LOG_ARGS, 2 + 1),  # each measure per segment, precision-recall
+], ids=["demo-runs", "demo-log"])
+def test_report_opens_in_chromium(args, charts_drawn, tmp_path, capsys):
+    from selenium.webdriver.common.by import By
+
+    page = tmp_path / "report.html"
+    code, _, err = _cli(capsys, "report", *args, "-o", page)
+    assert code == 0, err
+    driver = _browser(tmp_path)
+    try:
+        driver.get(page.as_uri())
+        assert driver.title.startswith("sqlmetrics report")
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        assert errors == []
+        fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert fetched == []
+        figures = driver.find_elements(By.CSS_SELECTOR, "figure.chart")
+        assert len(figures) == charts_drawn
+        for figure in figures:
+            svg = figure.find_element(By.TAG_NAME, "svg")
+            assert svg.size["width"] > 300 and svg.size["height"] > 150
+            drawn = driver.execute_script(
+                "return [...arguments[0].querySelectorAll('path')].filter(p => p.getTotalLength() > 0).length", svg)
+            assert drawn > 20
+        details = driver.find_element(By.TAG_NAME, "details")
+        assert details.get_attribute("open") is None  # folded
+        assert "WITH" in details.find_element(By.CSS_SELECTOR, "pre code").get_attribute("textContent")
+        shot = tmp_path / "report.png"
+        assert driver.save_screenshot(str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        driver.quit()
+
+
+IMPORT_CHECK = "import sys; from sqlmetrics.cli import main; main(sys.argv[1:]); print('matplotlib' in sys.modules)"
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_other_commands_do_not_import_matplotlib():
+    proc = subprocess.run([sys.executable, "-c", IMPORT_CHECK, "compare", str(QRELS), str(BM25), str(RERANK)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("False")
