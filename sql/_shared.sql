@@ -38,3 +38,17 @@
 --   jg_first      1 on a group's own row (read group values through it)
 --   rn, rn_ret    the group's prefs_avgjg_Rnonrel (_ret) ratio, NULL where trec_eval divides 0 by 0
 --   num_jgs       the number of judgment groups of the query
+--
+-- Subtopic rows (templates with `rows: subtopics`, ndeval's diversity measures; statement.py builds them from
+-- subtopic qrels, qrels_format='subtopics'). A judgment is relevant to its subtopic when its grade reaches the
+-- relevance level. A list has rows of three kinds (row_kind), with these columns on every row:
+--   row_kind      'run': one per ranked document and subtopic it is relevant to;
+--                 'ideal': one per position of ndeval's greedy ideal ranking, for the `alpha` of each template
+--                 that reads ideal_gain (it declares `alpha` and `k`), down to the largest cutoff;
+--                 'position': one per position 1..the largest cutoff of the diversity measures asked for
+--   rnk           the document's rank ('run'), or the position ('ideal', 'position')
+--   seen          'run': the documents ranked above it relevant to the same subtopic (0 elsewhere)
+--   subtopic_rel  'run': the documents relevant to the row's subtopic in the qrels (0 elsewhere)
+--   ideal_alpha   'ideal': the alpha of its greedy ideal ranking (NULL elsewhere)
+--   ideal_gain    'ideal': the gain of the ideal ranking's document at that position (0 elsewhere)
+--   subtopics     the query's subtopics with a relevant document (ndeval's actual subtopics)

@@ -16,9 +16,13 @@ RUN_ROLES = ("run_name", "query_id", "doc_id", "score", "rank_position")
 # The qrels' judgment group and subgroup (qrels_format='qrels_jg', 'prefs', 'qrels_prefs'), read only when
 # the format says so.
 GROUP_ROLES = ("judgment_group", "judgment_subgroup")
-# The group roles each qrels format reads.
-FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_ROLES, "qrels_prefs": ("judgment_group",)}
-ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES)
+# The subtopic of a judgment (qrels_format='subtopics', ndeval's `query subtopic document grade`): the
+# diversity measures (alpha_nDCG, ERR_IA, ...) read it.
+SUBTOPIC_ROLE = "subtopic"
+# The extra roles each qrels format reads.
+FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_ROLES, "qrels_prefs": ("judgment_group",),
+                 "subtopics": (SUBTOPIC_ROLE,)}
+ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE)
 
 TESTS = {
     "student": "paired Student's t-test",
@@ -115,19 +119,21 @@ OPTIONS = (
     Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
            _EVERYWHERE, choices=("float64", "float32")),
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
-           "judgment_group, judgment_subgroup, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
+           "judgment_group, judgment_subgroup, subtopic, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
            _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
     Option("list_run", False, "the run has one row per query: doc_id is a list of document ids in rank order, "
            "score (when mapped) the list of their scores; a list position is the rank (read so locally whenever "
            "the doc_id column is a list)", frozenset({EVALUATE, EVALUATE_ON, RENDER, SQL_CMD}), kind="flag"),
     Option("qrels_columns", None, "the qrels' own column for a role, where it differs from the shared mapping",
-           _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=(*QRELS_ROLES, *GROUP_ROLES)),
+           _EVERYWHERE, kind="mapping", flags=("--qrels-column",), metavar="ROLE=NAME", roles=(*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE)),
     Option("qrels_format", "qrels", "how the qrels are read (trec_eval -R): 'qrels_jg' takes TREC text's second "
            "field (or the judgment_group column) as the judgment group, and every measure is computed per group and "
            "averaged over the query's groups (map_avgjg, P_avgjg_k, ...); 'prefs' reads preferences (query, group, "
            "subgroup, document, level; or the judgment_group and judgment_subgroup columns) for the prefs_* measures; "
-           "'qrels_prefs' reads qrels as preferences, the second field being the group",
-           frozenset({EVALUATE, EVAL_CMD}), choices=("qrels", "qrels_jg", "prefs", "qrels_prefs"),
+           "'qrels_prefs' reads qrels as preferences, the second field being the group; 'subtopics' reads ndeval's "
+           "diversity qrels (query, subtopic, document, grade; or the subtopic column) for the diversity measures "
+           "(alpha_nDCG, ERR_IA, ...), the other measures taking each document's highest grade",
+           _EVERYWHERE, choices=("qrels", "qrels_jg", "prefs", "qrels_prefs", "subtopics"),
            flags=("-R", "--qrels-format")),
     Option("duplicates", "error", "a document ranked twice for a query: refuse (as trec_eval), keep the best-placed "
            "row ('max'), or the first line ('first')", _LOCAL, choices=("error", "max", "first")),
@@ -275,10 +281,12 @@ def check_log_options(qrels, group_by, label, relevance) -> tuple:
     return segs
 
 
-def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, lists: bool = False):
+def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, lists: bool = False,
+                 qrels_format: str = "qrels"):
     """({role: column} of the run, {role: column} of the qrels): `columns` maps both tables wherever the
     role exists, `qrels_columns` overrides it for the qrels; an unmapped role keeps its own name. A run of
-    lists (list_run) has no rank column (the list position is the rank), and a score list only when mapped."""
+    lists (list_run) has no rank column (the list position is the rank), and a score list only when mapped.
+    The qrels have the extra roles their format reads (FORMAT_GROUPS)."""
     columns = dict(columns or {})
     qrels_map = {**columns, **(qrels_columns or {})}
     order = "rank_position" if ties == "rank" else "score"
@@ -287,4 +295,4 @@ def role_columns(columns: dict | None, qrels_columns: dict | None, ties: str, li
     run = {r: columns.get(r, r) for r in ("query_id", "doc_id", order) if r is not None}
     if "run_name" in columns:
         run = {"run_name": columns["run_name"], **run}
-    return run, {r: qrels_map.get(r, r) for r in QRELS_ROLES}
+    return run, {r: qrels_map.get(r, r) for r in (*QRELS_ROLES, *FORMAT_GROUPS[qrels_format])}

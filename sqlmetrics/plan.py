@@ -164,6 +164,11 @@ class Plan:
     preferences: set = field(default_factory=set)  # the output columns aggregated over preference rows
     positions: set = field(default_factory=set)  # the output columns aggregated over position rows
     position_row: dict = field(default_factory=dict)  # column name -> window expression over the position rows
+    subtopics: set = field(default_factory=set)  # the output columns aggregated over subtopic rows (diversity)
+    # The diversity measures' largest cutoff (the positions their subtopic rows list, and the greedy ideal's
+    # length), and the alphas of the greedy ideal rankings they read (their `ideal_gain` column).
+    subtopic_depth: int = 0
+    greedy_alphas: set = field(default_factory=set)
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -210,10 +215,15 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
 
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
-        if m.rows == "preferences":  # its columns are the preference rows' (statement.py), none shared
-            plan.values.append((out, _bind_placeholders(_parse(m.body), call), m.empty))
+        if m.rows in ("preferences", "subtopics"):  # its columns are those rows' (statement.py), none shared
+            body = _bind_placeholders(_parse(m.body), call)
+            plan.values.append((out, body, m.empty))
             plan.aggregates.append((out, m.aggregate))
-            plan.preferences.add(out)
+            (plan.preferences if m.rows == "preferences" else plan.subtopics).add(out)
+            if m.rows == "subtopics" and call.values.get("k") is not None:
+                plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
+            if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):
+                plan.greedy_alphas.add(call.values["alpha"])
             continue
         level = call.values.get("rel", relevance_level)
         if "rel" in m.params and m.params["rel"].default != "relevance_level":

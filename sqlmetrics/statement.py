@@ -24,6 +24,11 @@ With judgment groups (Shape.judgment_groups, qrels_format='qrels_jg'), the judgm
 each run row once per group of its query, the GROUP BY (then named group_values) gives each measure per
 list and group, and list_values is their mean over the groups (trec_eval's map_avgjg, P_avgjg_k, ...).
 
+With subtopic qrels (Shape.subtopics, qrels_format='subtopics'), the judgments are each document's highest grade
+over its subtopics (subtopic_judgments holds them all), and the diversity measures (`rows: subtopics`) are one
+GROUP BY over each list's subtopic rows (_subtopic_ctes), joined beside the ranked values as the preference
+measures' are.
+
 The list key is run_key + segment columns (group_by, internally seg_1, ...) + query_id; templates never
 name it. With segments and qrels, `lists` are the lists present (which judged queries a segment should
 have seen is unknown). Labelled lists (Shape.labels, no qrels): run_rows carries `relevance` (a label
@@ -75,6 +80,10 @@ class Shape:
         return self.qrels_format == "qrels_jg"
 
     @property
+    def subtopics(self) -> bool:
+        return self.qrels_format == "subtopics"
+
+    @property
     def segment_key(self) -> tuple:
         return tuple(internal for internal, _ in self.group_by)
 
@@ -91,6 +100,17 @@ class Shape:
         for name in ("queries", "ties", "relevance_level", "score_precision", "depth", "judged_only",
                      "qrels_format"):
             BY_NAME[name].check(getattr(self, name))
+
+
+def check_subtopics(calls, qrels_format: str, has_qrels: bool) -> None:
+    """The diversity measures (templates with `rows: subtopics`) read subtopic qrels, and only qrels hold them."""
+    diversity = [c.text for c in calls if c.measure.rows == "subtopics"]
+    if diversity and qrels_format != "subtopics":
+        raise SqlmetricsError(f"{diversity[0]} is a diversity measure: it reads subtopic qrels, ndeval's `query "
+                              "subtopic document grade` lines (or a table with a subtopic column). Pass them with "
+                              "qrels_format='subtopics' (command line: -R subtopics).")
+    if qrels_format == "subtopics" and not has_qrels:
+        raise SqlmetricsError("qrels_format='subtopics' reads the subtopics from the qrels: pass qrels, not qrels=None.")
 
 
 def _c(name: str, table: str | None = None) -> exp.Column:
@@ -229,6 +249,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     options.check()
     if options.judgment_groups and (options.labels or qrels is None):
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
+    if options.subtopics and (options.labels or qrels is None):
+        raise ValueError("subtopics come from qrels")  # a caller's bug: evaluate() and render() refuse it first
     if plan.preferences and options.judgment_groups:
         raise SqlmetricsError("the prefs_* measures compare preferences (qrels_format='qrels', 'prefs' or 'qrels_prefs'), "
                               "not qrels_format='qrels_jg'.")
@@ -255,7 +277,14 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     else:
         roles = {"query_id": "VARCHAR", "doc_id": "VARCHAR", "relevance": "DOUBLE"}
         roles.update({role: "VARCHAR" for role in FORMAT_GROUPS[options.qrels_format]})
-        ctes += [("judgments", qrels.select(roles)), run_rows]
+        if options.subtopics:
+            # Subtopic qrels: every other measure reads a document's highest grade over the query's subtopics.
+            ctes.append(("subtopic_judgments", qrels.select(roles)))
+            ctes.append(("judgments", _parse_ours("SELECT query_id, doc_id, MAX(relevance) AS relevance "
+                                                  "FROM subtopic_judgments GROUP BY query_id, doc_id")))
+        else:
+            ctes.append(("judgments", qrels.select(roles)))
+        ctes.append(run_rows)
     def fixed(e, order):
         return _in_fixed_order(e, order) if options.fixed_order else e.copy()
 
@@ -320,7 +349,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     # LEAD gives 0 past the end where others give NULL, and MariaDB's takes no default: hence COALESCE.
     partition = _cols(key)
     ctes.append(("ranking", exp.select(
-        *_cols([*key, "relevance"]),
+        *_cols([*key, "relevance", *(["doc_id"] if plan.subtopics else [])]),
         exp.alias_(_window(exp.func("ROW_NUMBER"), partition, order), "rnk", copy=False),
         exp.alias_(exp.func("COALESCE", _window(exp.func("LEAD", exp.Literal.number(1)), partition, order),
                             exp.Literal.number(0)), "has_next", copy=False)).from_("judged_run", copy=False)))
@@ -351,8 +380,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences:
-            continue  # aggregated over pref_rows, below
+        if out in plan.preferences or out in plan.subtopics:
+            continue  # aggregated over pref_rows or subtopic_rows, below
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
             continue
@@ -385,26 +414,40 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
                  for out, _, _ in plan.values]
         list_values = exp.select(*_cols(outer), *means).from_("group_values", copy=False) \
             .group_by(*_cols(outer), copy=False)
-    recursive = False
-    if plan.preferences:
-        # The preference measures: one GROUP BY over each list's preference rows, beside the ranked ones.
+    # The measures over other rows than the ranked ones (preferences, subtopics): one GROUP BY each over each
+    # list's rows of that kind, joined beside the ranked ones.
+    row_sets = []  # (the output columns, the CTE of their per-list values)
+    if plan.preferences or plan.subtopics:
         ctes.append(("ranked_values", list_values))
+    if plan.preferences:
         ctes += _preference_ctes(options)
         pref_order = _by(["judgment_group", "a_ord", "b_ord"])  # unique within a list
         prefs = [exp.alias_(fixed(e, pref_order), out, copy=False) for out, e, _ in plan.values if out in plan.preferences]
         ctes.append(("pref_values", exp.select(*_cols(key), *prefs).from_("pref_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
+        row_sets.append((plan.preferences, "pref_values"))
+    if plan.subtopics:
+        ctes += _subtopic_ctes(options, plan)
+        # Rows equal in these columns add the same value to every measure: the order is total where it matters.
+        sub_order = _by(["row_kind", "rnk", "seen", "subtopic_rel"]) + [_ordered(_c("ideal_alpha"), False, True)]
+        subs = [exp.alias_(fixed(e, sub_order), out, copy=False) for out, e, _ in plan.values if out in plan.subtopics]
+        ctes.append(("subtopic_values", exp.select(*_cols(key), *subs).from_("subtopic_rows", copy=False)
+                     .group_by(*_cols(key), copy=False)))
+        row_sets.append((plan.subtopics, "subtopic_values"))
+    if row_sets:
         items = []
         for out, _, empty in plan.values:
-            value = _c(out, "pref_values" if out in plan.preferences else "ranked_values")
-            if out in plan.preferences and empty is not None:
+            cte = next((cte for outs, cte in row_sets if out in outs), "ranked_values")
+            value = _c(out, cte)
+            if cte != "ranked_values" and empty is not None:
                 value = exp.func("COALESCE", value, exp.Literal.number(_number(empty)))
             items.append(exp.alias_(value, out, copy=False))
-        list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False) \
-            .join("pref_values", on=_equal_on("ranked_values", "pref_values", key, options.segment_key),
-                  join_type="LEFT", copy=False)
-        recursive = True  # pref_closure
+        list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False)
+        for _, cte in row_sets:
+            list_values = list_values.join(cte, on=_equal_on("ranked_values", cte, key, options.segment_key),
+                                           join_type="LEFT", copy=False)
     ctes.append(("list_values", list_values))
+    recursive = bool(plan.preferences)  # pref_closure
 
     final = _final(options, plan, list(options.list_key), per_query)
     for name, cte in ctes:
@@ -689,3 +732,90 @@ def _parse_ours(sql: str) -> exp.Select:
         if not ordered.args.get("desc"):
             ordered.set("nulls_first", True)
     return tree
+
+
+# Subtopics (templates with `rows: subtopics`, the diversity measures of ndeval): each list's subtopic rows
+# (subtopic_rows) carry the columns sql/_shared.sql lists. A judgment is relevant to its subtopic when its grade
+# reaches the relevance level (ndeval's judgments are binary). Three kinds of rows:
+#   run       one per ranked document and subtopic it is relevant to, with `seen`, how many documents above it
+#             are relevant to that subtopic;
+#   ideal     one per position of each greedy ideal ranking the measures read (one per alpha), with the gain
+#             of its document there;
+#   position  one per position 1..depth (the measures' largest cutoff): normalisers are sums over positions.
+# The greedy ideal ranking is ndeval's: at each position, the document whose relevant subtopics still gain
+# most, each subtopic gaining (1 - alpha)^(documents placed above relevant to it); ties go to the greatest
+# document id. It is iterative: two plain CTEs per position, each reading the one before once. No recursion:
+# SQLite and MySQL allow neither aggregates nor windows in a recursive term. (Spark's analyzer gives up on
+# a statement three levels per position deep at 20 positions.) A greedy CTE's rows are the query's
+# (document, subtopic) relevant pairs: `cnt`, the documents placed so far relevant to the pair's subtopic;
+# `pos`, where the pair's document was placed (0: not yet); `gain`, its gain there; `gain_now`, what it would
+# gain next; `pick`, the next document to place, `best_s`, the best document of the pair's subtopic (the pick
+# is relevant to it when they are the same), `any_open`, whether a document is left to place. No alias is a
+# column's name in its own SELECT (ClickHouse would read the column as the alias).
+_SUBTOPICS = [
+    ("subtopic_relevant", "SELECT DISTINCT query_id, subtopic, doc_id FROM subtopic_judgments "
+                          "WHERE relevance >= {level}"),
+    ("subtopic_stats", "SELECT query_id, subtopic, COUNT(*) AS subtopic_rel FROM subtopic_relevant "
+                       "GROUP BY query_id, subtopic"),
+    ("subtopic_query", "SELECT query_id, COUNT(*) AS subtopics FROM subtopic_stats GROUP BY query_id"),
+    ("subtopic_hits", "SELECT {k_r}, r.rnk, s.subtopic, ROW_NUMBER() OVER (PARTITION BY {k_r}, s.subtopic "
+                      "ORDER BY r.rnk) - 1 AS seen FROM ranking AS r JOIN subtopic_relevant AS s "
+                      "ON s.query_id = r.query_id AND s.doc_id = r.doc_id{depth}"),
+]
+_GREEDY_START = ("SELECT s.query_id, CAST(a.alpha AS DOUBLE) AS alpha, s.doc_id, s.subtopic, 0 AS c1, 0 AS p1, "
+                 "CAST(0 AS DOUBLE) AS g1, CAST(COUNT(*) OVER (PARTITION BY s.query_id, a.alpha, s.doc_id) AS DOUBLE) "
+                 "AS gn FROM subtopic_relevant AS s CROSS JOIN ({alphas}) AS a")
+# Place the pick (at position {step}); what each document would gain next.
+_GREEDY_PLACE = (
+    "SELECT query_id, alpha, doc_id, subtopic, "
+    "CASE WHEN any_open = 1 AND pick = best_s THEN cnt + 1 ELSE cnt END AS c1, "
+    "CASE WHEN any_open = 1 AND doc_id = pick THEN {step} ELSE pos END AS p1, "
+    "CASE WHEN any_open = 1 AND doc_id = pick THEN gain_now ELSE gain END AS g1, "
+    "SUM(POWER(1 - alpha, CASE WHEN any_open = 1 AND pick = best_s THEN cnt + 1 ELSE cnt END)) "
+    "OVER (PARTITION BY query_id, alpha, doc_id) AS gn FROM {previous}")
+# Choose the next document.
+_GREEDY_PICK = (
+    "SELECT query_id, alpha, doc_id, subtopic, c1 AS cnt, p1 AS pos, g1 AS gain, gn AS gain_now, "
+    "FIRST_VALUE(doc_id) OVER (PARTITION BY query_id, alpha ORDER BY CASE WHEN p1 = 0 THEN 1 ELSE 0 END DESC, "
+    "gn DESC, doc_id DESC) AS pick, FIRST_VALUE(doc_id) OVER (PARTITION BY query_id, alpha, subtopic ORDER BY "
+    "CASE WHEN p1 = 0 THEN 1 ELSE 0 END DESC, gn DESC, doc_id DESC) AS best_s, "
+    "MAX(CASE WHEN p1 = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY query_id, alpha) AS any_open FROM ({placed}) AS u")
+_SUBTOPIC_ROWS = [
+    ("subtopic_parts",
+     "SELECT {k_h}, 'run' AS row_kind, h.rnk, h.seen, t.subtopic_rel, CAST(NULL AS DOUBLE) AS ideal_alpha, "
+     "CAST(0 AS DOUBLE) AS ideal_gain FROM subtopic_hits AS h JOIN subtopic_stats AS t "
+     "ON t.query_id = h.query_id AND t.subtopic = h.subtopic"
+     "{ideal}{positions}"),
+    ("subtopic_rows", "SELECT {k_u}, u.row_kind, u.rnk, u.seen, u.subtopic_rel, u.ideal_alpha, u.ideal_gain, "
+                      "COALESCE(q.subtopics, 0) AS subtopics FROM subtopic_parts AS u "
+                      "LEFT JOIN subtopic_query AS q ON q.query_id = u.query_id"),
+]
+_IDEAL_PART = (" UNION ALL SELECT {k_l}, 'ideal', i.p1, 0, 0, i.alpha, i.g1 FROM lists AS l "
+               "JOIN (SELECT DISTINCT query_id, alpha, p1, g1 FROM greedy_placed WHERE p1 > 0) AS i "
+               "ON i.query_id = l.query_id")
+_POSITIONS_PART = (" UNION ALL SELECT {k_l}, 'position', p.pos, 0, 0, CAST(NULL AS DOUBLE), CAST(0 AS DOUBLE) "
+                   "FROM lists AS l CROSS JOIN ({positions}) AS p")
+
+
+def _subtopic_ctes(options: Shape, plan: Plan) -> list:
+    """The CTEs computing each list's subtopic rows (subtopic_rows), after `lists`."""
+    key = list(options.list_key)
+    fill = {**{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "rhlu"}, "level": options.relevance_level,
+            "depth": "" if options.depth is None else f" WHERE r.rnk <= {options.depth}"}
+    ctes = [(name, sql.format(**fill)) for name, sql in _SUBTOPICS]
+    ideal = positions = ""
+    if plan.greedy_alphas:
+        alphas = " UNION ALL ".join(f"SELECT {_number(a)} AS alpha" for a in sorted(plan.greedy_alphas))
+        # greedy_i has placed i documents and picked the next; greedy_placed places the last one.
+        ctes.append(("greedy_0", _GREEDY_PICK.format(placed=_GREEDY_START.format(alphas=alphas))))
+        for step in range(1, plan.subtopic_depth):
+            placed = _GREEDY_PLACE.format(step=step, previous=f"greedy_{step - 1}")
+            ctes.append((f"greedy_{step}", _GREEDY_PICK.format(placed=placed)))
+        last = plan.subtopic_depth
+        ctes.append(("greedy_placed", _GREEDY_PLACE.format(step=last, previous=f"greedy_{last - 1}")))
+        ideal = _IDEAL_PART.format(**fill)
+    if plan.subtopic_depth:
+        numbers = " UNION ALL ".join(f"SELECT {i} AS pos" for i in range(1, plan.subtopic_depth + 1))
+        positions = _POSITIONS_PART.format(positions=numbers, **fill)
+    ctes += [(name, sql.format(ideal=ideal, positions=positions, **fill)) for name, sql in _SUBTOPIC_ROWS]
+    return [(name, _parse_ours(sql)) for name, sql in ctes]

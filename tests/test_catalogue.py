@@ -6,6 +6,7 @@ import sqlite3
 from fractions import Fraction
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import sqlmetrics
@@ -152,13 +153,27 @@ def _expected(text: str):
     return float(text), 0.5 * 10 ** -decimals + 1e-12
 
 
-def _sqlite_tables(qrels: dict, run: dict):
+def _sqlite_tables(qrels, run: dict):
+    """qrels: {query: {doc: grade}}, or an example's rows: (query, doc, grade) or, for subtopic qrels,
+    (query, subtopic, doc, grade)."""
+    qrels_rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()] if isinstance(qrels, dict) else qrels
     con = sqlite3.connect(":memory:")
-    con.execute("CREATE TABLE qrels (query_id TEXT, doc_id TEXT, relevance REAL)")
+    roles = SUBTOPIC_QRELS if len(qrels_rows[0]) == 4 else ("query_id", "doc_id", "relevance")
+    con.execute(f"CREATE TABLE qrels ({', '.join(roles)})")
     con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
-    con.executemany("INSERT INTO qrels VALUES (?, ?, ?)", [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()])
+    con.executemany(f"INSERT INTO qrels VALUES ({', '.join('?' * len(roles))})", qrels_rows)
     con.executemany("INSERT INTO run VALUES (?, ?, ?)", [(q, d, s) for q, docs in run.items() for d, s in docs.items()])
     return con
+
+
+SUBTOPIC_QRELS = ("query_id", "subtopic", "doc_id", "relevance")
+
+
+def _qrels(rows: tuple):
+    """The example's qrels as evaluate() takes them, and the qrels_format they need."""
+    if len(rows[0]) == 4:  # subtopic qrels (`rows: subtopics` templates): a table, the dicts have no subtopic
+        return pa.table({role: [r[i] for r in rows] for i, role in enumerate(SUBTOPIC_QRELS)}), {"qrels_format": "subtopics"}
+    return _as_dicts(rows), {}
 
 
 def _as_dicts(rows) -> dict:
@@ -176,10 +191,11 @@ def test_every_template_has_an_example():
 def test_examples_on_duckdb_and_sqlite(measure, example):
     """Every `-- example:` line of every template: the hand-computed value, on DuckDB and on SQLite."""
     assert parse(example.call).measure.name == measure.name, f"{measure.path}:{example.line} is not an example of it"
-    qrels, run = _as_dicts(example.qrels), _as_dicts(example.run)
+    (qrels, options), run = _qrels(example.qrels), _as_dicts(example.run)
     want, tolerance = _expected(example.value)
-    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call]).aggregate[example.call]
-    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(qrels, run)).aggregate[example.call]
+    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **options).aggregate[example.call]
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(example.qrels, run),
+                                    **options).aggregate[example.call]
     where = f"{measure.path}:{example.line}"
     for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
         if want is None:

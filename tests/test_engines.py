@@ -101,14 +101,31 @@ def fixture_rows():
     return qrels, run, runs
 
 
+def subtopic_rows(qrels):
+    """Subtopic qrels (query, subtopic, doc, grade) from the fixture's judgments: each judgment for one to three of
+    subtopics whose ids differ only in case or punctuation (merged by a case-insensitive engine), graded -1..2.
+    The judged documents include TIE_DOCS, so the greedy ideal ranking's ties (to the greatest id) need byte order;
+    q4_zero has no relevant subtopic."""
+    rnd = random.Random(20251125)
+    rows = []
+    for q, d, grade in qrels:
+        for subtopic in rnd.sample(["s1", "S1", "s-2", "s.3"], rnd.randint(1, 3)):
+            rows.append((q, subtopic, d, min(grade, 0) if q == "q4_zero" else rnd.choice([-1, 0, 1, 1, 2])))
+    return rows
+
+
 # Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
 QRELS_COLUMNS = ("topic", "Doc ID", "grade")
 RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
 RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
+SUBTOPICS_COLUMNS = ("topic", "Sub Topic", "Doc ID", "grade")  # subtopic qrels, for the diversity measures
+TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS}
+TABLES = tuple(TABLE_COLUMNS)
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
-           "rank_position": "rank"}
+           "rank_position": "rank", "subtopic": "Sub Topic"}
 RUNS_MAP = {**COLUMNS, "run_name": "tag"}
-TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text"}
+TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text",
+         "Sub Topic": "text"}
 
 
 def arrow(rows, columns) -> pa.Table:
@@ -120,10 +137,13 @@ def arrow(rows, columns) -> pa.Table:
     return pa.table(arrays)
 
 
-def all_measures() -> list[str]:
-    """Every catalogue measure: bare, at two cutoffs (or three recall points), and each parameter varied."""
+def all_measures(diversity: bool = False) -> list[str]:
+    """Every catalogue measure: bare, at two cutoffs (or three recall points), and each parameter varied; the
+    diversity measures (subtopic qrels) apart."""
     out = []
     for m in catalogue().values():
+        if (m.rows == "subtopics") != diversity:
+            continue
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -141,6 +161,7 @@ def all_measures() -> list[str]:
 
 
 MEASURES = all_measures()
+DIVERSITY = all_measures(diversity=True)
 
 CASES = {
     "defaults": {},
@@ -157,9 +178,10 @@ CASES = {
 @pytest.fixture(scope="session")
 def data():
     qrels, run, runs = fixture_rows()
-    return {"rows": {"qrels": qrels, "run": run, "runs": runs},
+    subtopics = subtopic_rows(qrels)
+    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics},
             "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
-                      "runs": arrow(runs, RUNS_COLUMNS)}}
+                      "runs": arrow(runs, RUNS_COLUMNS), "subtopics": arrow(subtopics, SUBTOPICS_COLUMNS)}}
 
 
 @pytest.fixture(scope="session")
@@ -167,23 +189,27 @@ def reference(data):
     """evaluate() on DuckDB, once per case."""
     cache = {}
 
-    def get(case: str):
-        if case not in cache:
+    def get(case: str, diversity: bool = False):
+        if (case, diversity) not in cache:
             options = dict(CASES[case])
-            q = data["arrow"]["qrels"]
-            qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
+            q = data["arrow"]["subtopics" if diversity else "qrels"]
+            qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance", *(["subtopic"] if diversity else []))}
             rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score", "rank_position")}
+            measures = DIVERSITY if diversity else MEASURES
+            if diversity:
+                options["qrels_format"] = "subtopics"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if options.pop("runs", False):
                     runs = data["arrow"]["runs"]
                     split = {name: runs.filter(pc.equal(runs["tag"], name)).drop_columns(["tag"])
                              for name in ("bm25", "Dense")}
-                    cache[case] = sqlmetrics.evaluate(q, split, MEASURES, columns=rcols, qrels_columns=qcols, **options)
+                    result = sqlmetrics.evaluate(q, split, measures, columns=rcols, qrels_columns=qcols, **options)
                 else:
-                    cache[case] = sqlmetrics.evaluate(q, data["arrow"]["run"], MEASURES, columns=rcols,
-                                                      qrels_columns=qcols, **options)
-        return cache[case]
+                    result = sqlmetrics.evaluate(q, data["arrow"]["run"], measures, columns=rcols,
+                                                 qrels_columns=qcols, **options)
+            cache[case, diversity] = result
+        return cache[case, diversity]
 
     return get
 
@@ -212,7 +238,7 @@ def _sql_type(kind: str, dialect: str) -> str:
 
 
 def _create_all(cursor_execute, executemany, data, dialect: str, table_name, placeholder: str):
-    for key, cols in (("qrels", QRELS_COLUMNS), ("run", RUN_COLUMNS), ("runs", RUNS_COLUMNS)):
+    for key, cols in TABLE_COLUMNS.items():
         table = table_name(key)
         cursor_execute(f"DROP TABLE IF EXISTS {table}")
         defs = ", ".join(f"{_ident(c, dialect)} {_sql_type(TYPES[c], dialect)}" for c in cols)
@@ -225,11 +251,11 @@ def _duckdb(data):
 
     con = duckdb.connect()
     con.execute("CREATE SCHEMA eval")
-    for key in ("qrels", "run", "runs"):
+    for key in TABLES:
         con.register("src", data["arrow"][key])
         con.execute(f"CREATE TABLE eval.{key} AS SELECT * FROM src")
         con.unregister("src")
-    return Engine("duckdb", con, {k: f"eval.{k}" for k in ("qrels", "run", "runs")}, close=[con.close])
+    return Engine("duckdb", con, {k: f"eval.{k}" for k in TABLES}, close=[con.close])
 
 
 def _sqlite(data):
@@ -237,7 +263,7 @@ def _sqlite(data):
 
     con = sqlite3.connect(":memory:")
     _create_all(con.execute, con.executemany, data, "sqlite", lambda k: k, "?")
-    return Engine("sqlite", con, {k: k for k in ("qrels", "run", "runs")}, float32=False, close=[con.close])
+    return Engine("sqlite", con, {k: k for k in TABLES}, float32=False, close=[con.close])
 
 
 def _postgres(data):
@@ -263,7 +289,7 @@ def _postgres(data):
         con.commit()
         con.close()
 
-    return Engine("postgres", con, {k: f"{schema}.{k}" for k in ("qrels", "run", "runs")}, close=[drop])
+    return Engine("postgres", con, {k: f"{schema}.{k}" for k in TABLES}, close=[drop])
 
 
 def _mariadb(data):
@@ -282,12 +308,12 @@ def _mariadb(data):
 
     def drop():
         with con.cursor() as cur:
-            for k in ("qrels", "run", "runs"):
+            for k in TABLES:
                 cur.execute(f"DROP TABLE IF EXISTS {db}.{prefix}{k}")
         con.commit()
         con.close()
 
-    return Engine("mariadb", con, {k: f"{db}.{prefix}{k}" for k in ("qrels", "run", "runs")}, close=[drop])
+    return Engine("mariadb", con, {k: f"{db}.{prefix}{k}" for k in TABLES}, close=[drop])
 
 
 def _clickhouse(data):
@@ -309,7 +335,7 @@ def _clickhouse(data):
         execute(sql + " ENGINE = Memory" if sql.startswith("CREATE TABLE") else sql)
 
     _create_all(create, executemany, data, "clickhouse", lambda k: f"eval.{k}", "?")
-    return Engine("clickhouse", sess, {k: f"eval.{k}" for k in ("qrels", "run", "runs")}, close=[sess.close])
+    return Engine("clickhouse", sess, {k: f"eval.{k}" for k in TABLES}, close=[sess.close])
 
 
 def _datafusion(data):
@@ -318,9 +344,9 @@ def _datafusion(data):
     except ImportError:
         unavailable("datafusion is not installed (pip install datafusion)")
     ctx = datafusion.SessionContext()
-    for key in ("qrels", "run", "runs"):
+    for key in TABLES:
         ctx.register_record_batches(key, [data["arrow"][key].to_batches()])
-    return Engine("datafusion", ctx, {k: k for k in ("qrels", "run", "runs")})
+    return Engine("datafusion", ctx, {k: k for k in TABLES})
 
 
 def _polars(data):
@@ -328,8 +354,8 @@ def _polars(data):
         import polars as pl
     except ImportError:
         unavailable("polars is not installed (pip install polars)")
-    ctx = pl.SQLContext(frames={k: pl.from_arrow(data["arrow"][k]) for k in ("qrels", "run", "runs")})
-    return Engine("polars", ctx, {k: k for k in ("qrels", "run", "runs")})
+    ctx = pl.SQLContext(frames={k: pl.from_arrow(data["arrow"][k]) for k in TABLES})
+    return Engine("polars", ctx, {k: k for k in TABLES})
 
 
 def _spark(data):
@@ -350,12 +376,12 @@ def _spark(data):
              .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    for key, cols in (("qrels", QRELS_COLUMNS), ("run", RUN_COLUMNS), ("runs", RUNS_COLUMNS)):
+    for key, cols in TABLE_COLUMNS.items():
         # A VALUES view lives in the JVM: no Python worker runs at query time.
         values = ", ".join("(" + ", ".join(exp.convert(v).sql("spark") for v in row) + ")" for row in data["rows"][key])
         names = ", ".join(f"`{c}`" for c in cols)
         spark.sql(f"CREATE OR REPLACE GLOBAL TEMPORARY VIEW {key} AS SELECT * FROM VALUES {values} AS t({names})")
-    return Engine("spark", spark, {k: f"global_temp.{k}" for k in ("qrels", "run", "runs")}, close=[spark.stop])
+    return Engine("spark", spark, {k: f"global_temp.{k}" for k in TABLES}, close=[spark.stop])
 
 
 FACTORIES = {"duckdb": _duckdb, "sqlite": _sqlite, "postgres": _postgres, "mariadb": _mariadb,
@@ -417,24 +443,40 @@ def _close(a, b) -> bool:
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("engine_name", list(FACTORIES))
 def test_engine_equals_duckdb(engine_name, case, engines, reference):
+    _engine_equals_duckdb(engine_name, case, engines, reference, diversity=False)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_diversity_engine_equals_duckdb(engine_name, case, engines, reference):
+    """The diversity measures over subtopic qrels (qrels_format='subtopics'): their subtopic rows and greedy
+    ideal ranking (20 steps: the bare measures' cutoff) on every engine."""
+    _engine_equals_duckdb(engine_name, case, engines, reference, diversity=True)
+
+
+def _engine_equals_duckdb(engine_name, case, engines, reference, diversity: bool):
     engine = engines(engine_name)
     options = dict(CASES[case])
     multi = options.pop("runs", False)
     run_table = engine.tables["runs" if multi else "run"]
     columns = RUNS_MAP if multi else COLUMNS
+    measures = DIVERSITY if diversity else MEASURES
+    qrels = engine.tables["subtopics" if diversity else "qrels"]
+    if diversity:
+        options["qrels_format"] = "subtopics"
     if options.get("score_precision") == "float32" and not engine.float32:
         with pytest.raises(SqlmetricsError, match="float32"):
-            evaluate_on(engine.con, MEASURES, qrels=engine.tables["qrels"], run=run_table, columns=columns, **options)
+            evaluate_on(engine.con, measures, qrels=qrels, run=run_table, columns=columns, **options)
         return
     t0 = time.perf_counter()
-    got = evaluate_on(engine.con, MEASURES, qrels=engine.tables["qrels"], run=run_table, columns=columns, **options)
-    TIMINGS.setdefault(engine_name, []).append((case, time.perf_counter() - t0))
-    want = reference(case)
+    got = evaluate_on(engine.con, measures, qrels=qrels, run=run_table, columns=columns, **options)
+    TIMINGS.setdefault(engine_name, []).append((case + (" diversity" if diversity else ""), time.perf_counter() - t0))
+    want = reference(case, diversity)
 
     ours, theirs = _rows(got, multi), _rows(want, multi)
     assert sorted(ours) == sorted(theirs), "different lists evaluated"
     bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"
-           for key in theirs for m in MEASURES if not _close(ours[key][m], theirs[key][m])]
+           for key in theirs for m in measures if not _close(ours[key][m], theirs[key][m])]
     assert not bad, f"{len(bad)} per-query values differ:\n" + "\n".join(bad[:30])
 
     aggs = want.aggregate.items() if multi else [(None, want.aggregate)]

@@ -36,9 +36,13 @@ def statements(sql: str, dialect: str) -> list:
     return [s for s in sqlglot.parse(sql, read=dialect_info(dialect).sqlglot) if s is not None]
 
 
-def _every_measure() -> list[str]:
+def _every_measure(rows: str = "ranking") -> list[str]:
+    """Every measure (bare, or at a cutoff where it needs one) of `rows` ranked or preference rows, or of
+    `rows` subtopics: the diversity measures, which read subtopic qrels only."""
     out = []
     for m in measures().values():
+        if (m.rows == "subtopics") != (rows == "subtopics"):
+            continue
         at = m.params.get(m.at) if m.at else None
         out.append(f"{m.name}@{'10' if at.type == 'cutoff' else '0.5'}" if at is not None and at.required else m.name)
     return out
@@ -61,6 +65,19 @@ def test_one_statement_for_every_dialect(dialect, options):
     assert len(parsed) == 1 and isinstance(parsed[0], exp.Select)
     ctes = [c.alias for c in parsed[0].find_all(exp.CTE)]
     assert ctes[:2] == ["judgments", "run_rows"] and "list_values" in ctes
+
+
+@pytest.mark.parametrize("dialect", ALL)
+def test_diversity_statement_for_every_dialect(dialect):
+    """The diversity measures with subtopic qrels: the subtopic stage (greedy ideal steps included) renders."""
+    sql = render([*_every_measure("subtopics"), "nDCG@10"], dialect=dialect, qrels_format="subtopics",
+                 per_query=True, columns={"run_name": "tag"})
+    parsed = statements(sql, dialect)
+    assert len(parsed) == 1 and isinstance(parsed[0], exp.Select)
+    ctes = [c.alias for c in parsed[0].find_all(exp.CTE)]
+    assert ctes[:3] == ["subtopic_judgments", "judgments", "run_rows"] and "greedy_19" in ctes and "greedy_placed" in ctes
+    with pytest.raises(SqlmetricsError, match="qrels_format='subtopics'"):
+        render(["alpha_nDCG@10"], dialect=dialect)
 
 
 # ---------------------------------------------------------------------------------------------- binding

@@ -76,8 +76,7 @@ def document() -> str:
         fusion_table(),
     ]
     for m in measures().values():
-        other = _aliases(m, None) + (", " if _aliases(m, None) and _aliases(m, "ir_measures") else "") \
-            + _aliases(m, "ir_measures")
+        other = ", ".join(filter(None, (_aliases(m, tool) for tool in (None, "ir_measures", "ndeval"))))
         parts += [
             "", f"## {m.name}", "", m.description, "",
             f"- parameters: {_params(m)}",

@@ -22,13 +22,14 @@ value is an error naming the file and line):
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | positions
+    rows: ranking | preferences | positions | subtopics
                                            what the body aggregates (default ranking): the ranked rows of a
-                                           list, its preferences' rows (sql/_shared.sql lists their columns),
-                                           or one row per position 1..1000 (cwl_eval's depth) whether a
-                                           document is there or not: rnk, and relevance (NULL when the
-                                           position is empty or its document unjudged); its windows run over
-                                           these rows, which also carry the collection columns
+                                           list, its preferences' rows, its subtopic rows (diversity measures;
+                                           sql/_shared.sql lists the columns of both), or one row per position
+                                           1..1000 (cwl_eval's depth) whether a document is there or not: rnk,
+                                           and relevance (NULL when the position is empty or its document
+                                           unjudged); its windows run over these rows, which also carry the
+                                           collection columns
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -44,7 +45,8 @@ value is an error naming the file and line):
                                            required, repeatable: a hand-computed value of this measure with
                                            PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
                                            tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
-                                           a/b, or null)
+                                           a/b, or null). A `rows: subtopics` template's qrels entries
+                                           are `Q S D G` (query, subtopic, document, grade)
 
 `sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
 """
@@ -69,9 +71,9 @@ PARAM_TYPES = {
     "choice": "one of the listed options",
     "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0; an unlisted grade gains its grade)",
 }
-TOOLS = ("trec_eval", "ranx", "ir_measures")
+TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric")
-ROWS = ("ranking", "preferences", "positions")
+ROWS = ("ranking", "preferences", "positions", "subtopics")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -124,7 +126,7 @@ class Alias:
 class Example:
     line: int
     call: str  # the measure string: the template's name and the example's parameters
-    qrels: tuple  # ((query, doc, grade), ...)
+    qrels: tuple  # ((query, doc, grade), ...); with `rows: subtopics`, ((query, subtopic, doc, grade), ...)
     run: tuple  # ((query, doc, score), ...)
     value: str  # as written: a decimal, a fraction a/b, or null
 
@@ -254,9 +256,10 @@ class _Reader:
             rows = []
             for entry in m.group(what).split(","):
                 fields = entry.split()
-                if len(fields) != 3:
-                    raise self.fail(line, f"example: each {what} entry is `query doc number`, got {entry.strip()!r}.")
-                rows.append((fields[0], fields[1], self.number(line, fields[2], f"example {what} entry")))
+                if len(fields) != 3 and not (what == "qrels" and len(fields) == 4):
+                    raise self.fail(line, f"example: each {what} entry is `query doc number` (subtopic qrels: "
+                                          f"`query subtopic doc number`), got {entry.strip()!r}.")
+                rows.append((*fields[:-1], self.number(line, fields[-1], f"example {what} entry")))
             tables.append(tuple(rows))
         if not _VALUE.match(m.group("value")):
             raise self.fail(line, f"example: the value {m.group('value')!r} is not a decimal, a fraction a/b or null.")
@@ -338,6 +341,11 @@ class _Reader:
             raise self.fail(body_line, "the template has no SQL body after its header.")
         if value.get("rows") == "positions" and any(sections[k] for k in ("ideal", "ideal_running", "ideal_suffix")):
             raise self.fail(line["rows"], "rows: positions reads the positions alone: no ideal sections.")
+        subtopics = value.get("rows") == "subtopics"
+        for e in examples:
+            if any(len(r) != (4 if subtopics else 3) for r in e.qrels):
+                raise self.fail(e.line, "example: a `rows: subtopics` template's qrels entries are `query subtopic "
+                                        "doc grade`, every other template's `query doc grade`.")
         return Measure(
             name=value["measure"], description=value["description"], reference=value["reference"],
             params=params, at=value.get("at"),

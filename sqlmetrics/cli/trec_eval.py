@@ -68,7 +68,7 @@ def run(args) -> tuple:
         return _help(args.parser, wanted, bool(args.measure)), None
     if len(args.files) != 2:
         raise UsageError("trec_eval takes two files: rel_info_file results_file (see -h).")
-    formats = BY_NAME["qrels_format"].choices
+    formats = [f for f in BY_NAME["qrels_format"].choices if f != "subtopics"]  # trec_eval's own -R formats
     if args.Rel_info_format not in formats:
         raise UsageError(f"-R {args.Rel_info_format}: the rel_info formats are {', '.join(formats)}.")
     if args.Results_format != "trec_results":

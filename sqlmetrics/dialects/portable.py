@@ -41,9 +41,11 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
         # Name the output columns: the reader sees what comes out, and MySQL can turn the keys into text.
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
     # Ids compare as bytes (segment values too: they are part of the list key).
-    id_roles = {*ID_ROLES, *options.segment_key}
-    for cte_name in ("judgments", "run_rows"):
+    id_roles = {*ID_ROLES, "subtopic", *options.segment_key}
+    for cte_name in ("subtopic_judgments", "judgments", "run_rows"):
         select = _cte(tree, cte_name)
+        if select is None:  # subtopic_judgments: only with subtopic qrels
+            continue
         for item in select.expressions:
             if isinstance(item, exp.Alias) and item.alias in id_roles:
                 item.set("this", _binary_id(item.this, info))

@@ -21,7 +21,7 @@ from ..identifiers import column_identifier, table_reference
 from ..options import RENDER, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
-from ..statement import Shape, Source, build_statement
+from ..statement import Shape, Source, build_statement, check_subtopics
 from .info import UNNEST_DIALECTS, DialectInfo, dialect_info
 from .portable import portable
 
@@ -56,7 +56,7 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
     if not header:
         return sql
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run, o.qrels_format)
     outs = output_columns(calls)
     segs = list(check_log_options(qrels, o.group_by, o.label, o.relevance))  # group_by="date" is one column
     keys = (["run_name"] if "run_name" in run_map else []) + segs + (["query_id"] if per_query else [])
@@ -134,14 +134,18 @@ def _label_text(label, relevance, dialect) -> str:
 def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     options = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level,
                     score_precision=o.score_precision, depth=o.depth,
-                    judged_only=o.judged_only)
+                    judged_only=o.judged_only, qrels_format=o.qrels_format)
+    if o.qrels_format not in ("qrels", "subtopics"):
+        raise SqlmetricsError(f"qrels_format={o.qrels_format!r} is evaluated locally only (evaluate(), sqlmetrics "
+                              "eval); rendered SQL reads qrels_format='qrels' or 'subtopics'.")
     label, relevance = o.label, o.relevance
     segs = check_log_options(qrels, o.group_by, label, relevance)
     calls = parse_all(measures, o.relevance_level, o.compat)
+    check_subtopics(calls, o.qrels_format, qrels is not None)
     if o.score_precision == "float32" and info.float32 is None:
         raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
                               "float type. Use score_precision='float64'.")
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run, o.qrels_format)
     if "run_name" in run_map:
         options.run_key = ("run_name",)
     reserved = {"run_name", "query_id", "num_lists", *output_columns(calls)}

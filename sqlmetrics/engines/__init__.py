@@ -121,7 +121,7 @@ def _check_tables(engine, info, qrels, run, o, segs: list) -> dict:
     """{table reference: its columns}, after checking that each table can be read and has every column the
     mapping names: an engine may otherwise read a quoted name that is not a column as a string (SQLite
     does), and every score would be 0. One probe per table that reads no row."""
-    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run)
+    run_map, qrels_map = role_columns(o.columns, o.qrels_columns, o.ties, o.list_run, o.qrels_format)
     wanted_run = [*run_map.values(), *segs, *([o.label] if o.label is not None else [])]
     if o.relevance is not None:
         wanted_run += relevance_expression(o.relevance, None, info.sqlglot)[1]

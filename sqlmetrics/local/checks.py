@@ -78,8 +78,8 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             continue
         line_no = _locate(con, loaded, condition)
         if problem == "empty id":
-            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id{', judgment group' if groups else ''} or "
-                                  "document id is empty.")
+            roles = "".join(", " + g.replace("_", " ") for g in groups)  # judgment group, subtopic, ...
+            raise SqlmetricsError(f"{loaded.at(line_no)}: the query id{roles} or document id is empty.")
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
                             f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
@@ -92,7 +92,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             f"({count} such {'row' if count == 1 else 'rows'}). Fix the value or map another column."
         )
     if repeated:
-        _report_duplicate(con, loaded, kind, ids)
+        _report_duplicate(con, loaded, kind, ids, groups)
     if kind == "run" and order_role == "score" and all_equal and counts[0] > 1:
         warnings.warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
                       "by the tie rule alone (document id descending). If the rows are in rank order, pass "
@@ -115,7 +115,7 @@ def _equal_hash_neighbours(loaded: Loaded, ids: list) -> str:
             f"FROM {loaded.view})) WHERE h = previous")
 
 
-def _report_duplicate(con, loaded: Loaded, kind: str, ids: list) -> None:
+def _report_duplicate(con, loaded: Loaded, kind: str, ids: list, groups: tuple = ()) -> None:
     texts = [f"CAST({c} AS VARCHAR)" for c in ids]
     dup = con.execute(
         f"SELECT {', '.join(texts)} FROM {loaded.view} GROUP BY ALL HAVING COUNT(*) > 1 LIMIT 1"
@@ -125,7 +125,7 @@ def _report_duplicate(con, loaded: Loaded, kind: str, ids: list) -> None:
         lines = [r[0] for r in con.execute(
             f"SELECT line_no FROM {loaded.numbered} WHERE {' AND '.join(f'{t} = ?' for t in texts)} "
             "ORDER BY line_no LIMIT 2", list(dup)).fetchall()]
-        group = f" in judgment group {dup[1]!r}" if len(ids) > 2 else ""
+        group = f" in {groups[0].replace('_', ' ')} {dup[1]!r}" if groups else ""
         dup = (dup[0], dup[-1])
         fix = ("Remove the repeated judgment." if kind == "qrels" else
                "Remove the repeat, or pass duplicates='max' (keep the highest score) or 'first' (keep the first line).")

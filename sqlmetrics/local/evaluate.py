@@ -18,13 +18,13 @@ from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, Settings
+from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, Settings
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..results import Results
 from sqlglot import exp
 
-from ..statement import READ, Shape, Source, aggregate_sql, build_statement
+from ..statement import READ, Shape, Source, aggregate_sql, build_statement, check_subtopics
 from . import checks
 from .output import process_folder
 from .readers import Loaded, _first_line, _fresh, _numbered, damaged, load
@@ -379,7 +379,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
 def _table_columns(o: Settings) -> tuple[dict, dict]:
     """columns= maps both tables wherever the role exists; qrels_columns= overrides it for the qrels."""
     columns = dict(o.columns or {})
-    qrels = {r: c for r, c in columns.items() if r in (*QRELS_ROLES, *GROUP_ROLES)}
+    qrels = {r: c for r, c in columns.items() if r in (*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE)}
     qrels.update(o.qrels_columns or {})
     run = {r: c for r, c in columns.items() if r in RUN_ROLES}
     return qrels, run
@@ -431,7 +431,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
                 raise SqlmetricsError(f"{q.label}: qrels_format={o.qrels_format!r} needs a {missing[0]!r} column; "
                                       f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
             # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
-            checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format in ("qrels", "qrels_jg"))
+            checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
         runs = _load_runs(con, run, run_columns, inputs)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -495,6 +495,7 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
     for g in segments:
         if g in taken:
             raise SqlmetricsError(f"group_by= {g!r}: that name is taken by a result column; rename the column.")
+    check_subtopics(calls, o.qrels_format, qrels is not None)
     if qrels is None and o.qrels_format != "qrels":
         raise SqlmetricsError(f"qrels_format={o.qrels_format!r} reads judgment groups from the qrels; with qrels=None "
                               "the judgments are the run's own labels.")

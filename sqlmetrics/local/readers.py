@@ -27,7 +27,7 @@ from sqlglot import exp
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import GROUP_ROLES, QRELS_ROLES
+from ..options import GROUP_ROLES, QRELS_ROLES, SUBTOPIC_ROLE
 from ..statement import LISTS, Source
 from .databases import DATABASE_FILES, copy_into, copy_table
 
@@ -43,6 +43,7 @@ KNOWN_NAMES = {
     "rank_position": ("rank", "position", "pos", "rank_position"),
     "judgment_group": ("judgment_group", "jg"),
     "judgment_subgroup": ("judgment_subgroup", "jsg"),
+    "subtopic": ("subtopic", "subtopic_id", "iteration"),  # ir_measures keeps a subtopic in `iteration`
 }
 # A name that is no candidate when the other one is present. PyTerrier's frames carry both: `docid` is
 # Terrier's internal number and `docno` the collection's id; `query` is the query's text, `qid` its id.
@@ -61,6 +62,8 @@ TREC_FIELDS = {
     "qrels_prefs": ("query_id", "judgment_group", "doc_id", "relevance"),
     # qrels_format='prefs': trec_eval's preferences, `query group subgroup document level`
     "prefs": ("query_id", "judgment_group", "judgment_subgroup", "doc_id", "relevance"),
+    # qrels_format='subtopics': ndeval's diversity qrels, `query subtopic document grade`
+    "subtopics": ("query_id", "subtopic", "doc_id", "relevance"),
     "run": ("query_id", "q0", "doc_id", "rank_position", "score", "tag"),
 }
 TABULAR = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
@@ -270,7 +273,7 @@ def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: b
     general path, a regular expression per line (several times slower, but any whitespace goes).
     """
     fields = TREC_FIELDS[layout or kind]
-    keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES + GROUP_ROLES]
+    keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES + GROUP_ROLES + (SUBTOPIC_ROLE,)]
     view = _fresh(kind)
     loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields, compression, None),
                     fixed_columns=True)
@@ -670,8 +673,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
     types = _types(con, view)
     present = list(types)
     lower = {c.lower(): c for c in present}
-    # The judgment group is optional: read only by qrels_format='qrels_jg', which says when it is missing.
-    roles = (*QRELS_ROLES, *GROUP_ROLES) if kind == "qrels" else RANKING_ROLES
+    # The judgment group and subtopic are optional: read only by the qrels_format that says when one is missing.
+    roles = (*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE) if kind == "qrels" else RANKING_ROLES
     required = ("query_id", "doc_id", "relevance") if kind == "qrels" else ("query_id", "doc_id")
     columns = dict(columns or {})
     if kind == "run" and "run_name" in columns:

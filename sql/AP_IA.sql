@@ -1,0 +1,13 @@
+-- measure: AP_IA
+-- description: Intent-aware average precision: for each subtopic, the AP of the ranking against that subtopic's relevant documents, averaged over the query's subtopics.
+-- reference: Agrawal et al. 2009 (WSDM); ndeval (TREC Web track) MAP-IA; ir_measures AP_IA (its pyndeval provider)
+-- aliases: MAP-IA (ndeval), MAP_IA (ir_measures)
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..1
+-- example: qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 3/4
+-- note: Subtopic qrels (qrels_format='subtopics'). Example: s1's relevant documents d2 and d1 are at ranks 1
+--   and 2: (1/1 + 2/2) / 2 = 1; s2's, d1 and d3, at ranks 2 and 4: (1/2 + 2/4) / 2 = 1/2; the mean is 3/4.
+-- note: A run row adds (seen + 1) / (rank * the subtopic's relevant documents), `seen` the documents above it
+--   relevant to the same subtopic. The whole ranking counts. A query with no relevant subtopic scores 0.
+SUM(CASE WHEN row_kind = 'run' THEN CAST(seen + 1 AS DOUBLE) / (rnk * subtopic_rel) ELSE 0 END) / NULLIF(MAX(subtopics), 0)

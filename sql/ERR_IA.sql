@@ -1,0 +1,23 @@
+-- measure: ERR_IA
+-- description: Intent-aware expected reciprocal rank, ndeval's collection-independent form: a document gains, for each subtopic it is relevant to, (1 - alpha)^(the documents above it relevant to that subtopic), divided by its rank; the sum over the top k is divided by that of a ranking relevant to every subtopic at every rank.
+-- reference: Chapelle et al. 2009 (CIKM), Agrawal et al. 2009 (WSDM); ndeval (TREC Web track) ERR-IA@k; ir_measures ERR_IA@k (its pyndeval provider, alpha 0.5)
+-- param k: cutoff = 20
+-- param alpha: prob = 0.5
+-- at: k
+-- aliases: ERR-IA@{k} (ndeval)
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..
+-- example: @4 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 90/131
+-- example: @1 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: Subtopic qrels (qrels_format='subtopics'). Example: 2 subtopics (s3 has no relevant document); the
+--   run gains 1 (d2: s1), 1/2 + 1 (d1), 0 (d5, unjudged), 1/2 (d3): 1/1 + 1.5/2 + 0.5/4 = 15/8, over
+--   2 * (1 + 1/2/2 + 1/4/3 + 1/8/4) = 131/48: 90/131.
+-- note: ndeval divides by subtopics * sum_{i<=k} (1 - alpha)^(i-1) / i (the `position` rows: one per rank up to the
+--   largest cutoff asked for) only from k = 2 on: ERR-IA@1 is the first document's gain itself, which may
+--   reach the number of subtopics (the second example: 1, not 1/2). Hence the range has no upper bound.
+--   alpha is ndeval's -alpha (ir_measures fixes 0.5). A query with no relevant subtopic scores 0.
+-- note: k defaults to 20, the depth ndeval evaluates; ndeval and ir_measures refuse k > 20, which is
+--   computed here as the same sums further down. The relevance level is the evaluation's.
+SUM(CASE WHEN row_kind = 'run' AND rnk <= :k THEN POWER(1 - :alpha, seen) / rnk ELSE 0 END)
+/ CASE WHEN :k = 1 THEN 1 ELSE NULLIF(MAX(subtopics) * SUM(CASE WHEN row_kind = 'position' AND rnk <= :k THEN POWER(1 - :alpha, rnk - 1) / rnk ELSE 0 END), 0) END

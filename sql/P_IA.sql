@@ -1,0 +1,16 @@
+-- measure: P_IA
+-- description: Intent-aware precision: the (document, subtopic) relevant pairs in the top k, over k times the query's subtopics.
+-- reference: Agrawal et al. 2009 (WSDM); ndeval (TREC Web track) P-IA@k; ir_measures P_IA@k (its pyndeval provider)
+-- param k: cutoff = 20
+-- at: k
+-- aliases: P-IA@{k} (ndeval)
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..1
+-- example: @4 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: @2 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 3/4
+-- note: Subtopic qrels (qrels_format='subtopics'). Example: 2 subtopics; d2 is relevant to one, d1 to two, d5 is
+--   unjudged, d3 is relevant to one: 4 / (4 * 2) at 4, 3 / (2 * 2) at 2. A ranking shorter than k still
+--   divides by k (ndeval). A query with no relevant subtopic scores 0. k defaults to 20, the depth ndeval
+--   evaluates.
+CAST(SUM(CASE WHEN row_kind = 'run' AND rnk <= :k THEN 1 ELSE 0 END) AS DOUBLE) / NULLIF(:k * MAX(subtopics), 0)

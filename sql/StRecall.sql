@@ -1,0 +1,15 @@
+-- measure: StRecall
+-- description: Subtopic recall: the share of the query's subtopics that some document of the top k is relevant to.
+-- reference: Zhai et al. 2003 (SIGIR); ndeval (TREC Web track) strec@k; ir_measures StRecall@k (its pyndeval provider)
+-- param k: cutoff = 20
+-- at: k
+-- aliases: strec@{k} (ndeval)
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..1
+-- example: @1 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: @2 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- note: Subtopic qrels (qrels_format='subtopics'). Example: 2 subtopics (s3 has no relevant document); d2 covers
+--   s1, d1 adds s2. A subtopic is covered once, at its first relevant document (`seen` = 0). A query with no
+--   relevant subtopic scores 0. k defaults to 20, the depth ndeval evaluates.
+CAST(SUM(CASE WHEN row_kind = 'run' AND rnk <= :k AND seen = 0 THEN 1 ELSE 0 END) AS DOUBLE) / NULLIF(MAX(subtopics), 0)

@@ -1,0 +1,27 @@
+-- measure: alpha_nDCG
+-- description: Intent-aware nDCG with novelty: a document gains, for each subtopic it is relevant to, (1 - alpha)^(the documents above it relevant to that subtopic), discounted by log2(rank + 1); the sum over the top k is divided by the same sum over ndeval's greedy ideal ranking.
+-- reference: Clarke et al. 2008 (SIGIR); ndeval (TREC Web track) alpha-nDCG@k; ir_measures alpha_nDCG(alpha=0.5)@k (its pyndeval provider)
+-- param k: cutoff = 20
+-- param alpha: prob = 0.5
+-- at: k
+-- aliases: alpha-nDCG@{k} (ndeval), α_nDCG@{k} (ir_measures)
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..1
+-- example: @4 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 0.8426281447
+-- example: @1 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- note: Subtopic qrels (qrels_format='subtopics'). A judgment counts when its grade reaches the relevance level
+--   (ndeval's are binary). Example: s3 has no relevant document, so the query has 2 subtopics. The run gains
+--   1 (d2: s1), 1/2 + 1 (d1: s1 again, s2), 0 (d5, unjudged), 1/2 (d3: s2 again). The greedy ideal takes d1
+--   (gain 2), then d3 (1/2: d2 ties with it, and ndeval gives a tie to the greatest document id), then d2
+--   (1/2): (1 + 1.5/log2(3) + 0.5/log2(5)) / (2 + 0.5/log2(3) + 0.5/2) = 0.8426281447; at 1: 1/2.
+-- note: The body reads the list's subtopic rows: the run's rows (one per ranked document and subtopic it is
+--   relevant to, `seen` the documents above it relevant to the same subtopic) and the greedy ideal ranking's
+--   rows for this alpha (`ideal_gain` at each position). ndeval's greedy ideal: at each position the document
+--   whose relevant subtopics still gain most, ties to the greatest document id. A query with no relevant
+--   subtopic scores 0 (ndeval).
+-- note: k defaults to 20, the depth ndeval evaluates (it reports 5, 10 and 20); ndeval and ir_measures
+--   refuse k > 20, which is computed here as the same sum further down. The relevance level is the
+--   evaluation's (relevance_level=, ir_measures' rel=).
+SUM(CASE WHEN row_kind = 'run' AND rnk <= :k THEN POWER(1 - :alpha, seen) / (LN(rnk + 1) / LN(2)) ELSE 0 END)
+/ NULLIF(SUM(CASE WHEN row_kind = 'ideal' AND ideal_alpha = :alpha AND rnk <= :k THEN ideal_gain / (LN(rnk + 1) / LN(2)) ELSE 0 END), 0)
