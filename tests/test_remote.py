@@ -27,6 +27,7 @@ import pytest
 
 import sqlmetrics as sm
 from sqlmetrics.cli import main
+from sqlmetrics.local.evaluate import connect
 
 fsspec = pytest.importorskip("fsspec")  # the `remote` extra, in the `test` extra too
 aiohttp = pytest.importorskip("aiohttp")
@@ -122,6 +123,14 @@ def bucket(s3_server, files, monkeypatch) -> str:
 def test_s3_run_and_qrels_equal_the_local_files(bucket, files, run):
     got = sm.evaluate(f"{bucket}/qrels.txt", f"{bucket}/{run}", MEASURES)
     _same(got, sm.evaluate(files / "qrels.txt", files / run, MEASURES))
+
+
+def test_no_duckdb_extension_is_loaded(bucket, web, http_config):
+    sm.evaluate(f"{bucket}/qrels.txt", f"{bucket}/run.parquet", MEASURES)
+    sm.evaluate(f"{web}/qrels.txt", f"{web}/run.parquet", MEASURES)
+    con = connect()  # a cursor on the database those evaluations used
+    assert con.execute("SELECT extension_name FROM duckdb_extensions() WHERE loaded AND extension_name "
+                       "IN ('httpfs', 'aws', 'azure')").fetchall() == []
 
 
 def test_s3_several_runs_compare_like_local_files(bucket, files):
@@ -230,6 +239,11 @@ def test_http_run_and_qrels_equal_the_local_files(web, http_config, files, run):
 def test_http_missing_file_names_the_url(web, http_config):
     with pytest.raises(sm.SqlmetricsError, match=re.escape(f"run file '{web}/missing.csv': no such object")):
         sm.evaluate(f"{web}/qrels.txt", f"{web}/missing.csv", MEASURES)
+
+
+def test_http_glob_is_refused(web, http_config):
+    with pytest.raises(sm.SqlmetricsError, match="a web server has no list of its files"):
+        sm.evaluate(f"{web}/qrels.txt", f"{web}/run*.parquet", MEASURES, glob=True)
 
 
 def test_http_unreachable_host_fails_fast_naming_the_url(http_config, files):

@@ -441,6 +441,9 @@ def _glob_view(con, text: str, kind: str, label: str, columns: dict | None) -> L
     row keeps its file's name and row there, to name the file in an error."""
     folder = not _GLOB.search(text)
     pattern = text.rstrip("/") + "/**/*.parquet" if folder else text
+    if pattern.lower().startswith(("http://", "https://")):
+        raise SqlmetricsError(f"{label}: glob=True lists the files a pattern matches, and a web server has no list "
+                              "of its files; pass each URL, or use an object store (s3://, gs://).")
     if _is_remote(pattern):
         _register(con, _filesystem(pattern, label))
     fmt = file_format(Path(pattern.split("://")[-1]))
