@@ -486,6 +486,7 @@ def _file_row(con, numbered: str, line_no: int) -> tuple:
 # settings where it always does (the environment, ~/.aws, fsspec's configuration).
 REMOTE = ("s3://", "s3a://", "gs://", "gcs://", "http://", "https://")
 _REGISTERING = threading.Lock()
+_REGISTERED: dict = {}  # protocol -> the filesystem last registered for it
 
 
 def _is_remote(text: str) -> bool:
@@ -504,13 +505,18 @@ def _filesystem(url: str, label: str):
 
 
 def _register(con, fs) -> None:
-    """Make fs DuckDB's filesystem for its protocol. Registered again each time: the one registered before
-    may hold other settings (fsspec makes a new filesystem when its configuration changes)."""
+    """Make fs DuckDB's filesystem for its protocol. fsspec gives the same filesystem while its configuration
+    is the same: then the one registered stays (another evaluation may be reading through it). A new one
+    (other settings or credentials) replaces it."""
     name = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
     with _REGISTERING:
-        if name in con.list_filesystems():
+        present = name in con.list_filesystems()
+        if present and _REGISTERED.get(name) is fs:
+            return
+        if present:
             con.unregister_filesystem(name)
         con.register_filesystem(fs)
+        _REGISTERED[name] = fs
 
 
 def _remote_view(con, url: str, kind: str, label: str, columns: dict | None, fmt: str | None,
@@ -720,8 +726,14 @@ def _literal(path: Path) -> tuple[Path, str | None]:
 
 
 def _first_line(e: Exception) -> str:
-    """DuckDB's reason without its 'Invalid Input Error:' prefix."""
-    return re.sub(r"^[A-Z][\w ]* Error: ", "", str(e).strip().splitlines()[0])
+    """DuckDB's reason without its 'Invalid Input Error:' prefix. A Python filesystem's failure (fsspec,
+    registered with DuckDB) comes as a traceback: its last line is the reason (before DuckDB's `LINE 1:`)."""
+    lines = str(e).strip().splitlines()
+    first = re.sub(r"^[A-Z][\w ]* Error: ", "", lines[0])
+    if not first.startswith("Traceback (most recent call last)"):
+        return first
+    trace = itertools.takewhile(lambda line: not line.startswith("LINE "), lines)
+    return [line.strip() for line in trace if line.strip()][-1]
 
 
 def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) -> dict:
