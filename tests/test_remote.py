@@ -16,6 +16,7 @@ import re
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -121,8 +122,10 @@ def bucket(s3_server, files, monkeypatch) -> str:
 
 
 @pytest.mark.parametrize("run", ["run.txt", "run.csv", "run.parquet"])
-def test_s3_run_and_qrels_equal_the_local_files(bucket, files, run):
+def test_s3_run_and_qrels_equal_the_local_files(bucket, files, run, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the text objects are copied to
     got = sm.evaluate(f"{bucket}/qrels.txt", f"{bucket}/{run}", MEASURES)
+    assert list(tmp_path.glob("sqlmetrics-input-*")) == []  # the copies are removed after the evaluation
     _same(got, sm.evaluate(files / "qrels.txt", files / run, MEASURES))
 
 
@@ -149,9 +152,11 @@ def test_s3_command_line(bucket, files, capsys):
     assert remote == capsys.readouterr().out
 
 
-def test_s3_bad_row_names_the_url_and_line(bucket):
+def test_s3_bad_row_names_the_url_and_line(bucket, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(sm.SqlmetricsError, match=r"run file 's3://evals/bad.csv', line 3: column 'score' holds 'high'"):
         sm.evaluate(f"{bucket}/qrels.txt", f"{bucket}/bad.csv", MEASURES)
+    assert list(tmp_path.glob("sqlmetrics-input-*")) == []
 
 
 @pytest.mark.parametrize("name", ["missing.txt", "missing.parquet"])
