@@ -28,6 +28,8 @@ import pyarrow as pa
 import pyarrow.csv
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from moto.server import ThreadedMotoServer
 
 import sqlmetrics as sm
@@ -335,6 +337,23 @@ def test_compare_takes_glob(hive, files):
     for arm in ARMS:
         assert report.means[arm]["AP"] == pytest.approx(
             sm.evaluate(files / "qrels.txt", paths[DAYS[1], arm], ["AP"]).aggregate["AP"], rel=1e-12)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.integers(0, 3), min_size=len(_run_rows(5)), max_size=len(_run_rows(5))),
+       nested=st.booleans())
+def test_any_split_into_files_evaluates_as_the_whole(tmp_path_factory, files, parts, nested):
+    """A run's rows spread over files (any split, in hive folders or side by side) read
+    with glob=True evaluate as the run in one table."""
+    rows = _run_rows(5)
+    root = tmp_path_factory.mktemp("split")
+    for part in set(parts):
+        folder = root / f"part={part}" if nested else root
+        folder.mkdir(exist_ok=True)
+        pq.write_table(_table([r for r, p in zip(rows, parts) if p == part]), folder / f"{part}.parquet")
+    got = sm.evaluate(files / "qrels.txt", root, MEASURES, glob=True)
+    whole = sm.evaluate(files / "qrels.txt", _table(rows), MEASURES).aggregate
+    assert got.aggregate == pytest.approx(whole, rel=1e-12)
 
 
 def test_bad_row_names_its_file_and_row(tmp_path, files):
