@@ -2,6 +2,7 @@
 statement, return Results. Each step is a function below; evaluate_local() composes them."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import shutil
@@ -334,7 +335,7 @@ def _warn_positions(con, view: str, key: list, label: str) -> None:
             SqlmetricsWarning, stacklevel=6)
 
 
-def _load_runs(con, run, columns: dict, inputs: list) -> list:
+def _load_runs(con, run, columns: dict, inputs: list, glob: bool) -> list:
     """[(name or None, Loaded)]: one run, {name: run}, or a run table whose run_name column (mapped in
     columns=) holds several runs, split into one relation per name."""
     multi = _is_run_dict(run)
@@ -349,7 +350,7 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
         texts[str(name)] = name
     loaded = []
     for name, item in items:
-        loaded.append((name, load(con, item, "run", columns, None if name is None else str(name))))
+        loaded.append((name, load(con, item, "run", columns, None if name is None else str(name), glob=glob)))
         inputs.append(loaded[-1][1])  # for the caller to clean up after, whatever fails later
     if "run_name" not in columns:
         return loaded
@@ -371,8 +372,8 @@ def _load_runs(con, run, columns: dict, inputs: list) -> list:
         view = _fresh("named")
         con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {whole.view} WHERE {where}")
         numbered = f"(SELECT * FROM {whole.numbered} WHERE {where})"
-        out.append((name, Loaded(view, roles, f"run {name!r} of {whole.label}", whole.row_word, numbered,
-                                  temporary=whole.temporary, line_of=whole.line_of)))
+        out.append((name, dataclasses.replace(whole, view=view, columns=roles, label=f"run {name!r} of {whole.label}",
+                                              numbered=numbered)))
     return out
 
 
@@ -424,7 +425,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         if not job.labels:
             groups = job.group_roles
             q = load(con, qrels, "qrels", qrels_columns, own_columns=bool(o.qrels_columns),
-                     layout=None if o.qrels_format == "qrels" else o.qrels_format)
+                     layout=None if o.qrels_format == "qrels" else o.qrels_format, glob=o.glob)
             inputs.append(q)
             missing = [g for g in groups if g not in q.columns]
             if missing:
@@ -432,7 +433,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
                                       f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
             # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
             checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
-        runs = _load_runs(con, run, run_columns, inputs)
+        runs = _load_runs(con, run, run_columns, inputs, o.glob)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
                                   "whose columns are fixed.")

@@ -6,6 +6,7 @@ evaluation, and every problem is a SqlmetricsError naming the input, the line or
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import functools
@@ -16,6 +17,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -84,6 +86,7 @@ class Loaded:
     fixed_columns: bool = False  # TREC text: its fields are positional, a column mapping does not apply
     temporary: str | None = None  # a folder of ours (a link to the input): removed after the evaluation
     line_of: Callable[[int], int] | None = None  # row number in `numbered` -> the file's line, when they differ
+    file_of: Callable[[int], tuple] | None = None  # many files read as one (glob=True): row -> (file, its row)
     # A lazily read file (Parquet: read where the statement needs it) may turn out damaged in any later
     # query: after a DuckDB error, this query reads its every value, to tell whether the file is to blame.
     read_all: str | None = None
@@ -94,6 +97,8 @@ class Loaded:
 
     def lines(self, *numbers: int) -> str:
         """'line 7', 'lines 7 and 9': rows of `numbered` as the file's lines (or rows)."""
+        if self.file_of:
+            return "; ".join(f"file {file!r}, row {row}" for file, row in map(self.file_of, numbers))
         lines = [self.line_of(n) if self.line_of else n for n in numbers]
         return f"{self.row_word}{'s' if len(lines) > 1 else ''} {' and '.join(map(str, lines))}"
 
@@ -380,7 +385,8 @@ def file_format(path: Path) -> str:
 def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt: str | None,
                own_columns: bool, layout: str | None = None) -> Loaded:
     if not path.exists():
-        raise SqlmetricsError(f"{label}: no such file. Check the path.")
+        pattern = " (a name holding * ? [ ] { } is one file; glob=True, --glob, reads it as a pattern)"
+        raise SqlmetricsError(f"{label}: no such file{pattern if _GLOB.search(str(path)) else ''}. Check the path.")
     if path.is_dir():
         raise SqlmetricsError(f"{label}: is a folder, not a file.")
     fmt = fmt or file_format(path)
@@ -406,16 +412,9 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
         if fmt in ("jsonl", "json"):
             return dataclasses.replace(_json_view(con, source, kind, label, columns, compression, head),
                                        temporary=temporary)
-        view = _fresh(kind)
         if fmt == "parquet":
-            try:
-                con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_lit(str(source))})")
-                con.execute(f"SELECT * FROM {view} LIMIT 0")
-            except duckdb.Error as e:
-                raise SqlmetricsError(f"{label}: cannot be read as Parquet ({_first_line(e)}).") from None
-            # The view is read lazily (only the columns the statement needs: most of the speed on wide files).
-            return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
-                          temporary=temporary, read_all=f"SELECT max(hash(t)) FROM {view} AS t")
+            return dataclasses.replace(_parquet_view(con, str(source), kind, label, columns), temporary=temporary)
+        view = _fresh(kind)
         # CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
         # are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed. The
         # file is read into a table here, once: a bad byte or line is found (and explained) now, not by
@@ -462,6 +461,148 @@ def _ranx_file(con, path: Path, kind: str, label: str) -> Loaded:
     except Exception as e:  # whatever lz4 or cbor2 raise on data that is not theirs
         raise SqlmetricsError(f"{label}: cannot be read as ranx's LZ4 format ({type(e).__name__}: {e}).") from None
     return _registered(con, _dict_table(content, kind, label), kind, label, None)
+
+
+def _parquet_view(con, source: str, kind: str, label: str, columns: dict | None) -> Loaded:
+    """One Parquet file (local, or remote through a filesystem registered with DuckDB), read lazily: only
+    the columns the statement needs (most of the speed on wide files)."""
+    view = _fresh(kind)
+    try:
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM read_parquet({_lit(source)})")
+        con.execute(f"SELECT * FROM {view} LIMIT 0")
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"{label}: cannot be read as Parquet ({_first_line(e)}).") from None
+    return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0),
+                  read_all=f"SELECT max(hash(t)) FROM {view} AS t")
+
+
+def _glob_view(con, text: str, kind: str, label: str, columns: dict | None) -> Loaded:
+    """glob=True: a pattern, or a folder (every .parquet file under it), of Parquet files read as one table.
+    Hive partition keys in the folder names (day=2024-06-01/arm=b/) become columns, typed by DuckDB; each
+    row keeps its file's name and row there, to name the file in an error."""
+    folder = not _GLOB.search(text)
+    pattern = text.rstrip("/") + "/**/*.parquet" if folder else text
+    if pattern.lower().startswith(("http://", "https://")):
+        raise SqlmetricsError(f"{label}: glob=True lists the files a pattern matches, and a web server has no list "
+                              "of its files; pass each URL, or use an object store (s3://, gs://).")
+    if _is_remote(pattern):
+        _register(con, _filesystem(pattern, label))
+    fmt = file_format(Path(pattern.split("://")[-1]))
+    if fmt != "parquet":
+        raise SqlmetricsError(f"{label}: glob=True reads Parquet files (a pattern such as 'runs/*.parquet', or a "
+                              f"folder of them), and this pattern names {FORMAT_NAMES.get(fmt, fmt)} files. Pass "
+                              "such files one by one, or write them as Parquet.")
+    try:
+        matched = con.execute(f"SELECT COUNT(*) FROM glob({_lit(pattern)})").fetchall()[0][0]
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"{label}: cannot list the files of {pattern!r} ({_first_line(e)}).") from None
+    if not matched:
+        raise SqlmetricsError(f"{label}: the pattern {pattern!r} matches no file"
+                              + (" (glob=True reads a folder's .parquet files, in it or below)" if folder else "")
+                              + ". Check the pattern; without glob=True a name is one file.")
+    files = _fresh("files")
+    try:
+        con.execute(f"CREATE TEMP VIEW {files} AS SELECT * FROM read_parquet({_lit(pattern)}, hive_partitioning = "
+                    "true, union_by_name = true, filename = 'sqlm_file', file_row_number = true)")
+        con.execute(f"SELECT * FROM {files} LIMIT 0")
+    except duckdb.Error as e:
+        raise SqlmetricsError(f"{label}: cannot be read as Parquet ({_first_line(e)}).") from None
+    view = _fresh(kind)
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (sqlm_file, file_row_number) FROM {files}")
+    numbered = (f"(SELECT ROW_NUMBER() OVER (ORDER BY sqlm_file, file_row_number) AS line_no, * "
+                f"FROM {files})")
+    return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", numbered,
+                  file_of=functools.partial(_file_row, con, numbered),
+                  read_all=f"SELECT max(hash(t)) FROM {view} AS t")
+
+
+def _file_row(con, numbered: str, line_no: int) -> tuple:
+    """(file, row counted from 1) of a row of many files read as one."""
+    return con.execute(f"SELECT sqlm_file, file_row_number + 1 FROM {numbered} WHERE line_no = ?",
+                       [line_no]).fetchall()[0]
+
+
+# Object stores and web servers, read through fsspec's filesystems (the `remote` extra) registered with
+# DuckDB: never through a DuckDB extension (none is downloaded or loaded). fsspec finds credentials and
+# settings where it always does (the environment, ~/.aws, fsspec's configuration).
+REMOTE = ("s3://", "s3a://", "gs://", "gcs://", "http://", "https://")
+_REGISTERING = threading.Lock()
+_REGISTERED: dict = {}  # protocol -> the filesystem last registered for it
+
+
+def _is_remote(text: str) -> bool:
+    return text.lower().startswith(REMOTE)
+
+
+def _filesystem(url: str, label: str):
+    scheme = url.split("://")[0].lower()
+    try:
+        import fsspec
+
+        return fsspec.filesystem(scheme)
+    except ImportError as e:
+        raise SqlmetricsError(f"{label}: reading {scheme}:// paths needs fsspec and its filesystem for them ({e}); "
+                              'pip install "sqlmetrics[remote]".') from None
+
+
+def _register(con, fs) -> None:
+    """Make fs DuckDB's filesystem for its protocol. fsspec gives the same filesystem while its configuration
+    is the same: then the one registered stays (another evaluation may be reading through it). A new one
+    (other settings or credentials) replaces it."""
+    name = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    with _REGISTERING:
+        present = name in con.list_filesystems()
+        if present and _REGISTERED.get(name) is fs:
+            return
+        if present:
+            con.unregister_filesystem(name)
+        con.register_filesystem(fs)
+        _REGISTERED[name] = fs
+
+
+def _remote_view(con, url: str, kind: str, label: str, columns: dict | None, fmt: str | None,
+                 own_columns: bool, layout: str | None) -> Loaded:
+    """s3://, gs://, https://... A Parquet object in a store is read by DuckDB through the registered
+    filesystem, lazily. A text object is copied once into a folder of ours and read as a local file: the
+    text readers read a file more than once (its head, the scan, and after an error the bad line). So is
+    anything over http(s), whose fsspec filesystem gives no modification time, which DuckDB asks for."""
+    fs = _filesystem(url, label)
+    fmt = fmt or file_format(Path(url.split("://", 1)[1]))
+    with _remote_errors(label):
+        # A missing object or an unreachable host is found here, not inside a DuckDB query.
+        if fs.info(url).get("type") == "directory":
+            raise SqlmetricsError(f"{label}: is a folder, not a file (glob=True reads a pattern of Parquet files).")
+    if fmt == "parquet" and not url.lower().startswith(("http://", "https://")):
+        _register(con, fs)
+        return _parquet_view(con, url, kind, label, columns)
+    folder = tempfile.mkdtemp(prefix="sqlmetrics-input-")
+    try:
+        with _remote_errors(label):
+            fs.get_file(url, os.path.join(folder, "input"))
+        return dataclasses.replace(_file_view(con, Path(folder) / "input", kind, label, columns, fmt, own_columns,
+                                              layout), temporary=folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def _remote_errors(label: str):
+    """A filesystem's failure as a SqlmetricsError naming the URL. Each filesystem raises its own errors
+    (botocore's, aiohttp's, google-auth's...): anything but our own is worded here."""
+    try:
+        yield
+    except SqlmetricsError:
+        raise
+    except Exception as e:
+        # fsspec's http filesystem says FileNotFoundError when the host cannot be reached too: the
+        # connection's error is then its cause.
+        if isinstance(e, FileNotFoundError) and not isinstance(e.__cause__, OSError):
+            raise SqlmetricsError(f"{label}: no such object. Check the URL.") from None
+        cause = e.__cause__ if isinstance(e, FileNotFoundError) else e
+        reason = " ".join(str(cause).split()) or type(cause).__name__
+        raise SqlmetricsError(f"{label}: cannot be read ({reason}). Check the URL, the network, and the "
+                              "credentials fsspec finds (environment, config files).") from None
 
 
 def _empty_view(con, kind: str, label: str) -> Loaded:
@@ -665,8 +806,14 @@ def _literal(path: Path) -> tuple[Path, str | None]:
 
 
 def _first_line(e: Exception) -> str:
-    """DuckDB's reason without its 'Invalid Input Error:' prefix."""
-    return re.sub(r"^[A-Z][\w ]* Error: ", "", str(e).strip().splitlines()[0])
+    """DuckDB's reason without its 'Invalid Input Error:' prefix. A Python filesystem's failure (fsspec,
+    registered with DuckDB) comes as a traceback: its last line is the reason (before DuckDB's `LINE 1:`)."""
+    lines = str(e).strip().splitlines()
+    first = re.sub(r"^[A-Z][\w ]* Error: ", "", lines[0])
+    if not first.startswith("Traceback (most recent call last)"):
+        return first
+    trace = itertools.takewhile(lambda line: not line.startswith("LINE "), lines)
+    return [line.strip() for line in trace if line.strip()][-1]
 
 
 def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) -> dict:
@@ -888,12 +1035,13 @@ def _named_tuples(con, items: Iterator, kind: str, what: str, columns: dict | No
 
 
 def load(con, obj, kind: str, columns: dict | None = None, name: str | None = None, fmt: str | None = None,
-         own_columns: bool = False, layout: str | None = None) -> Loaded:
+         own_columns: bool = False, layout: str | None = None, glob: bool = False) -> Loaded:
     """Register one qrels or run input as a view on `con`. columns: {role: column} for this table's roles;
     own_columns: the mapping was given for this table alone (qrels_columns=), so a TREC file refuses it;
-    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg').
+    layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg');
+    glob: a name holding * ? [ ] { }, or a folder, is a pattern of Parquet files (else it is one file).
     A run whose doc_id column is a list (one row per query) is unnested: see _unnested."""
-    loaded = _load(con, obj, kind, columns, name, fmt, own_columns, layout)
+    loaded = _load(con, obj, kind, columns, name, fmt, own_columns, layout, glob)
     return _unnested(con, loaded) if kind == "run" and _column_type(con, loaded, "doc_id").endswith("[]") else loaded
 
 
@@ -944,7 +1092,7 @@ def _unnested(con, loaded: Loaded) -> Loaded:
 
 
 def _load(con, obj, kind: str, columns: dict | None, name: str | None, fmt: str | None, own_columns: bool,
-          layout: str | None) -> Loaded:
+          layout: str | None, glob: bool) -> Loaded:
     what = kind if name is None else f"run {name!r}"
     if isinstance(obj, (str, Path)):
         text = str(obj)
@@ -952,6 +1100,10 @@ def _load(con, obj, kind: str, columns: dict | None, name: str | None, fmt: str 
             return _named_tuples(con, _ir_dataset_items(text, kind, what), kind, f"{what} {text!r}", columns)
         if target := _split_duckdb_target(text):
             return _database_table(con, *target, kind, columns, what)
+        if glob and (_GLOB.search(text) or Path(text).is_dir()):
+            return _glob_view(con, text, kind, f"{what} files {text!r}", columns)
+        if _is_remote(text):
+            return _remote_view(con, text, kind, f"{what} file {text!r}", columns, fmt, own_columns, layout)
         return _file_view(con, Path(text), kind, f"{what} file {text!r}", columns, fmt, own_columns, layout)
     if isinstance(obj, Iterator) and not _is_arrow(obj):
         return _named_tuples(con, obj, kind, what, columns)
