@@ -1,5 +1,5 @@
 """sqlmetrics: ranked-retrieval evaluation as SQL, trec_eval-exact, on DuckDB or any warehouse."""
-from . import demo  # sqlmetrics.demo.folder(): the demo runs and log shipped with the package
+from . import demo  # noqa: F401  (sqlmetrics.demo.folder(): the demo runs and log shipped with the package)
 from .dialects import render
 from .engines import evaluate_on
 from .errors import SqlmetricsError, SqlmetricsWarning

@@ -21,7 +21,7 @@ from sqlglot import exp
 from .catalogue import PARAM_TYPES
 from .catalogue.fusion import DEFAULT_NORM, FusionMethod, fusion_columns, fusion_method, normalisation
 from .errors import SqlmetricsError
-from .statement import READ, Source, _in_fixed_order
+from .statement import READ, _in_fixed_order
 
 _INPUT_ROLES = {"run_index": "INT", "query_id": "VARCHAR", "doc_id": "VARCHAR", "score": "DOUBLE"}
 
