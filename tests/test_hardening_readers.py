@@ -272,3 +272,29 @@ def test_a_csv_header_names_each_column_once(tmp_path):
     qrels = write(tmp_path, "q2.txt", 'q1 0 d"1 1\nq1 0 d2 1\n')
     assert aggregate(qrels, write(tmp_path, "d.tsv", 'query_id\tdoc_id\tscore\nq1\td"1\t3\nq1\td3\t2\n'),
                      ["P@1", "P@2"]) == {"P@1": 1.0, "P@2": 0.5}
+
+
+@pytest.mark.parametrize("kind", ["run score", "qrels grade", "log label"])
+def test_a_nan_in_parquet_is_refused(tmp_path, kind):
+    """Parquet's min/max statistics leave NaN out, and DuckDB folded isnan() to false from them: a NaN score
+    was ranked (AP 0.8333 here) instead of refused."""
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    values = [float("nan"), 0.5, 0.2]
+    if kind == "run score":
+        pq.write_table(pa.table({"query_id": ["q1"] * 3, "doc_id": ["d1", "d2", "d3"], "score": values}), path)
+        call = lambda: sqlmetrics.evaluate({"q1": {"d1": 1, "d3": 1}}, str(path), ["AP"])  # noqa: E731
+        column = "score"
+    elif kind == "qrels grade":
+        pq.write_table(pa.table({"query_id": ["q1"] * 3, "doc_id": ["d1", "d2", "d3"], "relevance": values}), path)
+        call = lambda: sqlmetrics.evaluate(str(path), {"q1": {"d1": 1.0}}, ["AP"])  # noqa: E731
+        column = "relevance"
+    else:
+        pq.write_table(pa.table({"query_id": ["q1"] * 3, "doc_id": ["d1", "d2", "d3"], "position": [1, 2, 3],
+                                 "lab": values}), path)
+        call = lambda: sqlmetrics.evaluate(None, str(path), ["RR"], ties="rank", label="lab",  # noqa: E731
+                                           columns={"rank_position": "position"})
+        column = "lab"
+    with pytest.raises(SqlmetricsError, match=rf"row 1: .*{column}.*(nan|not a finite number)"):
+        call()
