@@ -34,3 +34,11 @@
 --   jg_first      1 on a group's own row (read group values through it)
 --   rn, rn_ret    the group's prefs_avgjg_Rnonrel (_ret) ratio, NULL where trec_eval divides 0 by 0
 --   num_jgs       the number of judgment groups of the query
+--
+-- Recommendation rows (templates with `rows: recommendations`, one value per run: statement.py builds them).
+-- One row per item the run recommends (its lists pooled: every list of the run, judged or not), with:
+--   item_recs      how many of the run's lists recommend the item
+--   num_recs       the run's recommendations (its rows), on every row
+--   exposure_rank  the item's place among the run's items by item_recs, ascending (ties by item id)
+--   hist_count     the item's rows in the training interactions (history=); NULL when it has none
+--   hist_rows      the training interactions' rows;  hist_items: their distinct items (the catalogue)

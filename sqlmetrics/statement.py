@@ -190,13 +190,21 @@ class Source:
         return exp.select(*items).from_(self.table.copy(), copy=False)
 
 
-def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool) -> exp.Select:
+def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool,
+                    history: Source | None = None) -> exp.Select:
     """The whole evaluation as one statement (a sqlglot tree; generate it for any dialect).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
+    history: the training interactions (query_id as the user, doc_id as the item), which the measures of the
+    whole run's recommendations (rows: recommendations) read.
     """
     options.check()
+    if plan.recommendations and history is None:
+        raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
+                              "training interactions: pass history= (a table of user and item, read as qrels are).")
+    if plan.recommendations and options.judgment_groups:
+        raise SqlmetricsError("the measures of a run's recommendations take qrels_format='qrels', not 'qrels_jg'.")
     if options.judgment_groups and (options.labels or qrels is None):
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
     if plan.preferences and options.judgment_groups:
@@ -319,8 +327,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences:
-            continue  # aggregated over pref_rows, below
+        if out in plan.preferences or out in plan.recommendations:
+            continue  # aggregated over pref_rows or rec_items, below
         e = fixed(e, [_ordered(_c("rnk", "judged_ranking"), False, True)])
         value = exp.func("COALESCE", e, exp.Literal.number(_number(empty))) if empty is not None else e
         values.append(exp.alias_(value, out, copy=False))
@@ -346,24 +354,39 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         list_values = exp.select(*_cols(outer), *means).from_("group_values", copy=False) \
             .group_by(*_cols(outer), copy=False)
     recursive = False
+    joined = []  # (CTE, the columns it is joined on) of the values not computed per ranked list
     if plan.preferences:
         # The preference measures: one GROUP BY over each list's preference rows, beside the ranked ones.
-        ctes.append(("ranked_values", list_values))
         ctes += _preference_ctes(options)
         pref_order = _by(["judgment_group", "a_ord", "b_ord"])  # unique within a list
         prefs = [exp.alias_(fixed(e, pref_order), out, copy=False) for out, e, _ in plan.values if out in plan.preferences]
         ctes.append(("pref_values", exp.select(*_cols(key), *prefs).from_("pref_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
+        joined.append(("pref_values", key))
+        recursive = True  # pref_closure
+    if plan.recommendations:
+        # The measures of the whole run: one value per run (and segment) over its items, on each of its lists.
+        run_key = [*options.run_key, *options.segment_key]
+        ctes += _recommendation_ctes(run_key, history)
+        recs = [exp.alias_(fixed(e, _by(["doc_id"])), out, copy=False)
+                for out, e, _ in plan.values if out in plan.recommendations]
+        run_values = exp.select(*_cols(run_key), *recs).from_("rec_items", copy=False)
+        ctes.append(("run_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
+        joined.append(("run_values", run_key))
+    if joined:
+        ctes.append(("ranked_values", list_values))
+        source = {out: cte for cte, _ in joined for out in (plan.preferences if cte == "pref_values" else plan.recommendations)}
         items = []
         for out, _, empty in plan.values:
-            value = _c(out, "pref_values" if out in plan.preferences else "ranked_values")
-            if out in plan.preferences and empty is not None:
+            value = _c(out, source.get(out, "ranked_values"))
+            if out in source and empty is not None:
                 value = exp.func("COALESCE", value, exp.Literal.number(_number(empty)))
             items.append(exp.alias_(value, out, copy=False))
-        list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False) \
-            .join("pref_values", on=_equal_on("ranked_values", "pref_values", key, options.segment_key),
-                  join_type="LEFT", copy=False)
-        recursive = True  # pref_closure
+        list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False)
+        for cte, on in joined:
+            list_values = list_values.join(cte, on=_equal_on("ranked_values", cte, on, options.segment_key),
+                                           join_type="LEFT", copy=False) if on else \
+                list_values.join(cte, join_type="CROSS", copy=False)
     ctes.append(("list_values", list_values))
 
     final = _final(options, plan, list(options.list_key), per_query)
@@ -416,6 +439,8 @@ def _aggregate_items(aggregates: list, order: list | None = None) -> list:
     for col, kind in aggregates:
         if kind == "sum":
             value = exp.func("SUM", _c(col))
+        elif kind == "once":  # the run's own value, the same on each of its lists
+            value = exp.func("MAX", _c(col))
         elif kind == "geometric":
             floored = exp.Case(ifs=[exp.If(this=exp.GT(this=_c(col), expression=floor.copy()), true=_c(col))],
                                default=floor.copy())
@@ -563,6 +588,28 @@ _PREFERENCES = [
                   "1, 0, e.a_ord, e.b_ord, e.ful, e.ful_ret, e.both_ret, e.any_ret, e.share FROM pref_groups AS g "
                   "JOIN pref_edge_rows AS e ON {on_e_g} AND e.judgment_group = g.judgment_group"),
 ]
+
+
+# The run's recommended items (rows: recommendations, sql/_shared.sql lists their columns): every row of the
+# run, whichever lists are evaluated, counted per item, beside the item's counts in the training interactions.
+_RECOMMENDATIONS = [
+    ("rec_counts", "SELECT {k_}doc_id, COUNT(*) AS item_recs FROM run_rows GROUP BY {k_}doc_id"),
+    ("history_items", "SELECT doc_id, COUNT(*) AS hist_count FROM history_rows GROUP BY doc_id"),
+    ("history_stats", "SELECT COUNT(*) AS hist_rows, COUNT(DISTINCT doc_id) AS hist_items FROM history_rows"),
+    ("rec_items", "SELECT {c_k_}c.doc_id, c.item_recs, SUM(c.item_recs) OVER ({part}) AS num_recs, "
+                  "ROW_NUMBER() OVER ({part_}ORDER BY c.item_recs, c.doc_id) AS exposure_rank, h.hist_count, "
+                  "s.hist_rows, s.hist_items FROM rec_counts AS c LEFT JOIN history_items AS h ON h.doc_id = c.doc_id "
+                  "CROSS JOIN history_stats AS s"),
+]
+
+
+def _recommendation_ctes(run_key: list, history: Source) -> list:
+    """The CTEs computing the run's recommended items (rec_items), keyed by run_key (the run and segment)."""
+    partition = f"PARTITION BY {', '.join(f'c.{c}' for c in run_key)}" if run_key else ""
+    fill = {"k_": "".join(f"{c}, " for c in run_key), "c_k_": "".join(f"c.{c}, " for c in run_key),
+            "part": partition, "part_": partition + " " if partition else ""}
+    rows = history.select({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
+    return [("history_rows", rows), *((name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS)]
 
 
 def _preference_ctes(options: Shape) -> list:

@@ -146,8 +146,10 @@ def _expected(text: str):
     return float(text), 0.5 * 10 ** -decimals + 1e-12
 
 
-def _sqlite_tables(qrels: dict, run: dict):
+def _sqlite_tables(qrels: dict, run: dict, history: dict | None = None):
     con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE history (query_id TEXT, doc_id TEXT, relevance REAL)")
+    con.executemany("INSERT INTO history VALUES (?, ?, ?)", [(u, i, g) for u, items in (history or {}).items() for i, g in items.items()])
     con.execute("CREATE TABLE qrels (query_id TEXT, doc_id TEXT, relevance REAL)")
     con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
     con.executemany("INSERT INTO qrels VALUES (?, ?, ?)", [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()])
@@ -172,8 +174,11 @@ def test_examples_on_duckdb_and_sqlite(measure, example):
     assert parse(example.call).measure.name == measure.name, f"{measure.path}:{example.line} is not an example of it"
     qrels, run = _as_dicts(example.qrels), _as_dicts(example.run)
     want, tolerance = _expected(example.value)
-    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call]).aggregate[example.call]
-    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(qrels, run)).aggregate[example.call]
+    history = _as_dicts([(u, i, 1) for u, i in example.history])
+    given = {"history": history} if history else {}  # the training interactions, for rows: recommendations
+    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **given).aggregate[example.call]
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(qrels, run, history),
+                                    **({"history": "history"} if history else {})).aggregate[example.call]
     where = f"{measure.path}:{example.line}"
     for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
         if want is None:

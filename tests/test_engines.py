@@ -101,6 +101,12 @@ def fixture_rows():
     return qrels, run, runs
 
 
+def history_rows(qrels):
+    """Training interactions (user, item, grade) for the recommender measures: the positive judgments, so
+    that some ranked items are absent from the history and the awkward ids are among its items."""
+    return [row for row in qrels if row[2] >= 1]
+
+
 # Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
 QRELS_COLUMNS = ("topic", "Doc ID", "grade")
 RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
@@ -108,6 +114,8 @@ RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
            "rank_position": "rank"}
 RUNS_MAP = {**COLUMNS, "run_name": "tag"}
+TABLES = ("qrels", "run", "runs", "history")
+TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "history": QRELS_COLUMNS}
 TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text"}
 
 
@@ -124,6 +132,8 @@ def all_measures() -> list[str]:
     """Every catalogue measure: bare, at two cutoffs (or three recall points), and each parameter varied."""
     out = []
     for m in catalogue().values():
+        if m.rows == "recommendations":
+            continue  # one value per run, over the training interactions too: test_recommender_measures_*
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -157,9 +167,10 @@ CASES = {
 @pytest.fixture(scope="session")
 def data():
     qrels, run, runs = fixture_rows()
-    return {"rows": {"qrels": qrels, "run": run, "runs": runs},
+    history = history_rows(qrels)
+    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "history": history},
             "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
-                      "runs": arrow(runs, RUNS_COLUMNS)}}
+                      "runs": arrow(runs, RUNS_COLUMNS), "history": arrow(history, QRELS_COLUMNS)}}
 
 
 @pytest.fixture(scope="session")
@@ -212,7 +223,7 @@ def _sql_type(kind: str, dialect: str) -> str:
 
 
 def _create_all(cursor_execute, executemany, data, dialect: str, table_name, placeholder: str):
-    for key, cols in (("qrels", QRELS_COLUMNS), ("run", RUN_COLUMNS), ("runs", RUNS_COLUMNS)):
+    for key, cols in TABLE_COLUMNS.items():
         table = table_name(key)
         cursor_execute(f"DROP TABLE IF EXISTS {table}")
         defs = ", ".join(f"{_ident(c, dialect)} {_sql_type(TYPES[c], dialect)}" for c in cols)
@@ -225,11 +236,11 @@ def _duckdb(data):
 
     con = duckdb.connect()
     con.execute("CREATE SCHEMA eval")
-    for key in ("qrels", "run", "runs"):
+    for key in TABLES:
         con.register("src", data["arrow"][key])
         con.execute(f"CREATE TABLE eval.{key} AS SELECT * FROM src")
         con.unregister("src")
-    return Engine("duckdb", con, {k: f"eval.{k}" for k in ("qrels", "run", "runs")}, close=[con.close])
+    return Engine("duckdb", con, {k: f"eval.{k}" for k in TABLES}, close=[con.close])
 
 
 def _sqlite(data):
@@ -237,7 +248,7 @@ def _sqlite(data):
 
     con = sqlite3.connect(":memory:")
     _create_all(con.execute, con.executemany, data, "sqlite", lambda k: k, "?")
-    return Engine("sqlite", con, {k: k for k in ("qrels", "run", "runs")}, float32=False, close=[con.close])
+    return Engine("sqlite", con, {k: k for k in TABLES}, float32=False, close=[con.close])
 
 
 def _postgres(data):
@@ -263,7 +274,7 @@ def _postgres(data):
         con.commit()
         con.close()
 
-    return Engine("postgres", con, {k: f"{schema}.{k}" for k in ("qrels", "run", "runs")}, close=[drop])
+    return Engine("postgres", con, {k: f"{schema}.{k}" for k in TABLES}, close=[drop])
 
 
 def _mariadb(data):
@@ -282,12 +293,12 @@ def _mariadb(data):
 
     def drop():
         with con.cursor() as cur:
-            for k in ("qrels", "run", "runs"):
+            for k in TABLES:
                 cur.execute(f"DROP TABLE IF EXISTS {db}.{prefix}{k}")
         con.commit()
         con.close()
 
-    return Engine("mariadb", con, {k: f"{db}.{prefix}{k}" for k in ("qrels", "run", "runs")}, close=[drop])
+    return Engine("mariadb", con, {k: f"{db}.{prefix}{k}" for k in TABLES}, close=[drop])
 
 
 def _clickhouse(data):
@@ -309,7 +320,7 @@ def _clickhouse(data):
         execute(sql + " ENGINE = Memory" if sql.startswith("CREATE TABLE") else sql)
 
     _create_all(create, executemany, data, "clickhouse", lambda k: f"eval.{k}", "?")
-    return Engine("clickhouse", sess, {k: f"eval.{k}" for k in ("qrels", "run", "runs")}, close=[sess.close])
+    return Engine("clickhouse", sess, {k: f"eval.{k}" for k in TABLES}, close=[sess.close])
 
 
 def _datafusion(data):
@@ -318,9 +329,9 @@ def _datafusion(data):
     except ImportError:
         unavailable("datafusion is not installed (pip install datafusion)")
     ctx = datafusion.SessionContext()
-    for key in ("qrels", "run", "runs"):
+    for key in TABLES:
         ctx.register_record_batches(key, [data["arrow"][key].to_batches()])
-    return Engine("datafusion", ctx, {k: k for k in ("qrels", "run", "runs")})
+    return Engine("datafusion", ctx, {k: k for k in TABLES})
 
 
 def _polars(data):
@@ -328,8 +339,8 @@ def _polars(data):
         import polars as pl
     except ImportError:
         unavailable("polars is not installed (pip install polars)")
-    ctx = pl.SQLContext(frames={k: pl.from_arrow(data["arrow"][k]) for k in ("qrels", "run", "runs")})
-    return Engine("polars", ctx, {k: k for k in ("qrels", "run", "runs")})
+    ctx = pl.SQLContext(frames={k: pl.from_arrow(data["arrow"][k]) for k in TABLES})
+    return Engine("polars", ctx, {k: k for k in TABLES})
 
 
 def _spark(data):
@@ -350,12 +361,12 @@ def _spark(data):
              .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    for key, cols in (("qrels", QRELS_COLUMNS), ("run", RUN_COLUMNS), ("runs", RUNS_COLUMNS)):
+    for key, cols in TABLE_COLUMNS.items():
         # A VALUES view lives in the JVM: no Python worker runs at query time.
         values = ", ".join("(" + ", ".join(exp.convert(v).sql("spark") for v in row) + ")" for row in data["rows"][key])
         names = ", ".join(f"`{c}`" for c in cols)
         spark.sql(f"CREATE OR REPLACE GLOBAL TEMPORARY VIEW {key} AS SELECT * FROM VALUES {values} AS t({names})")
-    return Engine("spark", spark, {k: f"global_temp.{k}" for k in ("qrels", "run", "runs")}, close=[spark.stop])
+    return Engine("spark", spark, {k: f"global_temp.{k}" for k in TABLES}, close=[spark.stop])
 
 
 FACTORIES = {"duckdb": _duckdb, "sqlite": _sqlite, "postgres": _postgres, "mariadb": _mariadb,
@@ -442,6 +453,36 @@ def test_engine_equals_duckdb(engine_name, case, engines, reference):
         mine = got.aggregate[run_name] if multi else got.aggregate
         bad = [f"{run_name} {m}: {mine[m]!r} vs {v!r}" for m, v in values.items() if not _close(mine[m], v)]
         assert not bad, "aggregates differ:\n" + "\n".join(bad[:30])
+
+
+RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows == "recommendations"]
+
+
+@pytest.mark.parametrize("multi", [False, True], ids=["run", "runs"])
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
+    """The measures of a run's recommendations (one value per run, read with history=) on every engine."""
+    engine = engines(engine_name)
+    qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
+    rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score")}
+    runs = data["arrow"]["runs"]
+    run = {name: runs.filter(pc.equal(runs["tag"], name)).drop_columns(["tag"]) for name in ("bm25", "Dense")} \
+        if multi else data["arrow"]["run"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sqlmetrics.evaluate(data["arrow"]["qrels"], run, RECOMMENDER_MEASURES, columns=rcols,
+                                   qrels_columns=qcols, history=data["arrow"]["history"])
+    got = evaluate_on(engine.con, RECOMMENDER_MEASURES, qrels=engine.tables["qrels"],
+                      run=engine.tables["runs" if multi else "run"], columns=RUNS_MAP if multi else COLUMNS,
+                      history=engine.tables["history"])
+    ours, theirs = _rows(got, multi), _rows(want, multi)
+    assert sorted(ours) == sorted(theirs), "different lists evaluated"
+    bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"
+           for key in theirs for m in RECOMMENDER_MEASURES if not _close(ours[key][m], theirs[key][m])]
+    assert not bad, "\n".join(bad[:30])
+    for run_name, values in (want.aggregate.items() if multi else [(None, want.aggregate)]):
+        mine = got.aggregate[run_name] if multi else got.aggregate
+        assert all(_close(mine[m], v) for m, v in values.items()), (run_name, mine, values)
 
 
 @pytest.mark.parametrize("engine_name", ["postgres", "mariadb"])

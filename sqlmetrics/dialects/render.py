@@ -152,5 +152,10 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
             expressions["relevance"] = tree.transform(
                 lambda n: exp.Column(this=bound[n.name].copy()) if isinstance(n, exp.Column) and n.name in bound else n)
     run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions)
-    tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query)
+    history = None
+    if o.history is not None:  # the training interactions: a table with the qrels' user and item columns
+        history = Source(table_reference(o.history, d, fold),
+                         {r: column_identifier(qrels_map[r], d, fold) for r in ("query_id", "doc_id")})
+    tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query,
+                           history)
     return portable(tree, info, options, calls, per_query), calls

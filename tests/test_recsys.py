@@ -1,0 +1,117 @@
+"""The measures of a run's recommendations (templates with `rows: recommendations`): one value per run, over
+every list of the run and the training interactions (history=), equal to Microsoft Recommenders'
+python_evaluation on the same generated data.
+
+Recommenders 1.2.1's novelty() and distributional_coverage() end in `DataFrame.agg(...)[0]`, which pandas 3
+no longer reads as a position (KeyError: 0): their last step, a sum, is written out here with numpy over
+what Recommenders computes before it (historical_item_novelty, the item counts). The Gini index, which
+Recommenders does not have, is RecBole's formula written out."""
+from __future__ import annotations
+
+import random
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sqlmetrics
+from sqlmetrics.dialects import DIALECTS
+from sqlmetrics.errors import SqlmetricsError
+
+python_evaluation = pytest.importorskip("recommenders.evaluation.python_evaluation")  # .ci/run installs it
+
+MEASURES = ["CatalogCoverage", "DistributionalCoverage", "Novelty", "GiniIndex"]
+TOLERANCE = 1e-9
+
+
+def gini(counts) -> float:
+    """The Gini coefficient of the catalogue items' recommendation counts (zeros included), ascending:
+    sum_i (2i - n - 1) c_i / (n sum c), as RecBole's GiniIndex."""
+    c = np.sort(np.asarray(counts, dtype=float))
+    n = len(c)
+    return float(np.sum((2 * np.arange(1, n + 1) - n - 1) * c) / (n * c.sum()))
+
+
+def generated(seed: int, users=30, items=60, k=5):
+    """(history, recommendations, test) as pandas frames of userID/itemID (and rating/prediction): the
+    history a skewed sample of interactions; each user's top k among the items it has not seen (Recommenders
+    refuses a recommended pair that is in the history); some recommended items were never seen in training."""
+    rnd = random.Random(seed)
+    weights = [1 / (i + 1) for i in range(items - 10)]  # the last 10 items never appear in the history
+    history = {(f"u{u}", f"i{rnd.choices(range(items - 10), weights)[0]}") for u in range(users) for _ in range(8)}
+    reco, test = [], []
+    for u in range(users):
+        unseen = [f"i{i}" for i in range(items) if (f"u{u}", f"i{i}") not in history]
+        for item in rnd.sample(unseen, k):
+            reco.append((f"u{u}", item, round(rnd.random(), 6)))
+        test += [(f"u{u}", item, 1) for item in rnd.sample(unseen, 3)]
+    as_frame = lambda rows, cols: pd.DataFrame(rows, columns=cols)  # noqa: E731
+    return (as_frame(sorted(history), ["userID", "itemID"]), as_frame(reco, ["userID", "itemID", "prediction"]),
+            as_frame(test, ["userID", "itemID", "rating"]))
+
+
+def oracle(history: pd.DataFrame, reco: pd.DataFrame) -> dict:
+    catalogue = set(history["itemID"]) | set(reco["itemID"])
+    counts = reco["itemID"].value_counts()
+    share = counts.to_numpy(dtype=float) / len(reco)
+    item_novelty = python_evaluation.historical_item_novelty(history, reco).set_index("itemID")["item_novelty"]
+    recommended = reco["itemID"][reco["itemID"].isin(item_novelty.index)]  # as novelty(): an inner merge
+    return {
+        "CatalogCoverage": python_evaluation.catalog_coverage(history, reco),
+        "DistributionalCoverage": float(-np.sum(share * np.log2(share))),  # distributional_coverage's sum
+        "Novelty": float(item_novelty[recommended].to_numpy().sum() / len(reco)),  # novelty's sum over n recs
+        "GiniIndex": gini([counts.get(item, 0) for item in catalogue]),
+    }
+
+
+def _evaluate(history, reco, test, **options):
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # users recommended to without test interactions are not averaged
+        return sqlmetrics.evaluate(test, reco, MEASURES, history=history.assign(rating=1),
+                                   columns={**columns, "score": "prediction"},
+                                   qrels_columns={**columns, "relevance": "rating"}, **options)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_run_value_equals_recommenders(seed):
+    history, reco, test = generated(seed)
+    want = oracle(history, reco)
+    results = _evaluate(history, reco, test)
+    for m in MEASURES:
+        assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+        # The run's one value, on each of its lists (reported once: the aggregate).
+        per_list = results.per_query.column(m).to_pylist()
+        assert per_list and all(abs(v - want[m]) <= TOLERANCE for v in per_list), m
+
+
+def test_several_runs_each_get_their_own_value():
+    history, reco, test = generated(4)
+    other = generated(5)[1]
+    other = other[~other.set_index(["userID", "itemID"]).index.isin(history.set_index(["userID", "itemID"]).index)]
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = sqlmetrics.evaluate(test, {"a": reco, "b": other}, MEASURES, history=history.assign(rating=1),
+                                      columns={**columns, "score": "prediction"},
+                                      qrels_columns={**columns, "relevance": "rating"})
+    for name, frame in (("a", reco), ("b", other)):
+        want = oracle(history, frame)
+        assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
+
+
+def test_a_missing_history_names_the_option():
+    _, reco, test = generated(1)
+    with pytest.raises(SqlmetricsError, match="history="):
+        sqlmetrics.evaluate(test, reco, ["Novelty"], columns={"query_id": "userID", "doc_id": "itemID",
+                                                              "score": "prediction"},
+                            qrels_columns={"query_id": "userID", "doc_id": "itemID", "relevance": "rating"})
+    with pytest.raises(SqlmetricsError, match="history="):
+        sqlmetrics.render(["GiniIndex"], dialect="postgres")
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_renders_for_every_dialect(dialect):
+    sql = sqlmetrics.render(MEASURES + ["nDCG@10"], dialect=dialect, history="train")
+    assert "rec_items" in sql and "train" in sql
