@@ -40,5 +40,7 @@
 --   item_recs      how many of the run's lists recommend the item
 --   num_recs       the run's recommendations (its rows), on every row
 --   exposure_rank  the item's place among the run's items by item_recs, ascending (ties by item id)
+--   list_weight    the sum of 1/sqrt(length) over the lists recommending the item; list_weight_sq: of 1/length
+--   run_lists      the run's lists (with a recommendation)
 --   hist_count     the item's rows in the training interactions (history=); NULL when it has none
 --   hist_rows      the training interactions' rows;  hist_items: their distinct items (the catalogue)

@@ -367,7 +367,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     if plan.recommendations:
         # The measures of the whole run: one value per run (and segment) over its items, on each of its lists.
         run_key = [*options.run_key, *options.segment_key]
-        ctes += _recommendation_ctes(run_key, history)
+        ctes += _recommendation_ctes(options, history)
         recs = [exp.alias_(fixed(e, _by(["doc_id"])), out, copy=False)
                 for out, e, _ in plan.values if out in plan.recommendations]
         run_values = exp.select(*_cols(run_key), *recs).from_("rec_items", copy=False)
@@ -592,21 +592,38 @@ _PREFERENCES = [
 
 # The run's recommended items (rows: recommendations, sql/_shared.sql lists their columns): every row of the
 # run, whichever lists are evaluated, counted per item, beside the item's counts in the training interactions.
+# list_weight and list_weight_sq (sums of 1/sqrt(len) and 1/len over the lists recommending the item) give the
+# lists' pairwise cosine similarities without pairing the lists: (w^2 - w_sq) / 2 is the item's share of them.
 _RECOMMENDATIONS = [
-    ("rec_counts", "SELECT {k_}doc_id, COUNT(*) AS item_recs FROM run_rows GROUP BY {k_}doc_id"),
+    ("rec_lists", "SELECT {k_}query_id, COUNT(*) AS list_len FROM run_rows GROUP BY {k_}query_id"),
+    ("rec_counts", "SELECT {r_k_}r.doc_id, COUNT(*) AS item_recs, "
+                   "SUM(1 / SQRT(CAST(l.list_len AS DOUBLE))) AS list_weight, "
+                   "SUM(1 / CAST(l.list_len AS DOUBLE)) AS list_weight_sq "
+                   "FROM run_rows AS r JOIN rec_lists AS l ON {on_l_r} GROUP BY {r_k_}r.doc_id"),
+    ("rec_run_lists", "SELECT {k_}COUNT(*) AS run_lists FROM rec_lists{group_k}"),
     ("history_items", "SELECT doc_id, COUNT(*) AS hist_count FROM history_rows GROUP BY doc_id"),
     ("history_stats", "SELECT COUNT(*) AS hist_rows, COUNT(DISTINCT doc_id) AS hist_items FROM history_rows"),
     ("rec_items", "SELECT {c_k_}c.doc_id, c.item_recs, SUM(c.item_recs) OVER ({part}) AS num_recs, "
-                  "ROW_NUMBER() OVER ({part_}ORDER BY c.item_recs, c.doc_id) AS exposure_rank, h.hist_count, "
-                  "s.hist_rows, s.hist_items FROM rec_counts AS c LEFT JOIN history_items AS h ON h.doc_id = c.doc_id "
-                  "CROSS JOIN history_stats AS s"),
+                  "ROW_NUMBER() OVER ({part_}ORDER BY c.item_recs, c.doc_id) AS exposure_rank, c.list_weight, "
+                  "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items FROM rec_counts AS c "
+                  "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"),
 ]
 
 
-def _recommendation_ctes(run_key: list, history: Source) -> list:
-    """The CTEs computing the run's recommended items (rec_items), keyed by run_key (the run and segment)."""
+def _recommendation_ctes(options: Shape, history: Source) -> list:
+    """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment."""
+    run_key = [*options.run_key, *options.segment_key]
+
+    def on(a, b, columns):  # a NULL segment is a segment of its own
+        return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in options.segment_key
+                            else f"{a}.{c} = {b}.{c}" for c in columns)
+
     partition = f"PARTITION BY {', '.join(f'c.{c}' for c in run_key)}" if run_key else ""
     fill = {"k_": "".join(f"{c}, " for c in run_key), "c_k_": "".join(f"c.{c}, " for c in run_key),
+            "r_k_": "".join(f"r.{c}, " for c in run_key), "on_l_r": on("l", "r", [*run_key, "query_id"]),
+            "group_k": f" GROUP BY {', '.join(run_key)}" if run_key else "",
+            "join_n": f"JOIN rec_run_lists AS n ON {on('n', 'c', run_key)}" if run_key else
+                      "CROSS JOIN rec_run_lists AS n",
             "part": partition, "part_": partition + " " if partition else ""}
     rows = history.select({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
     return [("history_rows", rows), *((name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS)]

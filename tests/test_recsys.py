@@ -5,7 +5,9 @@ python_evaluation on the same generated data.
 Recommenders 1.2.1's novelty() and distributional_coverage() end in `DataFrame.agg(...)[0]`, which pandas 3
 no longer reads as a position (KeyError: 0): their last step, a sum, is written out here with numpy over
 what Recommenders computes before it (historical_item_novelty, the item counts). The Gini index, which
-Recommenders does not have, is RecBole's formula written out."""
+Recommenders does not have, is RecBole's formula written out. Personalization is recmetrics' formula (1 -
+the mean off-diagonal cosine similarity of the binary user x item matrix) with scikit-learn's cosine: the
+recmetrics package itself imports plotly, seaborn and funcsigs and would downgrade pandas."""
 from __future__ import annotations
 
 import random
@@ -14,6 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics.pairwise import cosine_similarity
 
 import sqlmetrics
 from sqlmetrics.dialects import DIALECTS
@@ -21,7 +24,7 @@ from sqlmetrics.errors import SqlmetricsError
 
 python_evaluation = pytest.importorskip("recommenders.evaluation.python_evaluation")  # .ci/run installs it
 
-MEASURES = ["CatalogCoverage", "DistributionalCoverage", "Novelty", "GiniIndex"]
+MEASURES = ["CatalogCoverage", "DistributionalCoverage", "Novelty", "GiniIndex", "Personalization"]
 TOLERANCE = 1e-9
 
 
@@ -33,17 +36,25 @@ def gini(counts) -> float:
     return float(np.sum((2 * np.arange(1, n + 1) - n - 1) * c) / (n * c.sum()))
 
 
+def personalization(reco: pd.DataFrame) -> float:
+    """recmetrics.personalization: 1 - the mean cosine similarity of distinct users' binary item vectors."""
+    matrix = pd.crosstab(reco["userID"], reco["itemID"]).to_numpy() > 0
+    similarity = cosine_similarity(matrix)
+    n = len(similarity)
+    return float(1 - (similarity.sum() - n) / (n * (n - 1)))
+
+
 def generated(seed: int, users=30, items=60, k=5):
     """(history, recommendations, test) as pandas frames of userID/itemID (and rating/prediction): the
-    history a skewed sample of interactions; each user's top k among the items it has not seen (Recommenders
-    refuses a recommended pair that is in the history); some recommended items were never seen in training."""
+    history a skewed sample of interactions; each user 1 to k items it has not seen (Recommenders refuses a
+    recommended pair that is in the history); some recommended items were never seen in training."""
     rnd = random.Random(seed)
     weights = [1 / (i + 1) for i in range(items - 10)]  # the last 10 items never appear in the history
     history = {(f"u{u}", f"i{rnd.choices(range(items - 10), weights)[0]}") for u in range(users) for _ in range(8)}
     reco, test = [], []
     for u in range(users):
         unseen = [f"i{i}" for i in range(items) if (f"u{u}", f"i{i}") not in history]
-        for item in rnd.sample(unseen, k):
+        for item in rnd.sample(unseen, rnd.randint(1, k)):  # lists of different lengths
             reco.append((f"u{u}", item, round(rnd.random(), 6)))
         test += [(f"u{u}", item, 1) for item in rnd.sample(unseen, 3)]
     as_frame = lambda rows, cols: pd.DataFrame(rows, columns=cols)  # noqa: E731
@@ -62,6 +73,7 @@ def oracle(history: pd.DataFrame, reco: pd.DataFrame) -> dict:
         "DistributionalCoverage": float(-np.sum(share * np.log2(share))),  # distributional_coverage's sum
         "Novelty": float(item_novelty[recommended].to_numpy().sum() / len(reco)),  # novelty's sum over n recs
         "GiniIndex": gini([counts.get(item, 0) for item in catalogue]),
+        "Personalization": personalization(reco),
     }
 
 
