@@ -202,7 +202,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     options.check()
     if plan.recommendations and history is None:
         raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
-                              "training interactions: pass history= (a table of user and item, read as qrels are).")
+                              "training interactions: pass history= (--history on the command line), a table of "
+                              "user and item read as qrels are.")
     if plan.recommendations and options.judgment_groups:
         raise SqlmetricsError("the measures of a run's recommendations take qrels_format='qrels', not 'qrels_jg'.")
     if options.judgment_groups and (options.labels or qrels is None):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ import pytest
 from sklearn.metrics.pairwise import cosine_similarity
 
 import sqlmetrics
+from sqlmetrics.demo import make_recsys
 from sqlmetrics.dialects import DIALECTS
 from sqlmetrics.errors import SqlmetricsError
 
@@ -127,3 +129,22 @@ def test_a_missing_history_names_the_option():
 def test_renders_for_every_dialect(dialect):
     sql = sqlmetrics.render(MEASURES + ["nDCG@10"], dialect=dialect, history="train")
     assert "rec_items" in sql and "train" in sql
+
+
+def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds():
+    """sqlmetrics/demo/recsys_*.csv are what make_recsys writes; the README's example equals the oracle there."""
+    train, test, reco = make_recsys.rows()
+    folder = Path(make_recsys.__file__).parent
+    for name, data in (("recsys_train.csv", train), ("recsys_test.csv", test), ("recsys_reco.csv", reco)):
+        shipped = pd.read_csv(folder / name, dtype=str)
+        assert [tuple(r) for r in shipped.itertuples(index=False)] == [tuple(map(str, r)) for r in data], name
+    history = pd.read_csv(folder / "recsys_train.csv", dtype={"rating": float}).rename(
+        columns={"user_id": "userID", "item_id": "itemID"})
+    runs = pd.read_csv(folder / "recsys_reco.csv").rename(columns={"user_id": "userID", "item_id": "itemID"})
+    results = sqlmetrics.evaluate(folder / "recsys_test.csv", folder / "recsys_reco.csv", MEASURES,
+                                  columns={"run_name": "model", "query_id": "user_id", "doc_id": "item_id",
+                                           "relevance": "rating"}, history=folder / "recsys_train.csv")
+    for name in ("popular", "personal"):
+        want = oracle(history, runs[runs["model"] == name])
+        assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
+    assert results.aggregate["personal"]["Personalization"] > results.aggregate["popular"]["Personalization"]
