@@ -44,3 +44,11 @@
 --   run_lists      the run's lists (with a recommendation)
 --   hist_count     the item's rows in the training interactions (history=); NULL when it has none
 --   hist_rows      the training interactions' rows;  hist_items: their distinct items (the catalogue)
+--
+-- Rated pairs (templates with `rows: ratings`, one value per run): one row per run row with a grade (as
+-- Recommenders' merge_rating_true_pred pairs them; with labels in the run, each labelled row), with:
+--   prediction     the row's score;  rating: its grade;  is_pos: 1 when the grade >= the relevance level
+--   mean_rating, mean_error   the run's mean grade and mean (rating - prediction)
+--   num_pairs, num_pos        the run's pairs, and those with is_pos = 1
+--   score_rank     the pair's rank among the run's pairs by prediction, ascending; tied scores share their mean rank
+--   user_pairs, user_pos, user_score_rank     the same within the pair's list (user)

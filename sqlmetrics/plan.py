@@ -163,6 +163,7 @@ class Plan:
     values: list = field(default_factory=list)  # (output column, expression, empty value)
     preferences: set = field(default_factory=set)  # the output columns aggregated over preference rows
     recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once
+    ratings: set = field(default_factory=set)  # the output columns aggregated over the run's rated pairs, once
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -209,10 +210,11 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
 
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
-        if m.rows in ("preferences", "recommendations"):  # its columns are those rows' (statement.py), none shared
+        if m.rows != "ranking":  # its columns are those rows' (statement.py), none shared
             plan.values.append((out, _bind_placeholders(_parse(m.body), call), m.empty))
             plan.aggregates.append((out, m.aggregate))
-            (plan.preferences if m.rows == "preferences" else plan.recommendations).add(out)
+            {"preferences": plan.preferences, "recommendations": plan.recommendations, "ratings": plan.ratings}[
+                m.rows].add(out)
             continue
         level = call.values.get("rel", relevance_level)
         if "rel" in m.params and m.params["rel"].default != "relevance_level":

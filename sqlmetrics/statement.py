@@ -204,8 +204,12 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
                               "training interactions: pass history= (--history on the command line), a table of "
                               "user and item read as qrels are.")
-    if plan.recommendations and options.judgment_groups:
-        raise SqlmetricsError("the measures of a run's recommendations take qrels_format='qrels', not 'qrels_jg'.")
+    if (plan.recommendations or plan.ratings) and options.judgment_groups:
+        raise SqlmetricsError("the measures of a whole run (recommendations, ratings) take qrels_format='qrels', "
+                              "not 'qrels_jg'.")
+    if plan.ratings and options.ties == "rank":
+        raise SqlmetricsError("the rating measures (RMSE, AUC, ...) compare the run's scores with the grades: "
+                              "they take ties='docid_desc' or 'docid_asc' (scores), not ties='rank'.")
     if options.judgment_groups and (options.labels or qrels is None):
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
     if plan.preferences and options.judgment_groups:
@@ -328,8 +332,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences or out in plan.recommendations:
-            continue  # aggregated over pref_rows or rec_items, below
+        if out in plan.preferences or out in plan.recommendations or out in plan.ratings:
+            continue  # aggregated over pref_rows, rec_items or rating_rows, below
         e = fixed(e, [_ordered(_c("rnk", "judged_ranking"), False, True)])
         value = exp.func("COALESCE", e, exp.Literal.number(_number(empty))) if empty is not None else e
         values.append(exp.alias_(value, out, copy=False))
@@ -363,20 +367,23 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         prefs = [exp.alias_(fixed(e, pref_order), out, copy=False) for out, e, _ in plan.values if out in plan.preferences]
         ctes.append(("pref_values", exp.select(*_cols(key), *prefs).from_("pref_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
-        joined.append(("pref_values", key))
+        joined.append(("pref_values", plan.preferences, key))
         recursive = True  # pref_closure
-    if plan.recommendations:
-        # The measures of the whole run: one value per run (and segment) over its items, on each of its lists.
-        run_key = [*options.run_key, *options.segment_key]
-        ctes += _recommendation_ctes(options, history)
-        recs = [exp.alias_(fixed(e, _by(["doc_id"])), out, copy=False)
-                for out, e, _ in plan.values if out in plan.recommendations]
-        run_values = exp.select(*_cols(run_key), *recs).from_("rec_items", copy=False)
-        ctes.append(("run_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
-        joined.append(("run_values", run_key))
+    # The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
+    # or its rated pairs (rows: ratings), on each of its lists.
+    run_key = [*options.run_key, *options.segment_key]
+    for outs, rows_ctes, rows, order in ((plan.recommendations, _recommendation_ctes, "rec_items", ["doc_id"]),
+                                         (plan.ratings, _rating_ctes, "rating_rows", ["query_id", "doc_id"])):
+        if not outs:
+            continue
+        ctes += rows_ctes(options, history)
+        values = [exp.alias_(fixed(e, _by(order)), out, copy=False) for out, e, _ in plan.values if out in outs]
+        run_values = exp.select(*_cols(run_key), *values).from_(rows, copy=False)
+        ctes.append((f"{rows}_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
+        joined.append((f"{rows}_values", outs, run_key))
     if joined:
         ctes.append(("ranked_values", list_values))
-        source = {out: cte for cte, _ in joined for out in (plan.preferences if cte == "pref_values" else plan.recommendations)}
+        source = {out: cte for cte, outs, _ in joined for out in outs}
         items = []
         for out, _, empty in plan.values:
             value = _c(out, source.get(out, "ranked_values"))
@@ -384,7 +391,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
                 value = exp.func("COALESCE", value, exp.Literal.number(_number(empty)))
             items.append(exp.alias_(value, out, copy=False))
         list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False)
-        for cte, on in joined:
+        for cte, _, on in joined:
             list_values = list_values.join(cte, on=_equal_on("ranked_values", cte, on, options.segment_key),
                                            join_type="LEFT", copy=False) if on else \
                 list_values.join(cte, join_type="CROSS", copy=False)
@@ -611,7 +618,7 @@ _RECOMMENDATIONS = [
 ]
 
 
-def _recommendation_ctes(options: Shape, history: Source) -> list:
+def _recommendation_ctes(options: Shape, history: Source | None) -> list:
     """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment."""
     run_key = [*options.run_key, *options.segment_key]
 
@@ -628,6 +635,38 @@ def _recommendation_ctes(options: Shape, history: Source) -> list:
             "part": partition, "part_": partition + " " if partition else ""}
     rows = history.select({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
     return [("history_rows", rows), *((name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS)]
+
+
+# The run's rated pairs (rows: ratings, sql/_shared.sql lists their columns): each run row with a grade, its
+# score the prediction, as Recommenders' merge_rating_true_pred pairs them; with windows over the run and the
+# user. A rank among tied scores is their mean rank, as ROC areas count a tied pair 1/2.
+_RATINGS = [
+    ("rated_pairs", "SELECT {r_k_}r.query_id, r.doc_id, r.score AS prediction, j.relevance AS rating, "
+                    "CASE WHEN j.relevance >= {level} THEN 1 ELSE 0 END AS is_pos FROM run_rows AS r "
+                    "JOIN judgments AS j ON {on_j_r}"),
+    ("rating_rows", "SELECT {k_}query_id, doc_id, prediction, rating, is_pos, "
+                    "AVG(rating) OVER ({part}) AS mean_rating, AVG(rating - prediction) OVER ({part}) AS mean_error, "
+                    "COUNT(*) OVER ({part}) AS num_pairs, SUM(is_pos) OVER ({part}) AS num_pos, "
+                    "RANK() OVER ({part_}ORDER BY prediction) + CAST(COUNT(*) OVER ({part_k_}prediction) - 1 AS DOUBLE)"
+                    " / 2 AS score_rank, COUNT(*) OVER ({part_k_}query_id) AS user_pairs, "
+                    "SUM(is_pos) OVER ({part_k_}query_id) AS user_pos, RANK() OVER ({part_k_}query_id ORDER BY "
+                    "prediction) + CAST(COUNT(*) OVER ({part_k_}query_id, prediction) - 1 AS DOUBLE) / 2 "
+                    "AS user_score_rank FROM rated_pairs"),
+]
+
+
+def _rating_ctes(options: Shape, history: Source | None = None) -> list:
+    """The CTEs computing the run's rated pairs (rating_rows), keyed by the run and segment. With labels in the
+    run (no qrels), a pair is a run row with a label."""
+    run_key = [*options.run_key, *options.segment_key]
+    pair = [*options.list_key, "doc_id"] if options.labels else ["query_id", "doc_id"]
+    on = " AND ".join(f"(j.{c} IS NOT DISTINCT FROM r.{c})" if c in options.segment_key else f"j.{c} = r.{c}"
+                      for c in pair)
+    partition = f"PARTITION BY {', '.join(run_key)}" if run_key else ""
+    fill = {"k_": "".join(f"{c}, " for c in run_key), "r_k_": "".join(f"r.{c}, " for c in run_key),
+            "on_j_r": on, "level": options.relevance_level, "part": partition,
+            "part_": partition + " " if partition else "", "part_k_": f"PARTITION BY {''.join(f'{c}, ' for c in run_key)}"}
+    return [(name, _parse_ours(sql.format(**fill))) for name, sql in _RATINGS]
 
 
 def _preference_ctes(options: Shape) -> list:

@@ -132,8 +132,8 @@ def all_measures() -> list[str]:
     """Every catalogue measure: bare, at two cutoffs (or three recall points), and each parameter varied."""
     out = []
     for m in catalogue().values():
-        if m.rows == "recommendations":
-            continue  # one value per run, over the training interactions too: test_recommender_measures_*
+        if m.rows in ("recommendations", "ratings"):
+            continue  # one value per run: test_recommender_measures_equal_duckdb
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -455,13 +455,13 @@ def test_engine_equals_duckdb(engine_name, case, engines, reference):
         assert not bad, "aggregates differ:\n" + "\n".join(bad[:30])
 
 
-RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows == "recommendations"]
+RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows in ("recommendations", "ratings")]
 
 
 @pytest.mark.parametrize("multi", [False, True], ids=["run", "runs"])
 @pytest.mark.parametrize("engine_name", list(FACTORIES))
 def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
-    """The measures of a run's recommendations (one value per run, read with history=) on every engine."""
+    """The measures of a whole run (its recommendations, read with history=, and its rated pairs) on every engine."""
     engine = engines(engine_name)
     qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
     rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score")}

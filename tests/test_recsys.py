@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import roc_auc_score
 from sklearn.metrics.pairwise import cosine_similarity
 
 import sqlmetrics
@@ -127,8 +128,9 @@ def test_a_missing_history_names_the_option():
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 def test_renders_for_every_dialect(dialect):
-    sql = sqlmetrics.render(MEASURES + ["nDCG@10"], dialect=dialect, history="train")
-    assert "rec_items" in sql and "train" in sql
+    sql = sqlmetrics.render(MEASURES + ["nDCG@10"] + RATING_MEASURES + CLASS_MEASURES, dialect=dialect,
+                            history="train")
+    assert "rec_items" in sql and "rating_rows" in sql and "train" in sql
 
 
 def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds():
@@ -148,3 +150,68 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
         want = oracle(history, runs[runs["model"] == name])
         assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
     assert results.aggregate["personal"]["Personalization"] > results.aggregate["popular"]["Personalization"]
+
+
+# ------------------------------------------------------------------------------- rating and classification
+
+RATING_MEASURES = ["RMSE", "MAE", "RSquared", "ExplainedVariance"]
+CLASS_MEASURES = ["AUC", "GAUC", "LogLoss"]
+
+
+def rated(seed: int, binary: bool, users=25, items=40):
+    """(truth, predictions): each user grades some items (1..5, or 0/1), and the model scores some of those
+    and others (only the pairs in both count); scores repeat, so that some tie."""
+    rnd = random.Random(seed)
+    truth, pred = [], []
+    for u in range(users):
+        for i in rnd.sample(range(items), rnd.randint(2, 8)):
+            truth.append((f"u{u}", f"i{i}", rnd.randint(0, 1) if binary else rnd.randint(1, 5)))
+        for i in rnd.sample(range(items), 10):
+            pred.append((f"u{u}", f"i{i}", rnd.choice([0.1, 0.25, 0.5, 0.75, 0.9]) if binary and rnd.random() < 0.3
+                         else rnd.random() if binary else round(rnd.uniform(0.5, 5.5), 3)))
+    return (pd.DataFrame(truth, columns=["userID", "itemID", "rating"]),
+            pd.DataFrame(pred, columns=["userID", "itemID", "prediction"]))
+
+
+def gauc(truth: pd.DataFrame, pred: pd.DataFrame) -> float:
+    """Per-user roc_auc_score weighted by the user's pairs, over users with both classes (Zhou et al. 2018)."""
+    pairs = truth.merge(pred, on=["userID", "itemID"])
+    areas, weights = [], []
+    for _, user in pairs.groupby("userID"):
+        if user["rating"].nunique() == 2:
+            areas.append(roc_auc_score(user["rating"], user["prediction"]))
+            weights.append(len(user))
+    return float(np.dot(areas, weights) / np.sum(weights))
+
+
+def _evaluate_ratings(truth, pred, measures):
+    columns = {"query_id": "userID", "doc_id": "itemID", "relevance": "rating", "score": "prediction"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # users scored without grades are not averaged by the ranking measures
+        return sqlmetrics.evaluate(truth, pred, measures, columns=columns)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rating_measures_equal_recommenders(seed):
+    truth, pred = rated(seed, binary=False)
+    want = {"RMSE": python_evaluation.rmse(truth, pred), "MAE": python_evaluation.mae(truth, pred),
+            "RSquared": python_evaluation.rsquared(truth, pred), "ExplainedVariance": python_evaluation.exp_var(truth, pred)}
+    results = _evaluate_ratings(truth, pred, RATING_MEASURES + ["nDCG@5"])
+    for m in RATING_MEASURES:
+        assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+        assert all(abs(v - want[m]) <= TOLERANCE for v in results.per_query.column(m).to_pylist()), m
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_classification_measures_equal_recommenders_and_gauc(seed):
+    truth, pred = rated(seed, binary=True)
+    want = {"AUC": python_evaluation.auc(truth, pred), "LogLoss": python_evaluation.logloss(truth, pred),
+            "GAUC": gauc(truth, pred)}
+    results = _evaluate_ratings(truth, pred, CLASS_MEASURES)
+    for m in CLASS_MEASURES:
+        assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+
+
+def test_rating_measures_refuse_positions():
+    with pytest.raises(SqlmetricsError, match="ties="):
+        sqlmetrics.render(["RMSE"], ties="rank")

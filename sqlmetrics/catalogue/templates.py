@@ -17,20 +17,21 @@ value is an error naming the file and line):
                                            some, `(tool)` says whose name it is (trec_eval, ranx, ir_measures)
     aggregate: mean | sum | geometric | once
                                            how per-list values become one number (default mean); `once`: the
-                                           value is the run's own (rows: recommendations), repeated on each of
-                                           its lists, and reported once
+                                           value is the run's own (rows: recommendations or ratings), repeated
+                                           on each of its lists, and reported once
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | recommendations
+    rows: ranking | preferences | recommendations | ratings
                                            what the body aggregates (default ranking): the ranked rows of a
-                                           list, its preferences' rows, or (aggregate: once) one row per item
-                                           the whole run recommends, with the item's counts in the run and in
-                                           the training interactions (history=); sql/_shared.sql lists the
-                                           columns of the last two
+                                           list, its preferences' rows, or (aggregate: once) over the whole
+                                           run: one row per item it recommends, with the item's counts in the
+                                           run and in the training interactions (history=), or one row per
+                                           run row with a grade (its score the prediction); sql/_shared.sql
+                                           lists the columns of the last three
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -73,7 +74,7 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures")
 AGGREGATES = ("mean", "sum", "geometric", "once")
-ROWS = ("ranking", "preferences", "recommendations")
+ROWS = ("ranking", "preferences", "recommendations", "ratings")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -326,9 +327,9 @@ class _Reader:
         for key, allowed in checks:
             if key in value and value[key] not in allowed:
                 raise self.fail(line[key], f"{key}: {value[key]!r} is not one of {', '.join(allowed)}.")
-        if (value.get("rows") == "recommendations") != (value.get("aggregate") == "once"):
-            raise self.fail(line.get("rows", line.get("aggregate", 1)), "a measure of the whole run's recommendations "
-                            "(rows: recommendations) has the run's one value (aggregate: once), and only it.")
+        if (value.get("rows") in ("recommendations", "ratings")) != (value.get("aggregate") == "once"):
+            raise self.fail(line.get("rows", line.get("aggregate", 1)), "a measure of the whole run (rows: "
+                            "recommendations or ratings) has the run's one value (aggregate: once), and only it.")
         if "at" in value and value["at"] not in params:
             raise self.fail(line["at"], f"at: {value['at']!r} is not a parameter of this measure.")
         empty = value.get("empty", "0")
