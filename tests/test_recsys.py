@@ -215,3 +215,28 @@ def test_classification_measures_equal_recommenders_and_gauc(seed):
 def test_rating_measures_refuse_positions():
     with pytest.raises(SqlmetricsError, match="ties="):
         sqlmetrics.render(["RMSE"], ties="rank")
+
+
+def test_each_segment_and_labelled_log_gets_its_own_value():
+    """group_by: one value per segment, over the segment's lists; qrels=None: the pairs are the log's labelled rows."""
+    history, reco, test = generated(6)
+    reco = reco.assign(arm=["a" if int(u[1:]) % 3 else "b" for u in reco["userID"]])
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = sqlmetrics.evaluate(test, reco, MEASURES, group_by="arm", history=history.assign(rating=1),
+                                      columns={**columns, "score": "prediction"},
+                                      qrels_columns={**columns, "relevance": "rating"})
+    for row in results.per_group.to_pylist():
+        want = oracle(history, reco[reco["arm"] == row["arm"]].drop(columns="arm"))
+        assert all(abs(row[m] - want[m]) <= TOLERANCE for m in MEASURES), row["arm"]
+
+    truth, pred = rated(7, binary=True)
+    log = pred.merge(truth, on=["userID", "itemID"], how="left")  # unlabelled rows: no pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # users whose scored items have no grade: no pair
+        results = sqlmetrics.evaluate(None, log, ["AUC", "GAUC", "RMSE"], label="rating",
+                                      columns={"query_id": "userID", "doc_id": "itemID", "score": "prediction"})
+    assert abs(results.aggregate["AUC"] - python_evaluation.auc(truth, pred)) <= TOLERANCE
+    assert abs(results.aggregate["GAUC"] - gauc(truth, pred)) <= TOLERANCE
+    assert abs(results.aggregate["RMSE"] - python_evaluation.rmse(truth, pred)) <= TOLERANCE
