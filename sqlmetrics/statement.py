@@ -359,7 +359,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         list_values = exp.select(*_cols(outer), *means).from_("group_values", copy=False) \
             .group_by(*_cols(outer), copy=False)
     recursive = False
-    joined = []  # (CTE, the columns it is joined on) of the values not computed per ranked list
+    joined = []  # (CTE, its measures' output columns, the columns it is joined on): values not computed per list
     if plan.preferences:
         # The preference measures: one GROUP BY over each list's preference rows, beside the ranked ones.
         ctes += _preference_ctes(options)
@@ -372,11 +372,12 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     # The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
     # or its rated pairs (rows: ratings), on each of its lists.
     run_key = [*options.run_key, *options.segment_key]
-    for outs, rows_ctes, rows, order in ((plan.recommendations, _recommendation_ctes, "rec_items", ["doc_id"]),
-                                         (plan.ratings, _rating_ctes, "rating_rows", ["query_id", "doc_id"])):
+    for outs, rows_ctes, rows, order in (
+            (plan.recommendations, lambda: _recommendation_ctes(options, history), "rec_items", ["doc_id"]),
+            (plan.ratings, lambda: _rating_ctes(options), "rating_rows", ["query_id", "doc_id"])):
         if not outs:
             continue
-        ctes += rows_ctes(options, history)
+        ctes += rows_ctes()
         values = [exp.alias_(fixed(e, _by(order)), out, copy=False) for out, e, _ in plan.values if out in outs]
         run_values = exp.select(*_cols(run_key), *values).from_(rows, copy=False)
         ctes.append((f"{rows}_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
@@ -618,14 +619,18 @@ _RECOMMENDATIONS = [
 ]
 
 
-def _recommendation_ctes(options: Shape, history: Source | None) -> list:
+def _join_on(a: str, b: str, columns, nullable) -> str:
+    """a.c = b.c for each column, as text; IS NOT DISTINCT FROM for the nullable ones (segments: a NULL segment
+    is a segment of its own), parenthesised: some engines read `x IS NOT DISTINCT FROM y AND ...` as
+    `x ... (y AND ...)`."""
+    return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in nullable else f"{a}.{c} = {b}.{c}"
+                        for c in columns)
+
+
+def _recommendation_ctes(options: Shape, history: Source) -> list:
     """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment."""
     run_key = [*options.run_key, *options.segment_key]
-
-    def on(a, b, columns):  # a NULL segment is a segment of its own
-        return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in options.segment_key
-                            else f"{a}.{c} = {b}.{c}" for c in columns)
-
+    on = lambda a, b, columns: _join_on(a, b, columns, options.segment_key)  # noqa: E731
     partition = f"PARTITION BY {', '.join(f'c.{c}' for c in run_key)}" if run_key else ""
     fill = {"k_": "".join(f"{c}, " for c in run_key), "c_k_": "".join(f"c.{c}, " for c in run_key),
             "r_k_": "".join(f"r.{c}, " for c in run_key), "on_l_r": on("l", "r", [*run_key, "query_id"]),
@@ -655,13 +660,12 @@ _RATINGS = [
 ]
 
 
-def _rating_ctes(options: Shape, history: Source | None = None) -> list:
+def _rating_ctes(options: Shape) -> list:
     """The CTEs computing the run's rated pairs (rating_rows), keyed by the run and segment. With labels in the
     run (no qrels), a pair is a run row with a label."""
     run_key = [*options.run_key, *options.segment_key]
     pair = [*options.list_key, "doc_id"] if options.labels else ["query_id", "doc_id"]
-    on = " AND ".join(f"(j.{c} IS NOT DISTINCT FROM r.{c})" if c in options.segment_key else f"j.{c} = r.{c}"
-                      for c in pair)
+    on = _join_on("j", "r", pair, options.segment_key)
     partition = f"PARTITION BY {', '.join(run_key)}" if run_key else ""
     fill = {"k_": "".join(f"{c}, " for c in run_key), "r_k_": "".join(f"r.{c}, " for c in run_key),
             "on_j_r": on, "level": options.relevance_level, "part": partition,
@@ -672,11 +676,7 @@ def _rating_ctes(options: Shape, history: Source | None = None) -> list:
 def _preference_ctes(options: Shape) -> list:
     """The CTEs computing each list's preference rows (pref_rows), after `lists`."""
     key = list(options.list_key)
-    nullable = set(options.segment_key)
-
-    def on(a, b):  # parenthesised: some engines read `x IS NOT DISTINCT FROM y AND ...` as `x ... (y AND ...)`
-        return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in nullable else f"{a}.{c} = {b}.{c}"
-                            for c in key)
+    on = lambda a, b: _join_on(a, b, key, options.segment_key)  # noqa: E731
 
     groups = FORMAT_GROUPS[options.qrels_format]
     fill = {"k": ", ".join(key), **{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "rloadge"},
