@@ -122,6 +122,12 @@ def test_a_missing_key_is_named(catalogue_copy):
         measures()
 
 
+def test_a_whole_run_measure_must_say_aggregate_once(catalogue_copy, capsys):
+    _edit(catalogue_copy / "Novelty.sql", "-- aggregate: once\n", "")
+    assert main(["list"]) == 2
+    assert f"{catalogue_copy / 'Novelty.sql'}:4: a measure of the whole run" in capsys.readouterr().err
+
+
 def test_list_exits_2_naming_the_file_and_line(catalogue_copy, capsys):
     _edit(catalogue_copy / "AP.sql", "-- param k: cutoff = none", "-- paramm: k")
     assert main(["list"]) == 2

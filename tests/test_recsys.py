@@ -212,6 +212,14 @@ def test_classification_measures_equal_recommenders_and_gauc(seed):
         assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
 
 
+def test_compare_refuses_a_measure_of_the_whole_run():
+    truth, pred = rated(1, binary=False)
+    other = pred.assign(prediction=pred["prediction"] + 1)
+    columns = {"query_id": "userID", "doc_id": "itemID", "relevance": "rating", "score": "prediction"}
+    with pytest.raises(SqlmetricsError, match="RMSE is one value per run"):
+        sqlmetrics.compare(truth, {"a": pred, "b": other}, ["nDCG@5", "RMSE"], columns=columns)
+
+
 def test_rating_measures_refuse_positions():
     with pytest.raises(SqlmetricsError, match="ties="):
         sqlmetrics.render(["RMSE"], ties="rank")
