@@ -52,3 +52,21 @@
 --   ideal_alpha   'ideal': the alpha of its greedy ideal ranking (NULL elsewhere)
 --   ideal_gain    'ideal': the gain of the ideal ranking's document at that position (0 elsewhere)
 --   subtopics     the query's subtopics with a relevant document (ndeval's actual subtopics)
+--
+-- Recommendation rows (templates with `rows: recommendations`, one value per run: statement.py builds them).
+-- One row per item the run recommends (its lists pooled: every list of the run, judged or not), with:
+--   item_recs      how many of the run's lists recommend the item
+--   num_recs       the run's recommendations (its rows), on every row
+--   exposure_rank  the item's place among the run's items by item_recs, ascending (ties by item id)
+--   list_weight    the sum of 1/sqrt(length) over the lists recommending the item; list_weight_sq: of 1/length
+--   run_lists      the run's lists (with a recommendation)
+--   hist_count     the item's rows in the training interactions (history=); NULL when it has none
+--   hist_rows      the training interactions' rows;  hist_items: their distinct items (the catalogue)
+--
+-- Rated pairs (templates with `rows: ratings`, one value per run): one row per run row with a grade (as
+-- Recommenders' merge_rating_true_pred pairs them; with labels in the run, each labelled row), with:
+--   prediction     the row's score;  rating: its grade;  is_pos: 1 when the grade >= the relevance level
+--   mean_rating, mean_error   the run's mean grade and mean (rating - prediction)
+--   num_pairs, num_pos        the run's pairs, and those with is_pos = 1
+--   score_rank     the pair's rank among the run's pairs by prediction, ascending; tied scores share their mean rank
+--   user_pairs, user_pos, user_score_rank     the same within the pair's list (user)

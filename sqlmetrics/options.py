@@ -148,6 +148,10 @@ OPTIONS = (
            group="resources (DuckDB's)"),
     Option("group_by", None, "segment columns of the run (date, market, arm): one row per segment",
            _LOGS, kind="names", metavar="COLUMN", group="logs"),
+    Option("history", None, "the training interactions (user as query_id, item as doc_id, read as qrels are: "
+           "a file, table or data frame; a table's name for another engine) that the measures of a run's "
+           "recommendations read (CatalogCoverage, Novelty, GiniIndex, ...)",
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
     Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "

@@ -169,6 +169,8 @@ class Plan:
     # length), and the alphas of the greedy ideal rankings they read (their `ideal_gain` column).
     subtopic_depth: int = 0
     greedy_alphas: set = field(default_factory=set)
+    recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once
+    ratings: set = field(default_factory=set)  # the output columns aggregated over the run's rated pairs, once
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -215,11 +217,13 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
 
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
-        if m.rows in ("preferences", "subtopics"):  # its columns are those rows' (statement.py), none shared
+        # Aggregated over rows of their own kind (statement.py builds them): no shared columns to resolve.
+        if m.rows in ("preferences", "subtopics", "recommendations", "ratings"):
             body = _bind_placeholders(_parse(m.body), call)
             plan.values.append((out, body, m.empty))
             plan.aggregates.append((out, m.aggregate))
-            (plan.preferences if m.rows == "preferences" else plan.subtopics).add(out)
+            {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
+             "ratings": plan.ratings}[m.rows].add(out)
             if m.rows == "subtopics" and call.values.get("k") is not None:
                 plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
             if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):

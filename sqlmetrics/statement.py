@@ -240,13 +240,26 @@ class Source:
 LISTS = ("sqlm_lists", "sqlm_items", "sqlm_doc", "sqlm_pos")
 
 
-def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool) -> exp.Select:
+def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool,
+                    history: Source | None = None) -> exp.Select:
     """The whole evaluation as one statement (a sqlglot tree; generate it for any dialect).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
+    history: the training interactions (query_id as the user, doc_id as the item), which the measures of the
+    whole run's recommendations (rows: recommendations) read.
     """
     options.check()
+    if plan.recommendations and history is None:
+        raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
+                              "training interactions: pass history= (--history on the command line), a table of "
+                              "user and item read as qrels are.")
+    if (plan.recommendations or plan.ratings) and options.judgment_groups:
+        raise SqlmetricsError("the measures of a whole run (recommendations, ratings) take qrels_format='qrels', "
+                              "not 'qrels_jg'.")
+    if plan.ratings and options.ties == "rank":
+        raise SqlmetricsError("the rating measures (RMSE, AUC, ...) compare the run's scores with the grades: "
+                              "they take ties='docid_desc' or 'docid_asc' (scores), not ties='rank'.")
     if options.judgment_groups and (options.labels or qrels is None):
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
     if options.subtopics and (options.labels or qrels is None):
@@ -380,8 +393,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences or out in plan.subtopics:
-            continue  # aggregated over pref_rows or subtopic_rows, below
+        if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings:
+            continue  # aggregated over pref_rows, subtopic_rows, rec_items or rating_rows, below
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
             continue
@@ -414,18 +427,16 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
                  for out, _, _ in plan.values]
         list_values = exp.select(*_cols(outer), *means).from_("group_values", copy=False) \
             .group_by(*_cols(outer), copy=False)
-    # The measures over other rows than the ranked ones (preferences, subtopics): one GROUP BY each over each
-    # list's rows of that kind, joined beside the ranked ones.
-    row_sets = []  # (the output columns, the CTE of their per-list values)
-    if plan.preferences or plan.subtopics:
-        ctes.append(("ranked_values", list_values))
+    # The measures over other rows than the ranked ones: one GROUP BY over each list's rows of their kind
+    # (preferences, subtopics), or over the whole run (recommendations, ratings), joined beside the ranked ones.
+    joined = []  # (CTE, its measures' output columns, the columns it is joined on)
     if plan.preferences:
         ctes += _preference_ctes(options)
         pref_order = _by(["judgment_group", "a_ord", "b_ord"])  # unique within a list
         prefs = [exp.alias_(fixed(e, pref_order), out, copy=False) for out, e, _ in plan.values if out in plan.preferences]
         ctes.append(("pref_values", exp.select(*_cols(key), *prefs).from_("pref_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
-        row_sets.append((plan.preferences, "pref_values"))
+        joined.append(("pref_values", plan.preferences, key))
     if plan.subtopics:
         ctes += _subtopic_ctes(options, plan)
         # Rows equal in these columns add the same value to every measure: the order is total where it matters.
@@ -433,19 +444,34 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         subs = [exp.alias_(fixed(e, sub_order), out, copy=False) for out, e, _ in plan.values if out in plan.subtopics]
         ctes.append(("subtopic_values", exp.select(*_cols(key), *subs).from_("subtopic_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
-        row_sets.append((plan.subtopics, "subtopic_values"))
-    if row_sets:
+        joined.append(("subtopic_values", plan.subtopics, key))
+    # The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
+    # or its rated pairs (rows: ratings), on each of its lists.
+    run_key = [*options.run_key, *options.segment_key]
+    for outs, rows_ctes, rows, order in (
+            (plan.recommendations, lambda: _recommendation_ctes(options, history), "rec_items", ["doc_id"]),
+            (plan.ratings, lambda: _rating_ctes(options), "rating_rows", ["query_id", "doc_id"])):
+        if not outs:
+            continue
+        ctes += rows_ctes()
+        values = [exp.alias_(fixed(e, _by(order)), out, copy=False) for out, e, _ in plan.values if out in outs]
+        run_values = exp.select(*_cols(run_key), *values).from_(rows, copy=False)
+        ctes.append((f"{rows}_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
+        joined.append((f"{rows}_values", outs, run_key))
+    if joined:
+        ctes.append(("ranked_values", list_values))
+        source = {out: cte for cte, outs, _ in joined for out in outs}
         items = []
         for out, _, empty in plan.values:
-            cte = next((cte for outs, cte in row_sets if out in outs), "ranked_values")
-            value = _c(out, cte)
-            if cte != "ranked_values" and empty is not None:
+            value = _c(out, source.get(out, "ranked_values"))
+            if out in source and empty is not None:
                 value = exp.func("COALESCE", value, exp.Literal.number(_number(empty)))
             items.append(exp.alias_(value, out, copy=False))
         list_values = exp.select(*_cols(key, "ranked_values"), *items).from_("ranked_values", copy=False)
-        for _, cte in row_sets:
-            list_values = list_values.join(cte, on=_equal_on("ranked_values", cte, key, options.segment_key),
-                                           join_type="LEFT", copy=False)
+        for cte, _, on in joined:
+            list_values = list_values.join(cte, on=_equal_on("ranked_values", cte, on, options.segment_key),
+                                           join_type="LEFT", copy=False) if on else \
+                list_values.join(cte, join_type="CROSS", copy=False)
     ctes.append(("list_values", list_values))
     recursive = bool(plan.preferences)  # pref_closure
 
@@ -543,6 +569,8 @@ def _aggregate_items(aggregates: list, order: list | None = None) -> list:
     for col, kind in aggregates:
         if kind == "sum":
             value = exp.func("SUM", _c(col))
+        elif kind == "once":  # the run's own value, the same on each of its lists
+            value = exp.func("MAX", _c(col))
         elif kind == "geometric":
             floored = exp.Case(ifs=[exp.If(this=exp.GT(this=_c(col), expression=floor.copy()), true=_c(col))],
                                default=floor.copy())
@@ -692,14 +720,84 @@ _PREFERENCES = [
 ]
 
 
+# The run's recommended items (rows: recommendations, sql/_shared.sql lists their columns): every row of the
+# run, whichever lists are evaluated, counted per item, beside the item's counts in the training interactions.
+# list_weight and list_weight_sq (sums of 1/sqrt(len) and 1/len over the lists recommending the item) give the
+# lists' pairwise cosine similarities without pairing the lists: (w^2 - w_sq) / 2 is the item's share of them.
+_RECOMMENDATIONS = [
+    ("rec_lists", "SELECT {k_}query_id, COUNT(*) AS list_len FROM run_rows GROUP BY {k_}query_id"),
+    ("rec_counts", "SELECT {r_k_}r.doc_id, COUNT(*) AS item_recs, "
+                   "SUM(1 / SQRT(CAST(l.list_len AS DOUBLE))) AS list_weight, "
+                   "SUM(1 / CAST(l.list_len AS DOUBLE)) AS list_weight_sq "
+                   "FROM run_rows AS r JOIN rec_lists AS l ON {on_l_r} GROUP BY {r_k_}r.doc_id"),
+    ("rec_run_lists", "SELECT {k_}COUNT(*) AS run_lists FROM rec_lists{group_k}"),
+    ("history_items", "SELECT doc_id, COUNT(*) AS hist_count FROM history_rows GROUP BY doc_id"),
+    ("history_stats", "SELECT COUNT(*) AS hist_rows, COUNT(DISTINCT doc_id) AS hist_items FROM history_rows"),
+    ("rec_items", "SELECT {c_k_}c.doc_id, c.item_recs, SUM(c.item_recs) OVER ({part}) AS num_recs, "
+                  "ROW_NUMBER() OVER ({part_}ORDER BY c.item_recs, c.doc_id) AS exposure_rank, c.list_weight, "
+                  "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items FROM rec_counts AS c "
+                  "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"),
+]
+
+
+def _join_on(a: str, b: str, columns, nullable) -> str:
+    """a.c = b.c for each column, as text; IS NOT DISTINCT FROM for the nullable ones (segments: a NULL segment
+    is a segment of its own), parenthesised: some engines read `x IS NOT DISTINCT FROM y AND ...` as
+    `x ... (y AND ...)`."""
+    return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in nullable else f"{a}.{c} = {b}.{c}"
+                        for c in columns)
+
+
+def _recommendation_ctes(options: Shape, history: Source) -> list:
+    """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment."""
+    run_key = [*options.run_key, *options.segment_key]
+    on = lambda a, b, columns: _join_on(a, b, columns, options.segment_key)  # noqa: E731
+    partition = f"PARTITION BY {', '.join(f'c.{c}' for c in run_key)}" if run_key else ""
+    fill = {"k_": "".join(f"{c}, " for c in run_key), "c_k_": "".join(f"c.{c}, " for c in run_key),
+            "r_k_": "".join(f"r.{c}, " for c in run_key), "on_l_r": on("l", "r", [*run_key, "query_id"]),
+            "group_k": f" GROUP BY {', '.join(run_key)}" if run_key else "",
+            "join_n": f"JOIN rec_run_lists AS n ON {on('n', 'c', run_key)}" if run_key else
+                      "CROSS JOIN rec_run_lists AS n",
+            "part": partition, "part_": partition + " " if partition else ""}
+    rows = history.select({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
+    return [("history_rows", rows), *((name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS)]
+
+
+# The run's rated pairs (rows: ratings, sql/_shared.sql lists their columns): each run row with a grade, its
+# score the prediction, as Recommenders' merge_rating_true_pred pairs them; with windows over the run and the
+# user. A rank among tied scores is their mean rank, as ROC areas count a tied pair 1/2.
+_RATINGS = [
+    ("rated_pairs", "SELECT {r_k_}r.query_id, r.doc_id, r.score AS prediction, j.relevance AS rating, "
+                    "CASE WHEN j.relevance >= {level} THEN 1 ELSE 0 END AS is_pos FROM run_rows AS r "
+                    "JOIN judgments AS j ON {on_j_r}"),
+    ("rating_rows", "SELECT {k_}query_id, doc_id, prediction, rating, is_pos, "
+                    "AVG(rating) OVER ({part}) AS mean_rating, AVG(rating - prediction) OVER ({part}) AS mean_error, "
+                    "COUNT(*) OVER ({part}) AS num_pairs, SUM(is_pos) OVER ({part}) AS num_pos, "
+                    "RANK() OVER ({part_}ORDER BY prediction) + CAST(COUNT(*) OVER ({part_k_}prediction) - 1 AS DOUBLE)"
+                    " / 2 AS score_rank, COUNT(*) OVER ({part_k_}query_id) AS user_pairs, "
+                    "SUM(is_pos) OVER ({part_k_}query_id) AS user_pos, RANK() OVER ({part_k_}query_id ORDER BY "
+                    "prediction) + CAST(COUNT(*) OVER ({part_k_}query_id, prediction) - 1 AS DOUBLE) / 2 "
+                    "AS user_score_rank FROM rated_pairs"),
+]
+
+
+def _rating_ctes(options: Shape) -> list:
+    """The CTEs computing the run's rated pairs (rating_rows), keyed by the run and segment. With labels in the
+    run (no qrels), a pair is a run row with a label."""
+    run_key = [*options.run_key, *options.segment_key]
+    pair = [*options.list_key, "doc_id"] if options.labels else ["query_id", "doc_id"]
+    on = _join_on("j", "r", pair, options.segment_key)
+    partition = f"PARTITION BY {', '.join(run_key)}" if run_key else ""
+    fill = {"k_": "".join(f"{c}, " for c in run_key), "r_k_": "".join(f"r.{c}, " for c in run_key),
+            "on_j_r": on, "level": options.relevance_level, "part": partition,
+            "part_": partition + " " if partition else "", "part_k_": f"PARTITION BY {''.join(f'{c}, ' for c in run_key)}"}
+    return [(name, _parse_ours(sql.format(**fill))) for name, sql in _RATINGS]
+
+
 def _preference_ctes(options: Shape) -> list:
     """The CTEs computing each list's preference rows (pref_rows), after `lists`."""
     key = list(options.list_key)
-    nullable = set(options.segment_key)
-
-    def on(a, b):  # parenthesised: some engines read `x IS NOT DISTINCT FROM y AND ...` as `x ... (y AND ...)`
-        return " AND ".join(f"({a}.{c} IS NOT DISTINCT FROM {b}.{c})" if c in nullable else f"{a}.{c} = {b}.{c}"
-                            for c in key)
+    on = lambda a, b: _join_on(a, b, key, options.segment_key)  # noqa: E731
 
     groups = FORMAT_GROUPS[options.qrels_format]
     fill = {"k": ", ".join(key), **{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "rloadge"},

@@ -129,6 +129,12 @@ def test_a_missing_key_is_named(catalogue_copy):
         measures()
 
 
+def test_a_whole_run_measure_must_say_aggregate_once(catalogue_copy, capsys):
+    _edit(catalogue_copy / "Novelty.sql", "-- aggregate: once\n", "")
+    assert main(["list"]) == 2
+    assert f"{catalogue_copy / 'Novelty.sql'}:4: a measure of the whole run" in capsys.readouterr().err
+
+
 def test_list_exits_2_naming_the_file_and_line(catalogue_copy, capsys):
     _edit(catalogue_copy / "AP.sql", "-- param k: cutoff = none", "-- paramm: k")
     assert main(["list"]) == 2
@@ -153,11 +159,14 @@ def _expected(text: str):
     return float(text), 0.5 * 10 ** -decimals + 1e-12
 
 
-def _sqlite_tables(qrels, run: dict):
+def _sqlite_tables(qrels, run: dict, history: dict | None = None):
     """qrels: {query: {doc: grade}}, or an example's rows: (query, doc, grade) or, for subtopic qrels,
-    (query, subtopic, doc, grade)."""
+    (query, subtopic, doc, grade); history: the training interactions {user: {item: grade}}."""
     qrels_rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()] if isinstance(qrels, dict) else qrels
     con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE history (query_id TEXT, doc_id TEXT, relevance REAL)")
+    con.executemany("INSERT INTO history VALUES (?, ?, ?)",
+                    [(u, i, g) for u, items in (history or {}).items() for i, g in items.items()])
     roles = SUBTOPIC_QRELS if len(qrels_rows[0]) == 4 else ("query_id", "doc_id", "relevance")
     con.execute(f"CREATE TABLE qrels ({', '.join(roles)})")
     con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
@@ -193,9 +202,12 @@ def test_examples_on_duckdb_and_sqlite(measure, example):
     assert parse(example.call).measure.name == measure.name, f"{measure.path}:{example.line} is not an example of it"
     (qrels, options), run = _qrels(example.qrels), _as_dicts(example.run)
     want, tolerance = _expected(example.value)
+    history = _as_dicts([(u, i, 1) for u, i in example.history])
+    if history:  # the training interactions, for rows: recommendations
+        options = {**options, "history": history}
     on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **options).aggregate[example.call]
-    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(example.qrels, run),
-                                    **options).aggregate[example.call]
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(example.qrels, run, history),
+                                    **{**options, **({"history": "history"} if history else {})}).aggregate[example.call]
     where = f"{measure.path}:{example.line}"
     for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
         if want is None:

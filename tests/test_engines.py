@@ -114,12 +114,19 @@ def subtopic_rows(qrels):
     return rows
 
 
+def history_rows(qrels):
+    """Training interactions (user, item, grade) for the recommender measures: the positive judgments, so
+    that some ranked items are absent from the history and the awkward ids are among its items."""
+    return [row for row in qrels if row[2] >= 1]
+
+
 # Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
 QRELS_COLUMNS = ("topic", "Doc ID", "grade")
 RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
 RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
 SUBTOPICS_COLUMNS = ("topic", "Sub Topic", "Doc ID", "grade")  # subtopic qrels, for the diversity measures
-TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS}
+TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS,
+                 "history": QRELS_COLUMNS}
 TABLES = tuple(TABLE_COLUMNS)
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
            "rank_position": "rank", "subtopic": "Sub Topic"}
@@ -144,6 +151,8 @@ def all_measures(diversity: bool = False) -> list[str]:
     for m in catalogue().values():
         if (m.rows == "subtopics") != diversity:
             continue
+        if m.rows in ("recommendations", "ratings"):
+            continue  # one value per run: test_recommender_measures_equal_duckdb
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -178,10 +187,11 @@ CASES = {
 @pytest.fixture(scope="session")
 def data():
     qrels, run, runs = fixture_rows()
-    subtopics = subtopic_rows(qrels)
-    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics},
+    subtopics, history = subtopic_rows(qrels), history_rows(qrels)
+    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history},
             "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
-                      "runs": arrow(runs, RUNS_COLUMNS), "subtopics": arrow(subtopics, SUBTOPICS_COLUMNS)}}
+                      "runs": arrow(runs, RUNS_COLUMNS), "subtopics": arrow(subtopics, SUBTOPICS_COLUMNS),
+                      "history": arrow(history, QRELS_COLUMNS)}}
 
 
 @pytest.fixture(scope="session")
@@ -484,6 +494,36 @@ def _engine_equals_duckdb(engine_name, case, engines, reference, diversity: bool
         mine = got.aggregate[run_name] if multi else got.aggregate
         bad = [f"{run_name} {m}: {mine[m]!r} vs {v!r}" for m, v in values.items() if not _close(mine[m], v)]
         assert not bad, "aggregates differ:\n" + "\n".join(bad[:30])
+
+
+RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows in ("recommendations", "ratings")]
+
+
+@pytest.mark.parametrize("multi", [False, True], ids=["run", "runs"])
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
+    """The measures of a whole run (its recommendations, read with history=, and its rated pairs) on every engine."""
+    engine = engines(engine_name)
+    qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
+    rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score")}
+    runs = data["arrow"]["runs"]
+    run = {name: runs.filter(pc.equal(runs["tag"], name)).drop_columns(["tag"]) for name in ("bm25", "Dense")} \
+        if multi else data["arrow"]["run"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sqlmetrics.evaluate(data["arrow"]["qrels"], run, RECOMMENDER_MEASURES, columns=rcols,
+                                   qrels_columns=qcols, history=data["arrow"]["history"])
+    got = evaluate_on(engine.con, RECOMMENDER_MEASURES, qrels=engine.tables["qrels"],
+                      run=engine.tables["runs" if multi else "run"], columns=RUNS_MAP if multi else COLUMNS,
+                      history=engine.tables["history"])
+    ours, theirs = _rows(got, multi), _rows(want, multi)
+    assert sorted(ours) == sorted(theirs), "different lists evaluated"
+    bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"
+           for key in theirs for m in RECOMMENDER_MEASURES if not _close(ours[key][m], theirs[key][m])]
+    assert not bad, "\n".join(bad[:30])
+    for run_name, values in (want.aggregate.items() if multi else [(None, want.aggregate)]):
+        mine = got.aggregate[run_name] if multi else got.aggregate
+        assert all(_close(mine[m], v) for m, v in values.items()), (run_name, mine, values)
 
 
 @pytest.mark.parametrize("engine_name", ["postgres", "mariadb"])

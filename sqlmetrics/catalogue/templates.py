@@ -15,21 +15,27 @@ value is an error naming the file and line):
     aliases: A (tool), B [p=v], ...        other spellings, separated by `, `: `{k}` captures a parameter
                                            (`{r:.2f}` also says how trec_eval prints it), `[p=v,q=w]` fixes
                                            some, `(tool)` says whose name it is (trec_eval, ranx, ir_measures)
-    aggregate: mean | sum | geometric      how per-list values become one number (default mean)
+    aggregate: mean | sum | geometric | once
+                                           how per-list values become one number (default mean); `once`: the
+                                           value is the run's own (rows: recommendations or ratings), repeated
+                                           on each of its lists, and reported once
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | positions | subtopics
+    rows: ranking | preferences | positions | subtopics | recommendations | ratings
                                            what the body aggregates (default ranking): the ranked rows of a
-                                           list, its preferences' rows, its subtopic rows (diversity measures;
-                                           sql/_shared.sql lists the columns of both), or one row per position
-                                           1..1000 (cwl_eval's depth) whether a document is there or not: rnk,
-                                           and relevance (NULL when the position is empty or its document
-                                           unjudged); its windows run over these rows, which also carry the
-                                           collection columns
+                                           list, its preferences' rows, its subtopic rows (diversity measures),
+                                           one row per position 1..1000 (cwl_eval's depth) whether a
+                                           document is there or not: rnk, and relevance (NULL when the
+                                           position is empty or its document unjudged; its windows run over
+                                           these rows, which also carry the collection columns), or (aggregate:
+                                           once) over the whole run: one row per item it recommends, with the
+                                           item's counts in the run and in the training interactions
+                                           (history=), or one row per run row with a grade (its score the
+                                           prediction); sql/_shared.sql lists the columns of each kind of row
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -41,12 +47,14 @@ value is an error naming the file and line):
     ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
-    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... => VALUE
+    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] => VALUE
                                            required, repeatable: a hand-computed value of this measure with
                                            PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
                                            tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
                                            a/b, or null). A `rows: subtopics` template's qrels entries
-                                           are `Q S D G` (query, subtopic, document, grade)
+                                           are `Q S D G` (query, subtopic, document, grade); `history:` lists
+                                           the training interactions (user, item) that `rows:
+                                           recommendations` measures read
 
 `sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
 """
@@ -72,8 +80,8 @@ PARAM_TYPES = {
     "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0; an unlisted grade gains its grade)",
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
-AGGREGATES = ("mean", "sum", "geometric")
-ROWS = ("ranking", "preferences", "positions", "subtopics")
+AGGREGATES = ("mean", "sum", "geometric", "once")
+ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -129,6 +137,7 @@ class Example:
     qrels: tuple  # ((query, doc, grade), ...); with `rows: subtopics`, ((query, subtopic, doc, grade), ...)
     run: tuple  # ((query, doc, score), ...)
     value: str  # as written: a decimal, a fraction a/b, or null
+    history: tuple = ()  # ((user, item), ...): the training interactions, for `rows: recommendations`
 
 
 @dataclass(frozen=True)
@@ -154,6 +163,11 @@ class Measure:
     rows: str = "ranking"  # what the body aggregates: the ranked rows, the list's preferences or positions (ROWS)
     body_of: str | None = None  # the measure whose SQL and sections this one takes (`body:`)
 
+    @property
+    def kind(self) -> str:
+        """What it evaluates (`sqlmetrics list`): ranked lists, or a recommender's whole run (recsys)."""
+        return "recsys" if self.rows in ("recommendations", "ratings") else "ranking"
+
 
 @dataclass(frozen=True)
 class SharedColumn:
@@ -170,7 +184,7 @@ _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", 
 _NAMED = ("param", "window", "ideal", "ideal_running", "ideal_suffix")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
-_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)\s*=>\s*(?P<value>\S+)$")
+_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?\s*=>\s*(?P<value>\S+)$")
 _VALUE = re.compile(r"^(null|-?\d+(\.\d+)?|-?\d+/\d+)$")
 _ALIAS_TAG = re.compile(r"^(?P<pattern>.+?)\s*\((?P<tool>[\w-]+)\)$")
 
@@ -261,9 +275,12 @@ class _Reader:
                                           f"`query subtopic doc number`), got {entry.strip()!r}.")
                 rows.append((*fields[:-1], self.number(line, fields[-1], f"example {what} entry")))
             tables.append(tuple(rows))
+        history = tuple(tuple(entry.split()) for entry in (m.group("history") or "").split(",") if entry.strip())
+        if any(len(pair) != 2 for pair in history):
+            raise self.fail(line, "example: each history entry is `user item`.")
         if not _VALUE.match(m.group("value")):
             raise self.fail(line, f"example: the value {m.group('value')!r} is not a decimal, a fraction a/b or null.")
-        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"))
+        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history)
 
     def read(self) -> Measure:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
@@ -324,6 +341,9 @@ class _Reader:
         for key, allowed in checks:
             if key in value and value[key] not in allowed:
                 raise self.fail(line[key], f"{key}: {value[key]!r} is not one of {', '.join(allowed)}.")
+        if (value.get("rows") in ("recommendations", "ratings")) != (value.get("aggregate") == "once"):
+            raise self.fail(line.get("rows", line.get("aggregate", 1)), "a measure of the whole run (rows: "
+                            "recommendations or ratings) has the run's one value (aggregate: once), and only it.")
         if "at" in value and value["at"] not in params:
             raise self.fail(line["at"], f"at: {value['at']!r} is not a parameter of this measure.")
         empty = value.get("empty", "0")

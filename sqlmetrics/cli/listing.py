@@ -22,7 +22,7 @@ def add_parser(sub, parents) -> None:
 def _measure_dict(m) -> dict:
     return {
         "name": m.name,
-        "kind": "ranking",
+        "kind": m.kind,
         "description": m.description,
         "reference": m.reference,
         "aggregate": m.aggregate,
@@ -41,7 +41,7 @@ def _measure_text(m, width: int = 100) -> str:
     params = ", ".join(f"{'@' if p.name == m.at else ''}{p.name} "
                        + ("/".join(p.options) if p.type == "choice" else p.type) + f" ({p.describe_default()})"
                        for p in m.params.values()) or "none"
-    lines = [f"{m.name}  [ranking] ({m.aggregate}, {m.better} is better)"]
+    lines = [f"{m.name}  [{m.kind}] ({m.aggregate}, {m.better} is better)"]
     for label, text in (("", m.description), ("parameters: ", params),
                         ("aliases: ", ", ".join(a.pattern + (f" ({a.tool})" if a.tool else "") for a in m.aliases) or "none"), ("reference: ", m.reference)):
         lines.append(textwrap.fill(label + text, width=width, initial_indent=pad,

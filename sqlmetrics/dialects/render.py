@@ -176,5 +176,10 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
         raise SqlmetricsError(f"list_run: {info.name} has no UNNEST ... WITH ORDINALITY (list positions counted "
                               f"from 1); unnest the lists there first, or render for {', '.join(UNNEST_DIALECTS)}.")
     run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions, lists=o.list_run)
-    tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query)
+    history = None
+    if o.history is not None:  # the training interactions: a table with the qrels' user and item columns
+        history = Source(table_reference(o.history, d, fold),
+                         {r: column_identifier(qrels_map[r], d, fold) for r in ("query_id", "doc_id")})
+    tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query,
+                           history)
     return portable(tree, info, options, calls, per_query), calls

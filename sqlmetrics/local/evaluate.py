@@ -433,6 +433,11 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
                                       f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
             # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
             checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
+        history = None
+        if o.history is not None:  # the training interactions, read as qrels are (user, item, grade)
+            h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
+            inputs.append(h)
+            history = _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
         runs = _load_runs(con, run, run_columns, inputs, o.glob)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -446,7 +451,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         union = multi and len(checked) + len(fused) > 1
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
-        sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True).sql(READ)
+        sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
+                              history=history).sql(READ)
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
         except duckdb.Error as e:

@@ -52,6 +52,10 @@ def compare(qrels, runs, measures, **options):
     if isinstance(measures, str):
         measures = [measures]
     calls = parse_all(measures, o.relevance_level, o.compat)
+    whole_run = [c.text for c in calls if c.measure.aggregate == "once"]
+    if whole_run:  # one value per run: there are no per-query values to test
+        raise SqlmetricsError(f"{whole_run[0]} is one value per run, not per query: a significance test has nothing "
+                              "to resample. evaluate() reports it; compare the ranking measures here.")
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
     results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
                        _fetch=python_rows)

@@ -1,0 +1,13 @@
+-- measure: CatalogCoverage
+-- description: Catalog coverage of a run: the distinct items it recommends (over all its lists) divided by the distinct items of the training interactions (history=); one value per run.
+-- reference: Microsoft Recommenders python_evaluation.catalog_coverage (Shani and Gunawardana, Evaluating Recommendation Systems, 2010)
+-- rows: recommendations
+-- aggregate: once
+-- empty: null
+-- range: 0..
+-- example: qrels: u1 i2 1, u2 i3 1 run: u1 i1 0.9, u1 i2 0.8, u2 i1 0.7, u2 i3 0.6 history: u1 i3, u2 i2, u3 i1, u3 i2, u3 i4 => 3/4
+-- example: qrels: u1 i2 1 run: u1 i1 0.9, u1 i5 0.8, u2 i1 0.7 history: u1 i3, u3 i1 => 1
+-- note: As Recommenders counts them, a recommended item the history never saw still counts (the value may
+--   pass 1): example 2 recommends i1 and i5 against a catalogue of i1 and i3. Every row of the run counts,
+--   whether or not its user has test interactions (qrels).
+CAST(COUNT(*) AS DOUBLE) / NULLIF(MAX(hist_items), 0)

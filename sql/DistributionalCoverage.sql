@@ -1,0 +1,12 @@
+-- measure: DistributionalCoverage
+-- description: Distributional coverage of a run: the entropy (in bits) of how its recommendations spread over the items, -sum p(i) log2 p(i) with p(i) the item's share of all the run's recommendations; one value per run.
+-- reference: Microsoft Recommenders python_evaluation.distributional_coverage (Shani and Gunawardana, Evaluating Recommendation Systems, 2010, eq. 21)
+-- rows: recommendations
+-- aggregate: once
+-- empty: null
+-- range: 0..
+-- example: qrels: u1 i2 1, u2 i3 1 run: u1 i1 0.9, u1 i2 0.8, u2 i1 0.7, u2 i3 0.6 history: u1 i3, u2 i2, u3 i1, u3 i2, u3 i4 => 3/2
+-- example: qrels: u1 i2 1 run: u1 i1 0.9, u1 i5 0.8, u2 i1 0.7 history: u1 i3, u3 i1 => 0.9182958341
+-- note: Example 1: i1 is 2 of the 4 recommendations, i2 and i3 one each: 1/2 * 1 + 2 * (1/4 * 2) = 1.5.
+--   Example 2: shares 2/3 and 1/3. Recommenders requires history= but does not read it; so does this.
+-SUM(CAST(item_recs AS DOUBLE) / num_recs * LN(CAST(item_recs AS DOUBLE) / num_recs)) / LN(2)

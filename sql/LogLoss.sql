@@ -1,0 +1,16 @@
+-- measure: LogLoss
+-- description: Log loss (binary cross-entropy, natural log) of a run's scores as probabilities that a pair is positive (a grade >= the relevance level), over every pair of the run that has a grade; one value per run.
+-- reference: Microsoft Recommenders python_evaluation.logloss (scikit-learn's log_loss over merge_rating_true_pred's pairs)
+-- rows: ratings
+-- aggregate: once
+-- better: lower
+-- empty: null
+-- range: 0..
+-- example: qrels: u1 i1 1, u1 i2 0, u2 i3 1, u2 i4 0, u2 i5 0, u1 i6 1 run: u1 i1 0.8, u1 i2 0.4, u2 i3 0.3, u2 i4 0.6, u2 i5 0.1, u2 i9 0.9 => 0.5919186454
+-- note: Global over the run's pairs: -mean(ln p) over positives and ln(1 - p) over negatives. A score is clipped
+--   to [e, 1 - e], e = 2^-52 (float64's epsilon), as scikit-learn clips, so 0 and 1 give a finite loss.
+--   Example: -ln(0.8 x 0.6 x 0.3 x 0.4 x 0.9) / 5.
+--   The pairs of the examples: (grade, score) = (1, 0.8), (0, 0.4) for u1 and (1, 0.3), (0, 0.6), (0, 0.1) for u2
+--   (i9 has no grade, i6 no score: neither is a pair).
+-AVG(LN(CASE WHEN is_pos = 1 THEN CASE WHEN prediction < 2.220446049250313e-16 THEN 2.220446049250313e-16 WHEN prediction > 1 - 2.220446049250313e-16 THEN 1 - 2.220446049250313e-16 ELSE prediction END
+               ELSE 1 - (CASE WHEN prediction < 2.220446049250313e-16 THEN 2.220446049250313e-16 WHEN prediction > 1 - 2.220446049250313e-16 THEN 1 - 2.220446049250313e-16 ELSE prediction END) END))

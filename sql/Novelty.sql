@@ -1,0 +1,13 @@
+-- measure: Novelty
+-- description: Novelty of a run: the mean over its recommendations of the item's -log2(share of the training interactions that are the item's) (history=); one value per run.
+-- reference: Microsoft Recommenders python_evaluation.novelty and historical_item_novelty (Castells, Vargas and Wang, Novelty and diversity metrics for recommender systems, ECIR 2011)
+-- rows: recommendations
+-- aggregate: once
+-- empty: null
+-- range: 0..
+-- example: qrels: u1 i2 1, u2 i3 1 run: u1 i1 0.9, u1 i2 0.8, u2 i1 0.7, u2 i3 0.6 history: u1 i3, u2 i2, u3 i1, u3 i2, u3 i4 => 2.0719280949
+-- example: qrels: u1 i2 1 run: u1 i1 0.9, u1 i5 0.8, u2 i1 0.7 history: u1 i3, u3 i1 => 2/3
+-- note: Example 1: 5 interactions; i1 (recommended twice) and i3 have 1 each, i2 has 2: (2 log2 5 + log2 5/2
+--   + log2 5) / 4 = log2 5 - 1/4. As in Recommenders, a recommended item absent from the history adds
+--   nothing but still counts in the mean's denominator (example 2: i5; i1 twice at log2 2 = 1, over 3).
+COALESCE(SUM(item_recs * -LN(CAST(hist_count AS DOUBLE) / hist_rows)), 0) / LN(2) / MAX(num_recs)

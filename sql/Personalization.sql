@@ -1,0 +1,16 @@
+-- measure: Personalization
+-- description: Personalization of a run: 1 - the mean cosine similarity, over every pair of its lists (users), of their recommended item sets; 0 when every user gets the same items, 1 when no two share one; one value per run.
+-- reference: recmetrics personalization (1 - the mean off-diagonal cosine similarity of the binary user x item matrix of the recommendations); Recommenders has none
+-- rows: recommendations
+-- aggregate: once
+-- empty: null
+-- range: 0..1
+-- example: qrels: u1 i2 1, u2 i3 1 run: u1 i1 0.9, u1 i2 0.8, u2 i1 0.7, u2 i3 0.6 history: u1 i3, u2 i2, u3 i1, u3 i2, u3 i4 => 1/2
+-- example: qrels: u1 i2 1, u3 i1 1 run: u1 i1 0.9, u1 i2 0.8, u2 i1 0.7, u2 i2 0.6, u2 i3 0.5, u3 i4 0.4 history: u1 i3 => 0.7278344730
+-- note: Cosine of two lists' item sets: shared items / sqrt(length x length). Summed per shared item instead
+--   of per pair: an item recommended to lists of weights w_u = 1/sqrt(length) adds sum over pairs w_u w_v =
+--   ((sum w)^2 - sum w^2) / 2, so no pair of lists is ever formed. Example 1: u1 {i1, i2} and u2 {i1, i3}
+--   share i1: cosine 1/2. Example 2: u1 {i1, i2}, u2 {i1, i2, i3}, u3 {i4}: cosines 2/sqrt(6), 0, 0, mean
+--   2/(3 sqrt 6). A run of one list has no pair: null (recmetrics divides 0 by 0). history= is required
+--   with the other measures of a run's recommendations, though this one does not read it.
+1 - SUM(list_weight * list_weight - list_weight_sq) / NULLIF(MAX(run_lists) * (MAX(run_lists) - 1), 0)

@@ -1,0 +1,14 @@
+-- measure: RMSE
+-- description: Root mean squared error of a run's scores as predicted grades, over every (user, item) pair of the run that has a grade; one value per run.
+-- reference: Microsoft Recommenders python_evaluation.rmse (sqrt of scikit-learn's mean_squared_error over merge_rating_true_pred's pairs)
+-- rows: ratings
+-- aggregate: once
+-- better: lower
+-- empty: null
+-- range: 0..
+-- example: qrels: u1 i1 1, u1 i2 0, u2 i3 1, u2 i4 0, u2 i5 0, u1 i6 1 run: u1 i1 0.8, u1 i2 0.4, u2 i3 0.3, u2 i4 0.6, u2 i5 0.1, u2 i9 0.9 => 0.4604345773
+-- note: Global, as Recommenders computes it: the mean over all the run's pairs, not a mean of per-user values.
+--   The pairs of the examples: (grade, score) = (1, 0.8), (0, 0.4) for u1 and (1, 0.3), (0, 0.6), (0, 0.1) for u2
+--   (i9 has no grade, i6 no score: neither is a pair).
+--   Errors 0.2, -0.4, 0.7, -0.6, -0.1: sqrt(1.06 / 5).
+SQRT(AVG((rating - prediction) * (rating - prediction)))

@@ -1,0 +1,13 @@
+-- measure: RSquared
+-- description: Coefficient of determination R² of a run's scores as predicted grades: 1 - (sum of squared errors) / (sum of squared deviations of the grades from their mean), over every pair of the run that has a grade; one value per run.
+-- reference: Microsoft Recommenders python_evaluation.rsquared (scikit-learn's r2_score over merge_rating_true_pred's pairs)
+-- rows: ratings
+-- aggregate: once
+-- empty: null
+-- range: ..1
+-- example: qrels: u1 i1 1, u1 i2 0, u2 i3 1, u2 i4 0, u2 i5 0, u1 i6 1 run: u1 i1 0.8, u1 i2 0.4, u2 i3 0.3, u2 i4 0.6, u2 i5 0.1, u2 i9 0.9 => 7/60
+-- note: Global over the run's pairs. Null when every grade is the same (scikit-learn then gives 1 for a perfect
+--   prediction, else 0). Example: mean grade 2/5, squared deviations 1.2, squared errors 1.06: 1 - 1.06 / 1.2.
+--   The pairs of the examples: (grade, score) = (1, 0.8), (0, 0.4) for u1 and (1, 0.3), (0, 0.6), (0, 0.1) for u2
+--   (i9 has no grade, i6 no score: neither is a pair).
+1 - SUM((rating - prediction) * (rating - prediction)) / NULLIF(SUM((rating - mean_rating) * (rating - mean_rating)), 0)

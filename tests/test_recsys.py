@@ -1,0 +1,250 @@
+"""The measures of a run's recommendations (templates with `rows: recommendations`): one value per run, over
+every list of the run and the training interactions (history=), equal to Microsoft Recommenders'
+python_evaluation on the same generated data.
+
+Recommenders 1.2.1's novelty() and distributional_coverage() end in `DataFrame.agg(...)[0]`, which pandas 3
+no longer reads as a position (KeyError: 0): their last step, a sum, is written out here with numpy over
+what Recommenders computes before it (historical_item_novelty, the item counts). The Gini index, which
+Recommenders does not have, is RecBole's formula written out. Personalization is recmetrics' formula (1 -
+the mean off-diagonal cosine similarity of the binary user x item matrix) with scikit-learn's cosine: the
+recmetrics package itself imports plotly, seaborn and funcsigs and would downgrade pandas."""
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+from sklearn.metrics.pairwise import cosine_similarity
+
+import sqlmetrics
+from sqlmetrics.demo import make_recsys
+from sqlmetrics.dialects import DIALECTS
+from sqlmetrics.errors import SqlmetricsError
+
+python_evaluation = pytest.importorskip("recommenders.evaluation.python_evaluation")  # .ci/run installs it
+
+MEASURES = ["CatalogCoverage", "DistributionalCoverage", "Novelty", "GiniIndex", "Personalization"]
+TOLERANCE = 1e-9
+
+
+def gini(counts) -> float:
+    """The Gini coefficient of the catalogue items' recommendation counts (zeros included), ascending:
+    sum_i (2i - n - 1) c_i / (n sum c), as RecBole's GiniIndex."""
+    c = np.sort(np.asarray(counts, dtype=float))
+    n = len(c)
+    return float(np.sum((2 * np.arange(1, n + 1) - n - 1) * c) / (n * c.sum()))
+
+
+def personalization(reco: pd.DataFrame) -> float:
+    """recmetrics.personalization: 1 - the mean cosine similarity of distinct users' binary item vectors."""
+    matrix = pd.crosstab(reco["userID"], reco["itemID"]).to_numpy() > 0
+    similarity = cosine_similarity(matrix)
+    n = len(similarity)
+    return float(1 - (similarity.sum() - n) / (n * (n - 1)))
+
+
+def generated(seed: int, users=30, items=60, k=5):
+    """(history, recommendations, test) as pandas frames of userID/itemID (and rating/prediction): the
+    history a skewed sample of interactions; each user 1 to k items it has not seen (Recommenders refuses a
+    recommended pair that is in the history); some recommended items were never seen in training."""
+    rnd = random.Random(seed)
+    weights = [1 / (i + 1) for i in range(items - 10)]  # the last 10 items never appear in the history
+    history = {(f"u{u}", f"i{rnd.choices(range(items - 10), weights)[0]}") for u in range(users) for _ in range(8)}
+    reco, test = [], []
+    for u in range(users):
+        unseen = [f"i{i}" for i in range(items) if (f"u{u}", f"i{i}") not in history]
+        for item in rnd.sample(unseen, rnd.randint(1, k)):  # lists of different lengths
+            reco.append((f"u{u}", item, round(rnd.random(), 6)))
+        test += [(f"u{u}", item, 1) for item in rnd.sample(unseen, 3)]
+    as_frame = lambda rows, cols: pd.DataFrame(rows, columns=cols)  # noqa: E731
+    return (as_frame(sorted(history), ["userID", "itemID"]), as_frame(reco, ["userID", "itemID", "prediction"]),
+            as_frame(test, ["userID", "itemID", "rating"]))
+
+
+def oracle(history: pd.DataFrame, reco: pd.DataFrame) -> dict:
+    catalogue = set(history["itemID"]) | set(reco["itemID"])
+    counts = reco["itemID"].value_counts()
+    share = counts.to_numpy(dtype=float) / len(reco)
+    item_novelty = python_evaluation.historical_item_novelty(history, reco).set_index("itemID")["item_novelty"]
+    recommended = reco["itemID"][reco["itemID"].isin(item_novelty.index)]  # as novelty(): an inner merge
+    return {
+        "CatalogCoverage": python_evaluation.catalog_coverage(history, reco),
+        "DistributionalCoverage": float(-np.sum(share * np.log2(share))),  # distributional_coverage's sum
+        "Novelty": float(item_novelty[recommended].to_numpy().sum() / len(reco)),  # novelty's sum over n recs
+        "GiniIndex": gini([counts.get(item, 0) for item in catalogue]),
+        "Personalization": personalization(reco),
+    }
+
+
+def _evaluate(history, reco, test, **options):
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # users recommended to without test interactions are not averaged
+        return sqlmetrics.evaluate(test, reco, MEASURES, history=history.assign(rating=1),
+                                   columns={**columns, "score": "prediction"},
+                                   qrels_columns={**columns, "relevance": "rating"}, **options)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_run_value_equals_recommenders(seed):
+    history, reco, test = generated(seed)
+    want = oracle(history, reco)
+    results = _evaluate(history, reco, test)
+    for m in MEASURES:
+        assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+        # The run's one value, on each of its lists (reported once: the aggregate).
+        per_list = results.per_query.column(m).to_pylist()
+        assert per_list and all(abs(v - want[m]) <= TOLERANCE for v in per_list), m
+
+
+def test_several_runs_each_get_their_own_value():
+    history, reco, test = generated(4)
+    other = generated(5)[1]
+    other = other[~other.set_index(["userID", "itemID"]).index.isin(history.set_index(["userID", "itemID"]).index)]
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = sqlmetrics.evaluate(test, {"a": reco, "b": other}, MEASURES, history=history.assign(rating=1),
+                                      columns={**columns, "score": "prediction"},
+                                      qrels_columns={**columns, "relevance": "rating"})
+    for name, frame in (("a", reco), ("b", other)):
+        want = oracle(history, frame)
+        assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
+
+
+def test_a_missing_history_names_the_option():
+    _, reco, test = generated(1)
+    with pytest.raises(SqlmetricsError, match="history="):
+        sqlmetrics.evaluate(test, reco, ["Novelty"], columns={"query_id": "userID", "doc_id": "itemID",
+                                                              "score": "prediction"},
+                            qrels_columns={"query_id": "userID", "doc_id": "itemID", "relevance": "rating"})
+    with pytest.raises(SqlmetricsError, match="history="):
+        sqlmetrics.render(["GiniIndex"], dialect="postgres")
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_renders_for_every_dialect(dialect):
+    sql = sqlmetrics.render(MEASURES + ["nDCG@10"] + RATING_MEASURES + CLASS_MEASURES, dialect=dialect,
+                            history="train")
+    assert "rec_items" in sql and "rating_rows" in sql and "train" in sql
+
+
+def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds():
+    """sqlmetrics/demo/recsys_*.csv are what make_recsys writes; the README's example equals the oracle there."""
+    train, test, reco = make_recsys.rows()
+    folder = Path(make_recsys.__file__).parent
+    for name, data in (("recsys_train.csv", train), ("recsys_test.csv", test), ("recsys_reco.csv", reco)):
+        shipped = pd.read_csv(folder / name, dtype=str)
+        assert [tuple(r) for r in shipped.itertuples(index=False)] == [tuple(map(str, r)) for r in data], name
+    history = pd.read_csv(folder / "recsys_train.csv", dtype={"rating": float}).rename(
+        columns={"user_id": "userID", "item_id": "itemID"})
+    runs = pd.read_csv(folder / "recsys_reco.csv").rename(columns={"user_id": "userID", "item_id": "itemID"})
+    results = sqlmetrics.evaluate(folder / "recsys_test.csv", folder / "recsys_reco.csv", MEASURES,
+                                  columns={"run_name": "model", "query_id": "user_id", "doc_id": "item_id",
+                                           "relevance": "rating"}, history=folder / "recsys_train.csv")
+    for name in ("popular", "personal"):
+        want = oracle(history, runs[runs["model"] == name])
+        assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
+    assert results.aggregate["personal"]["Personalization"] > results.aggregate["popular"]["Personalization"]
+
+
+# ------------------------------------------------------------------------------- rating and classification
+
+RATING_MEASURES = ["RMSE", "MAE", "RSquared", "ExplainedVariance"]
+CLASS_MEASURES = ["AUC", "GAUC", "LogLoss"]
+
+
+def rated(seed: int, binary: bool, users=25, items=40):
+    """(truth, predictions): each user grades some items (1..5, or 0/1), and the model scores some of those
+    and others (only the pairs in both count); scores repeat, so that some tie."""
+    rnd = random.Random(seed)
+    truth, pred = [], []
+    for u in range(users):
+        for i in rnd.sample(range(items), rnd.randint(2, 8)):
+            truth.append((f"u{u}", f"i{i}", rnd.randint(0, 1) if binary else rnd.randint(1, 5)))
+        for i in rnd.sample(range(items), 10):
+            pred.append((f"u{u}", f"i{i}", rnd.choice([0.1, 0.25, 0.5, 0.75, 0.9]) if binary and rnd.random() < 0.3
+                         else rnd.random() if binary else round(rnd.uniform(0.5, 5.5), 3)))
+    return (pd.DataFrame(truth, columns=["userID", "itemID", "rating"]),
+            pd.DataFrame(pred, columns=["userID", "itemID", "prediction"]))
+
+
+def gauc(truth: pd.DataFrame, pred: pd.DataFrame) -> float:
+    """Per-user roc_auc_score weighted by the user's pairs, over users with both classes (Zhou et al. 2018)."""
+    pairs = truth.merge(pred, on=["userID", "itemID"])
+    areas, weights = [], []
+    for _, user in pairs.groupby("userID"):
+        if user["rating"].nunique() == 2:
+            areas.append(roc_auc_score(user["rating"], user["prediction"]))
+            weights.append(len(user))
+    return float(np.dot(areas, weights) / np.sum(weights))
+
+
+def _evaluate_ratings(truth, pred, measures):
+    columns = {"query_id": "userID", "doc_id": "itemID", "relevance": "rating", "score": "prediction"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # users scored without grades are not averaged by the ranking measures
+        return sqlmetrics.evaluate(truth, pred, measures, columns=columns)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rating_measures_equal_recommenders(seed):
+    truth, pred = rated(seed, binary=False)
+    want = {"RMSE": python_evaluation.rmse(truth, pred), "MAE": python_evaluation.mae(truth, pred),
+            "RSquared": python_evaluation.rsquared(truth, pred), "ExplainedVariance": python_evaluation.exp_var(truth, pred)}
+    results = _evaluate_ratings(truth, pred, RATING_MEASURES + ["nDCG@5"])
+    for m in RATING_MEASURES:
+        assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+        assert all(abs(v - want[m]) <= TOLERANCE for v in results.per_query.column(m).to_pylist()), m
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_classification_measures_equal_recommenders_and_gauc(seed):
+    truth, pred = rated(seed, binary=True)
+    want = {"AUC": python_evaluation.auc(truth, pred), "LogLoss": python_evaluation.logloss(truth, pred),
+            "GAUC": gauc(truth, pred)}
+    results = _evaluate_ratings(truth, pred, CLASS_MEASURES)
+    for m in CLASS_MEASURES:
+        assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+
+
+def test_compare_refuses_a_measure_of_the_whole_run():
+    truth, pred = rated(1, binary=False)
+    other = pred.assign(prediction=pred["prediction"] + 1)
+    columns = {"query_id": "userID", "doc_id": "itemID", "relevance": "rating", "score": "prediction"}
+    with pytest.raises(SqlmetricsError, match="RMSE is one value per run"):
+        sqlmetrics.compare(truth, {"a": pred, "b": other}, ["nDCG@5", "RMSE"], columns=columns)
+
+
+def test_rating_measures_refuse_positions():
+    with pytest.raises(SqlmetricsError, match="ties="):
+        sqlmetrics.render(["RMSE"], ties="rank")
+
+
+def test_each_segment_and_labelled_log_gets_its_own_value():
+    """group_by: one value per segment, over the segment's lists; qrels=None: the pairs are the log's labelled rows."""
+    history, reco, test = generated(6)
+    reco = reco.assign(arm=["a" if int(u[1:]) % 3 else "b" for u in reco["userID"]])
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = sqlmetrics.evaluate(test, reco, MEASURES, group_by="arm", history=history.assign(rating=1),
+                                      columns={**columns, "score": "prediction"},
+                                      qrels_columns={**columns, "relevance": "rating"})
+    for row in results.per_group.to_pylist():
+        want = oracle(history, reco[reco["arm"] == row["arm"]].drop(columns="arm"))
+        assert all(abs(row[m] - want[m]) <= TOLERANCE for m in MEASURES), row["arm"]
+
+    truth, pred = rated(7, binary=True)
+    log = pred.merge(truth, on=["userID", "itemID"], how="left")  # unlabelled rows: no pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # users whose scored items have no grade: no pair
+        results = sqlmetrics.evaluate(None, log, ["AUC", "GAUC", "RMSE"], label="rating",
+                                      columns={"query_id": "userID", "doc_id": "itemID", "score": "prediction"})
+    assert abs(results.aggregate["AUC"] - python_evaluation.auc(truth, pred)) <= TOLERANCE
+    assert abs(results.aggregate["GAUC"] - gauc(truth, pred)) <= TOLERANCE
+    assert abs(results.aggregate["RMSE"] - python_evaluation.rmse(truth, pred)) <= TOLERANCE
