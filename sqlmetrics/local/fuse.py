@@ -8,20 +8,17 @@ import math
 import shutil
 from pathlib import Path
 
-import duckdb
-
 from ..catalogue import parse
 from ..catalogue.fusion import DEFAULT_NORM, fusion_method
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
-from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..statement import READ
 from . import checks
 from ..options import EVALUATE, resolve
 from .evaluate import _is_run_dict, _source, connect, evaluate_local, python_rows
-from .output import replace_file, writable_target
-from .readers import _split_duckdb_target, file_format, load
+from .output import EXTENSIONS, TABLE_FORMATS, database_target, replace_file, writable_target, write_table
+from .readers import load
 
 FUSED_COLUMNS = ("query_id", "doc_id", "rank", "score")
 
@@ -68,54 +65,38 @@ def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", colum
     params: the method's (k=60 for RRF, phi= for RBC, weights=[...] for WSum, one per run in order).
 
     Returns a pyarrow Table (query_id, doc_id, rank, score), ranked per query by score descending, ties by
-    document id descending; with output=, writes it atomically instead: `.parquet`, `.csv`, a DuckDB file's
-    table (`fused.duckdb:rrf`), or else TREC text (`query Q0 doc rank score tag`).
+    document id descending; with output=, writes it atomically instead: `.parquet`, `.csv`, `.tsv`, `.json`,
+    `.jsonl`, a DuckDB file's table (`fused.duckdb:rrf`, replaced), or else TREC text (`query Q0 doc rank score
+    tag`).
     """
     items = named_runs(runs)
     settings = fusion_settings(method, norm, params, len(items))
-    target = _split_duckdb_target(str(output)) if output is not None else None
-    if output is not None and target is None:
-        writable_target(output, f"output={str(output)!r}")  # before any work
+    name = f"output={str(output)!r}"
+    fmt = None
+    if output is not None:  # refused before any work: a folder, a device, a table of a file that is not DuckDB's
+        target = database_target(output)
+        fmt = "duckdb" if target else EXTENSIONS.get(Path(output).suffix.lower(), "trec")
+        writable_target(target[0] if target else output, name)
     con = connect()
     inputs: list = []
     try:
         sources = fused_sources(con, items, columns, inputs)
         sql = fusion_statement(sources, *settings, fixed_order=True).sql(READ)
-        if output is None:
-            return con.sql(ranked_sql(sql)).to_arrow_table()
-        if target is not None:
-            _write_table(con, ranked_sql(sql), *target)
+        if fmt in (None, "duckdb", *TABLE_FORMATS):
+            table = con.sql(ranked_sql(sql)).to_arrow_table()
+            if fmt is None:
+                return table
+            # The package's one writer of tables: atomic files, a DuckDB table replaced in one transaction.
+            write_table(table, output, fmt, name, "replace" if fmt == "duckdb" else "create", ("query_id", "doc_id"))
             return None
-        fmt = file_format(Path(output))
-        copy = {"parquet": "FORMAT parquet", "csv": "FORMAT csv, HEADER true"}.get(
-            fmt, "FORMAT csv, DELIMITER ' ', HEADER false, QUOTE ''")
-        query = ranked_sql(sql, None if fmt in ("parquet", "csv") else tag)
-        replace_file(output, f"output={str(output)!r}",
-                     lambda tmp: con.execute(f"COPY ({query}) TO {_lit(str(tmp))} ({copy})"))
+        query = ranked_sql(sql, tag)  # TREC text (any other name): `query Q0 doc rank score tag`
+        replace_file(output, name, lambda tmp: con.execute(
+            f"COPY ({query}) TO {_lit(str(tmp))} (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')"))
         return None
     finally:
         con.close()
         for folder in {i.temporary for i in inputs if i.temporary}:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _write_table(con, query: str, path: Path, table: str) -> None:
-    """CREATE OR REPLACE the table in a DuckDB file, in one transaction: all of it or nothing."""
-    if path.suffix.lower() not in (".duckdb", ".ddb"):
-        raise SqlmetricsError(f"output='{path}:{table}': fused runs are written to DuckDB files (.duckdb).")
-    try:
-        con.execute(f"ATTACH {_lit(str(path))} AS sqlm_fused_out")
-    except duckdb.Error as e:
-        raise SqlmetricsError(f"output='{path}:{table}': cannot be opened as a DuckDB file ({e}).") from None
-    try:
-        con.execute("BEGIN")
-        con.execute(f"CREATE OR REPLACE TABLE sqlm_fused_out.{_q(table)} AS {query}")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    finally:
-        con.execute("DETACH sqlm_fused_out")
 
 
 def _arange(start: float, stop: float, step: float) -> list:
