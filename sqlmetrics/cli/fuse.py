@@ -20,8 +20,8 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--name", action="append", metavar="NAME", help="name the runs in order (default: file stems)")
     p.add_argument("--tag", default="fused", help="the TREC run tag (6th field) of the fused run (default fused)")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="write to FILE (atomically): .parquet, .csv, .tsv, .json, .jsonl, file.duckdb:table, else TREC text; "
-                        "default stdout (TREC text)")
+                   help="write to FILE (atomically): .parquet, .csv, .tsv, .json, .jsonl, file.duckdb:table, "
+                        "else TREC text; default stdout (TREC text)")
     p.set_defaults(func=run, qrels=None)
 
 
