@@ -18,6 +18,7 @@ from statistics import NormalDist
 import duckdb
 
 from ..errors import SqlmetricsError
+from ..identifiers import quote_identifier, sql_literal
 
 IPS_ROLES = ("action", "click", "propensity", "new_action")
 INTERLEAVING_ROLES = ("impression", "team", "click")
@@ -155,7 +156,7 @@ class _opened:
             if not Path(log).is_file():
                 raise SqlmetricsError(f"{self.what}: no such file {str(log)!r}.")
             try:
-                self.con.execute("CREATE VIEW sqlm_log AS SELECT * FROM " + _literal(str(log)))
+                self.con.execute("CREATE VIEW sqlm_log AS SELECT * FROM " + sql_literal(str(log)))
             except duckdb.Error as e:
                 raise SqlmetricsError(f"{self.what}: cannot read {str(log)!r} as Parquet, CSV or JSON Lines: "
                                       f"{str(e).splitlines()[0]}") from None
@@ -171,9 +172,6 @@ class _opened:
             if name not in present:
                 raise SqlmetricsError(f"{self.what}: no column {name!r} for the role {role!r} (columns: "
                                       f"{', '.join(present)}); map it with columns={{{role!r}: '<your column>'}}.")
-            out[role] = '"' + name.replace('"', '""') + '"'
+            out[role] = quote_identifier(name)
         return out
 
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
