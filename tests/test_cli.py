@@ -546,6 +546,22 @@ def test_progress_shows_only_on_a_terminal_and_after_the_delay():
     with common.Progress("x", stream=piped, delay=0) as p:
         time.sleep(0.05)
     assert piped.getvalue() == "" and p._thread is None
+    quiet = FakeTTY()
+    with common.Progress("x", stream=quiet, delay=0, interval=0.01, quiet=True) as p:
+        time.sleep(0.05)
+    assert quiet.getvalue() == "" and p._thread is None
+
+
+def test_quiet_is_taken_by_every_evaluating_command(capsys, tmp_path):
+    """--quiet (no progress line) is a flag of every subcommand; it changes nothing else."""
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4 t\n")
+    for argv in (["eval", qrels, run, "-m", "P@1"], ["trec_eval", "-m", "P.1", qrels, run],
+                 ["compare", qrels, run, run, "--name", "a", "--name", "b", "-m", "P@1"]):
+        code, plain, _ = run_cli(capsys, *argv)
+        code_quiet, quiet, err = run_cli(capsys, *argv[:1], "--quiet", *argv[1:])
+        assert code == code_quiet == 0 and plain == quiet and err == "", argv
 
 
 @pytest.mark.slow  # a fresh interpreter

@@ -207,13 +207,14 @@ def write_output(content, path: str | None) -> None:
 class Progress:
     """An elapsed-time line on stderr while something slow runs, only when stderr is a terminal.
 
-    Nothing is shown for the first `delay` seconds, nor ever when stderr is piped or redirected.
+    Nothing is shown for the first `delay` seconds, nor ever when stderr is piped or redirected, or with
+    `quiet` (--quiet).
     """
 
     FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
-    def __init__(self, label: str, stream=None, delay: float = 2.0, interval: float = 0.1):
-        self.label, self.delay, self.interval = label, delay, interval
+    def __init__(self, label: str, stream=None, delay: float = 2.0, interval: float = 0.1, quiet: bool = False):
+        self.label, self.delay, self.interval, self.quiet = label, delay, interval, quiet
         self.stream = stream if stream is not None else sys.stderr
         self._stop = threading.Event()
         self._thread = None
@@ -226,7 +227,7 @@ class Progress:
             return False
 
     def __enter__(self):
-        if self._tty():
+        if self._tty() and not self.quiet:
             self._start = time.monotonic()
             self._thread = threading.Thread(target=self._run, name="sqlmetrics-progress", daemon=True)
             self._thread.start()

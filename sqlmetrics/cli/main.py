@@ -43,6 +43,7 @@ COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, trec_eval, conv
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
+    common.add_argument("--quiet", action="store_true", help="no progress line on the terminal during a long run")
     parser = argparse.ArgumentParser(
         prog="sqlmetrics", allow_abbrev=False,
         description="Ranked-retrieval evaluation as SQL on DuckDB, trec_eval-exact.",

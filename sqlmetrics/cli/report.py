@@ -42,7 +42,7 @@ def run(args) -> tuple:
     if qrels is None and not (args.label or args.relevance):
         raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
     runs = command_runs(args)
-    with Progress(f"reporting on {len(runs)} run{'s' if len(runs) > 1 else ''}"):
+    with Progress(f"reporting on {len(runs)} run{'s' if len(runs) > 1 else ''}", quiet=args.quiet):
         report = build_report(qrels, runs, measures, baseline=args.baseline, **option_values(args, REPORT))
         page = report.to_html()
         if args.plot:
