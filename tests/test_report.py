@@ -33,9 +33,11 @@ MEASURES = ["nDCG@10", "AP", "P@10", "num_rel_ret", "gm_map", "FirstRank"]  # Fi
 LOG = str(demo.folder() / "search_log.parquet")
 LOG_OPTIONS = dict(label="rating", ties="rank", group_by=["date", "arm"],
                    columns={"query_id": "session", "doc_id": "doc", "rank_position": "position"})
-LOG_ARGS = ("none", LOG, "--label", "rating", "--ties", "rank", "--group-by", "date", "--group-by", "arm",
+ARM_OPTIONS = dict(LOG_OPTIONS, group_by=["date"], columns={**LOG_OPTIONS["columns"], "run_name": "arm"},
+                   max_p=0.05)  # the arms as runs, each day compared against control
+LOG_ARGS = ("none", LOG, "--label", "rating", "--ties", "rank", "--group-by", "date", "--column", "run_name=arm",
             "--column", "query_id=session", "--column", "doc_id=doc", "--column", "rank_position=position",
-            "-m", "nDCG@5", "-m", "RR")  # the same on the command line
+            "--baseline", "control", "-m", "nDCG@5", "-m", "RR")  # the arms on the command line
 REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
 
 
@@ -47,6 +49,11 @@ def demo_report():
 @pytest.fixture(scope="module")
 def log_report():
     return build_report(None, {"log": LOG}, ["nDCG@5", "RR", "num_rel"], **LOG_OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def arm_report():
+    return build_report(None, LOG, ["nDCG@5", "RR", "num_rel"], baseline="control", **ARM_OPTIONS)
 
 
 def _per_query(measures, **options) -> pd.DataFrame:
@@ -133,16 +140,46 @@ def test_segments_equal_per_group_and_scipy(log_report):
         segs = log_report.segments[m]
         assert len(segs) == len(groups) == 6
         for s in segs:
-            values = lists[(lists.date == s.values[0]) & (lists.arm == s.values[1])][m]
-            half = 1.96 * stats.sem(values)  # sample standard deviation / sqrt(n)
-            assert s.n == groups.loc[s.values, "num_lists"]
-            assert s.mean == pytest.approx(groups.loc[s.values, m], rel=1e-12)
-            assert (s.low, s.high) == pytest.approx((s.mean - half, s.mean + half), rel=1e-12)
-    assert log_report.comparison is None and log_report.deltas == {}
+            values = lists[(lists.date == s.segment[0]) & (lists.arm == s.segment[1])][m]
+            assert s.n == groups.loc[s.segment, "num_lists"]
+            assert s.mean == pytest.approx(groups.loc[s.segment, m], rel=1e-12)
+            expected = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+            assert (s.ci_low, s.ci_high) == pytest.approx(expected, rel=1e-12)
+    assert log_report.comparison.comparisons == [] and log_report.deltas == {}  # one run: nothing to test
     page = log_report.to_html()
     s = log_report.segments["RR"][0]
-    assert f"{s.mean:.4f} [{s.low:.4f}, {s.high:.4f}]" in page
+    assert f"{s.mean:.4f} [{s.ci_low:.4f}, {s.ci_high:.4f}]" in page
     assert "Not charted per segment" in page and "num_rel" in page
+
+
+def test_arms_per_segment_equal_compare(arm_report):
+    measures = ["nDCG@5", "RR", "num_rel"]
+    expected = sqlmetrics.compare(None, LOG, measures, baseline="control", **ARM_OPTIONS)
+    got = arm_report.comparison
+    assert arm_report.runs == ["control", "treatment"] and not got.paired  # sessions differ: Welch's t-test
+    assert len(got.comparisons) == len(expected.comparisons) == 3 * 3  # days x measures, treatment vs control
+    for c in expected.comparisons:
+        mine = got.comparison(c.measure, c.run, c.baseline, c.segment)
+        assert (mine.difference, mine.p_value, mine.statistic) == pytest.approx((c.difference, c.p_value, c.statistic),
+                                                                                rel=1e-12)
+        assert (mine.significant, mine.winner) == (c.significant, c.winner)
+    shown = {(s.segment, s.run, s.measure): s for m in arm_report.segments for s in arm_report.segments[m]}
+    assert len(shown) == 3 * 2 * 2  # days x arms x measures averaged as a mean
+    for s in expected.summary:
+        if s.measure in arm_report.segments:
+            assert (shown[s.segment, s.run, s.measure].ci_low, shown[s.segment, s.run, s.measure].ci_high) == \
+                pytest.approx((s.ci_low, s.ci_high), rel=1e-12)
+    marks = [(c.segment, c.measure, expected.markers(c.run, c.measure, c.segment)) for c in expected.comparisons]
+    assert ("2024-06-03", "num_rel") in [(seg[0], m) for seg, m, mark in marks if mark == "▲"]  # p = 0.02 < 0.05
+    page = arm_report.to_html()
+    for s in expected.summary:  # each segment's mean and interval as the page prints it, with compare's mark
+        if s.measure in arm_report.segments:
+            mark = expected.markers(s.run, s.measure, s.segment)
+            cell = f">{s.mean:.4f} [{s.ci_low:.4f}, {s.ci_high:.4f}]" + (f"<sup>{mark}</sup>" if mark else "</td>")
+            assert cell in page, cell
+    for c in expected.comparisons:
+        assert f"<td>{c.difference:+.4f}</td><td>{c.p_adjusted:.4f}</td>" in page
+    assert "▲/▼: significantly better/worse than control" in page
 
 
 def test_sql_block_is_the_rendered_statement(demo_report):
@@ -168,8 +205,10 @@ def test_bad_arguments_are_named():
         build_report(str(QRELS), RUNS, ["AP"], baseline="dense")
     with pytest.raises(SqlmetricsError, match="at least two"):
         build_report(str(QRELS), {"bm25": RUNS["bm25"]}, ["AP"])
-    with pytest.raises(SqlmetricsError, match="drop run_name from columns="):
+    with pytest.raises(SqlmetricsError, match="pass one table holding every run"):
         build_report(str(QRELS), RUNS, ["AP"], columns={"run_name": "system"})
+    with pytest.raises(SqlmetricsError, match="baseline='arm_c' is not one of the runs: 'control', 'treatment'"):
+        build_report(None, LOG, ["RR"], baseline="arm_c", **ARM_OPTIONS)
     with pytest.raises(SqlmetricsError, match="unexpected keyword argument 'grup_by'"):
         build_report(None, {"log": LOG}, ["AP"], grup_by=["arm"])
 

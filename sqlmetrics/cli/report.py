@@ -1,5 +1,5 @@
 """`sqlmetrics report`: one self-contained HTML page (results with significance marks, per-query differences
-against a baseline, precision–recall curves, per-segment intervals for logs, the SQL), and --plot one chart."""
+against a baseline, precision–recall curves, per-segment intervals and tests for logs, the SQL), and --plot one chart."""
 from __future__ import annotations
 
 from ..options import REPORT
@@ -15,7 +15,8 @@ def add_parser(sub, parents) -> None:
                        description="Write one self-contained HTML file (inline SVG charts, no script, nothing "
                                    "fetched when viewed): the results with significance marks, per-query "
                                    "differences against the baseline, precision-recall curves, per-segment means "
-                                   "with 95% intervals (with --group-by), and the SQL. QRELS may be 'none' when "
+                                   "with 95% t intervals and tests against the baseline (with --group-by; one RUN "
+                                   "with --column run_name=COLUMN holds the arms), and the SQL. QRELS may be 'none' when "
                                    "the judgments are in the run (--label, --relevance). Needs matplotlib: "
                                    "pip install \"sqlmetrics[report]\".")
     p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")

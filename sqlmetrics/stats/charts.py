@@ -98,7 +98,7 @@ def segments_chart(measure: str, points: list):
     ax.set_xticks(range(len(categories)), categories, fontsize=8)
     ax.set_xlim(-0.6, len(categories) - 0.4)
     ax.set_ylabel(measure)
-    ax.set_title(f"{measure} per segment: mean and 95% confidence interval (mean ± 1.96·se over lists)",
+    ax.set_title(f"{measure} per segment: mean and 95% t confidence interval over lists",
                  fontsize=10, loc="left")
     ax.grid(axis="y", color="#e0e0e0", linewidth=0.6)
     if any(series):

@@ -2,10 +2,11 @@
 
 build_report() evaluates once, with the measures asked for plus interpolated precision at the eleven recall
 levels, and keeps what the page shows:
-- the results table with compare()'s significance marks (compare.analyse on the same per-query values);
-- per-query differences of every run against the baseline (sorted win/loss bars);
+- compare()'s analysis (compare.analyse_lists on the same per-list values): without group_by the results
+  table with its significance letters and every pair's test; with group_by (logs) each segment's mean and
+  95% t interval (compare's Report.summary) and, against the baseline, its ▲/▼ marks and tests;
+- per-query differences of every run against the baseline (sorted win/loss bars), without group_by;
 - precision–recall curves from the mean interpolated precision (IPrec@0.0 ... IPrec@1.0);
-- with group_by (logs), each segment's mean and 95% confidence interval, mean ± 1.96·se over its lists;
 - the SQL statement of the evaluation (sqlmetrics.render() for DuckDB, folded in a <details> block).
 """
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import html
 import importlib.metadata
 import math
-import statistics
 from dataclasses import dataclass, field
 
 from ..catalogue import parse_all
@@ -23,25 +23,11 @@ from ..evaluation import evaluate
 from ..local.evaluate import python_rows
 from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
-from .compare import analyse, unique_names
-from .report import _number as _shown, _p, _signed
+from .compare import _lists, analyse_lists, unique_names
+from .report import _cell, _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
 CURVE = [f"IPrec@{r:.1f}" for r in RECALL_LEVELS]
-Z95 = 1.96  # the normal quantile of a two-sided 95% interval
-
-
-@dataclass
-class Segment:
-    """One run's segment on one measure: its lists' mean and the 95% interval mean ± 1.96·se (se = sample
-    standard deviation / √n; no interval for a single list)."""
-
-    run: str
-    values: tuple  # the group_by columns' values
-    n: int
-    mean: float
-    low: float | None
-    high: float | None
 
 
 @dataclass
@@ -53,11 +39,11 @@ class HtmlReport:
     better: dict  # measure -> higher | lower
     aggregate: dict  # measure -> mean | sum | geometric
     baseline: str | None
-    comparison: object | None  # stats.report.Report: compare's table and tests (without group_by)
+    comparison: object  # stats.report.Report: compare's means, tests and summaries (per segment with group_by)
     deltas: dict  # {measure: {run: [(query_id, run - baseline)]}}, every query both runs have a value for
     curves: dict  # {run: [mean interpolated precision at RECALL_LEVELS]}
     group_by: tuple
-    segments: dict  # {measure: [Segment]}, with group_by; only measures averaged as a mean
+    segments: dict  # {measure: [stats.report.Summary]}, with group_by; only measures averaged as a mean
     sql: str
     options: dict = field(default_factory=dict)  # the evaluation options that differ from their defaults
 
@@ -70,7 +56,7 @@ class HtmlReport:
         if kind == "deltas":
             return charts.deltas_chart(measure, self.better[measure], self.baseline, self.deltas[measure])
         if kind == "segments":
-            return charts.segments_chart(measure, _points(self.segments[measure], self.group_by, len(self.runs) > 1))
+            return charts.segments_chart(measure, _points(self.segments[measure], len(self.runs) > 1))
         return charts.pr_chart(RECALL_LEVELS, self.curves)
 
     def to_html(self, digits: int = 4) -> str:
@@ -78,57 +64,58 @@ class HtmlReport:
 
 
 def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
-    """Evaluate `runs` ({name: run} or a list named by file stem) on `measures` and gather the report.
+    """Evaluate `runs` ({name: run}, a list named by file stem, or one table whose run_name column, mapped in
+    columns=, names the runs, as compare() takes them) on `measures` and gather the report.
 
     Without group_by there must be at least two runs; `baseline` (default: the first run) is the run the
-    per-query differences are taken against. The options are evaluate()'s and compare()'s; group_by, label
-    and relevance evaluate a log per segment (compare's tests are then left out: its segments are not paired)."""
+    per-query differences, and with group_by each segment's tests, are taken against. The options are
+    evaluate()'s and compare()'s; group_by, label and relevance evaluate a log per segment."""
     o = resolve(REPORT, options)
     segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
-    named = {str(k): v for k, v in runs.items()} if isinstance(runs, dict) else dict(zip(unique_names(runs), runs))
-    if not named:
-        raise SqlmetricsError("the report needs at least one run.")
-    if "run_name" in (o.columns or {}):
-        raise SqlmetricsError("the report names its runs itself ({name: run}, or the files on the command line): "
-                              "drop run_name from columns= and pass each run as its own table or file.")
-    if not segs and len(named) < 2:
-        raise SqlmetricsError(f"the report compares runs: give at least two (got {len(named)}), or evaluate a log "
-                              "per segment with group_by.")
-    if baseline is None:
-        baseline = next(iter(named))
-    elif baseline not in named:
-        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, named))}.")
+    single = "run_name" in (o.columns or {})
+    if single:  # one table: its run_name column names the runs, known once it is evaluated
+        if isinstance(runs, (dict, list, tuple)):
+            tables = list(runs.values()) if isinstance(runs, dict) else list(runs)
+            if len(tables) != 1:
+                raise SqlmetricsError("columns= maps run_name: pass one table holding every run (its run_name "
+                                      f"column names them), not {len(tables)}.")
+            runs = tables[0]
+    else:
+        runs = {str(k): v for k, v in runs.items()} if isinstance(runs, dict) else dict(zip(unique_names(runs), runs))
+        baseline = _check_runs(list(runs), segs, baseline)
     if isinstance(measures, str):
         measures = [measures]
     calls = parse_all(measures, o.relevance_level, o.compat)
     texts = [c.text for c in calls]
     evaluated = texts + [m for m in CURVE if m not in texts]
     given = o.as_dict()
-    res = evaluate(qrels, named, evaluated, _fetch=python_rows,
+    res = evaluate(qrels, runs, evaluated, _fetch=python_rows,
                    **{k: v for k, v in given.items() if EVALUATE in BY_NAME[k].takers})
-    names, rows = res.per_query
-    records = [dict(zip(names, row)) for row in rows]
+    run_names, lists = _lists(res.per_query, segs, texts)
+    named = list(runs) if not single else run_names
+    if single:
+        baseline = _check_runs(named, segs, baseline)
     better = {c.text: c.measure.better for c in calls}
     aggregate = {c.text: c.measure.aggregate for c in calls}
-    comparison, deltas, segments = None, {}, {}
+    comparison = analyse_lists(named, {m: (better[m], aggregate[m]) for m in texts}, lists, segment_names=segs,
+                               test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
+                               n_resamples=o.n_resamples, pairing=o.pairing, baseline=baseline if segs else None)
+    deltas, segments = {}, {}
     if segs:
-        segments = {m: _segments(records, segs, m) for m in texts if aggregate[m] == "mean"}
+        segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts
+                    if aggregate[m] == "mean"}
     else:
-        by_run = {r: {rec["query_id"]: rec for rec in records if rec["run"] == r} for r in named}
-        common = sorted(set.intersection(*(set(q) for q in by_run.values())))
-        values = {m: [[by_run[r][q][m] for q in common] for r in named] for m in texts}
-        comparison = analyse(list(named), {m: (better[m], aggregate[m]) for m in texts}, common, values,
-                             test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
-                             n_resamples=o.n_resamples)
-        deltas = {m: {r: _differences(by_run[r], by_run[baseline], m) for r in named if r != baseline} for m in texts}
+        by_run = lists.get((), {})  # {run: {query_id: [value per measure]}}
+        deltas = {m: {r: _differences(by_run.get(r, {}), by_run.get(baseline, {}), k) for r in named if r != baseline}
+                  for k, m in enumerate(texts)}
     curves = {r: [res.aggregate[r][m] for m in CURVE] for r in named}
     render_options = {k: v for k, v in given.items() if RENDER in BY_NAME[k].takers}
     if len(named) > 1:  # the runs as one table with a run_name column, as evaluate() unions them
-        render_options["columns"] = {**(o.columns or {}), "run_name": "run_name"}
+        render_options["columns"] = {"run_name": "run_name", **(o.columns or {})}
     sql = render(evaluated, "duckdb", qrels=None if qrels is None else "qrels", run="run", per_query=True,
                  **render_options)
     changed = {k: v for k, v in given.items() if v != BY_NAME[k].default}
-    return HtmlReport(runs=list(named), measures=texts, better=better, aggregate=aggregate, baseline=baseline,
+    return HtmlReport(runs=named, measures=texts, better=better, aggregate=aggregate, baseline=baseline,
                       comparison=comparison, deltas=deltas, curves=curves, group_by=segs, segments=segments,
                       sql=sql, options=changed)
 
@@ -136,11 +123,25 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
 build_report.__signature__ = signature(REPORT, "qrels, runs, measures, baseline=None")
 
 
-def _differences(run: dict, baseline: dict, measure: str) -> list:
-    """[(query_id, run - baseline)] over the queries where both have a value, by query id."""
+def _check_runs(names: list, segs: tuple, baseline):
+    """The baseline (default: the first run), once the runs are known to be enough to report on."""
+    if not names:
+        raise SqlmetricsError("the report needs at least one run.")
+    if not segs and len(names) < 2:
+        raise SqlmetricsError(f"the report compares runs: give at least two (got {len(names)}), or evaluate a log "
+                              "per segment with group_by.")
+    if baseline is None:
+        return names[0]
+    if baseline not in names:
+        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, names))}.")
+    return baseline
+
+
+def _differences(run: dict, baseline: dict, k: int) -> list:
+    """[(query_id, run - baseline)] on the k-th measure, over the queries where both have a value, by query id."""
     out = []
     for q in sorted(set(run) & set(baseline)):
-        a, b = run[q][measure], baseline[q][measure]
+        a, b = run[q][k], baseline[q][k]
         if _number(a) and _number(b):
             out.append((q, a - b))
     return out
@@ -150,30 +151,17 @@ def _number(v) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def _segments(records: list, segs: tuple, measure: str) -> list:
-    groups: dict = {}
-    for rec in records:
-        if _number(rec[measure]):
-            groups.setdefault((rec["run"], tuple(rec[s] for s in segs)), []).append(rec[measure])
-    out = []
-    for (run, values), xs in groups.items():
-        mean = math.fsum(xs) / len(xs)
-        half = Z95 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else None
-        out.append(Segment(run=run, values=values, n=len(xs), mean=mean,
-                           low=None if half is None else mean - half, high=None if half is None else mean + half))
-    return sorted(out, key=lambda s: (tuple("" if v is None else str(v) for v in s.values), s.run))
-
-
-def _points(segments: list, segs: tuple, several_runs: bool) -> list:
+def _points(segments: list, several_runs: bool) -> list:
     """(category, series, mean, low, high) for the chart: the last segment column (the arm, say) and the run
     tell the series apart, the other columns (the day) make the categories."""
     out = []
     for s in segments:
-        shown = ["null" if v is None else str(v) for v in s.values]
+        shown = ["null" if v is None else str(v) for v in s.segment]
         category = " · ".join(shown[:-1]) if len(shown) > 1 else shown[0]
         series = [s.run] if several_runs else []
         series += shown[-1:] if len(shown) > 1 else []
-        out.append((category, " · ".join(series), s.mean, s.low, s.high))
+        low, high = (None, None) if math.isnan(s.ci_low) else (s.ci_low, s.ci_high)  # one list: no interval
+        out.append((category, " · ".join(series), s.mean, low, high))
     return out
 
 
@@ -207,7 +195,7 @@ def _page(report: HtmlReport, digits: int) -> str:
     if report.options:
         what += "; options " + ", ".join(f"{k}={v!r}" for k, v in report.options.items())
     parts = [f"<h1>sqlmetrics report</h1>\n<p class=\"meta\">{e(what)}. Made by sqlmetrics {e(version)}.</p>"]
-    if report.comparison is not None:
+    if not report.group_by:
         parts.append(_results(report, digits))
         parts.append(f"<h2 id=\"deltas\">Per-query differences against {e(report.baseline)}</h2>\n"
                      "<p class=\"note\">Each bar is one query: the run's value minus the baseline's, sorted from the "
@@ -257,38 +245,58 @@ def _results(report: HtmlReport, digits: int) -> str:
             cells.append(f"<td{best}>{_value(rep.means[r][m], rep.aggregate[m], digits)}"
                          + (f"<sup>{e(marks)}</sup>" if marks else "") + "</td>")
         rows.append(f"<tr><td class=\"l\">{labels[r]}</td><td class=\"l\">{e(r)}</td>{''.join(cells)}</tr>")
-    pairs = []
-    for c in rep.comparisons:
-        pairs.append(f"<tr><td class=\"l\">{e(c.measure)}</td><td class=\"l\">{e(c.run)}</td>"
-                     f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}</td><td>{_p(c.p_adjusted)}</td>"
-                     f"<td>{c.wins}/{c.ties}/{c.losses}</td><td class=\"sig\">{'*' if c.significant else ''}</td></tr>")
-    p_name = f"p ({rep.correction})" if rep.correction else "p"
     return (f"<h2 id=\"results\">Results</h2>\n<table>\n<tr><th class=\"l\"></th><th class=\"l\">run</th>{head}</tr>\n"
             + "\n".join(rows) + f"\n</table>\n<p class=\"note\">{e(rep.footnote())} The best value per measure is in "
-            "bold.</p>\n<table>\n<tr><th class=\"l\">measure</th><th class=\"l\">run</th><th class=\"l\">baseline</th>"
-            f"<th>difference</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n" + "\n".join(pairs)
-            + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}; difference = mean of run − baseline per query"
-            + (" (of log values for geometric means)" if "geometric" in rep.aggregate.values() else "") + ".</p>")
+            "bold.</p>\n" + _pairs(rep, digits))
+
+
+def _pairs(rep, digits: int) -> str:
+    """compare's tests, one row per segment, measure and pair."""
+    e = html.escape
+    head = "".join(f"<th class=\"l\">{e(s)}</th>" for s in rep.segment_names)
+    rows = []
+    for c in rep.comparisons:
+        wtl = "–" if c.wins is None else f"{c.wins}/{c.ties}/{c.losses}"  # unpaired: no per-list pairs
+        rows.append("<tr>" + "".join(f"<td class=\"l\">{e(_cell(v))}</td>" for v in c.segment)
+                    + f"<td class=\"l\">{e(c.measure)}</td><td class=\"l\">{e(c.run)}</td>"
+                    f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}</td><td>{_p(c.p_adjusted)}</td>"
+                    f"<td>{wtl}</td><td class=\"sig\">{'*' if c.significant else ''}</td></tr>")
+    p_name = f"p ({rep.correction})" if rep.correction else "p"
+    return (f"<table>\n<tr>{head}<th class=\"l\">measure</th><th class=\"l\">run</th><th class=\"l\">baseline</th>"
+            f"<th>difference</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n" + "\n".join(rows)
+            + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}; difference = mean of run − baseline per "
+            + ("query" if rep.paired else "list") + (" (of log values for geometric means)"
+                                                     if "geometric" in rep.aggregate.values() else "") + ".</p>")
 
 
 def _segments_table(report: HtmlReport, digits: int) -> str:
+    """Each segment's mean and 95% t interval per run (compare's summaries), ▲/▼ against the baseline, then the
+    segments' tests."""
     e = html.escape
+    rep = report.comparison
     several = len(report.runs) > 1
-    head = ("<th class=\"l\">run</th>" if several else "") + "".join(f"<th class=\"l\">{e(s)}</th>" for s in report.group_by)
+    head = "".join(f"<th class=\"l\">{e(s)}</th>" for s in report.group_by) + ("<th class=\"l\">run</th>" if several else "")
     head += "<th>lists</th>" + "".join(f"<th>{e(m)} (95% CI)</th>" for m in report.segments)
-    keyed = {m: {(s.run, s.values): s for s in segs} for m, segs in report.segments.items()}
-    keys = list(dict.fromkeys(k for per in keyed.values() for k in per))
+    keyed = {m: {(s.segment, s.run): s for s in segs} for m, segs in report.segments.items()}
     rows = []
-    for run, values in keys:
-        cells = (f"<td class=\"l\">{e(run)}</td>" if several else "") + "".join(
-            f"<td class=\"l\">{e('null' if v is None else str(v))}</td>" for v in values)
-        first = next(per[(run, values)] for per in keyed.values() if (run, values) in per)
-        cells += f"<td>{first.n}</td>"
-        for m in report.segments:
-            s = keyed[m].get((run, values))
-            interval = "" if s is None or s.low is None else f" [{s.low:.{digits}f}, {s.high:.{digits}f}]"
-            cells += f"<td>{_value(None if s is None else s.mean, 'mean', digits)}{interval}</td>"
-        rows.append(f"<tr>{cells}</tr>")
-    return (f"<h2 id=\"segments\">Per segment</h2>\n<table>\n<tr>{head}</tr>\n" + "\n".join(rows)
-            + "\n</table>\n<p class=\"note\">Each segment's mean over its lists, and the 95% confidence interval "
-            "mean ± 1.96·se (se: the lists' standard deviation / √n).</p>")
+    for seg in rep.segments:
+        for run in report.runs:
+            shown = [per[(seg, run)] for per in keyed.values() if (seg, run) in per]
+            if not shown:
+                continue
+            cells = "".join(f"<td class=\"l\">{e(_cell(v))}</td>" for v in seg)
+            cells += (f"<td class=\"l\">{e(run)}</td>" if several else "") + f"<td>{shown[0].n}</td>"
+            for m in report.segments:
+                s = keyed[m].get((seg, run))
+                interval = "" if s is None or math.isnan(s.ci_low) else f" [{s.ci_low:.{digits}f}, {s.ci_high:.{digits}f}]"
+                marks = rep.markers(run, m, seg)
+                cells += (f"<td>{_value(None if s is None else s.mean, 'mean', digits)}{interval}"
+                          + (f"<sup>{e(marks)}</sup>" if marks else "") + "</td>")
+            rows.append(f"<tr>{cells}</tr>")
+    out = (f"<h2 id=\"segments\">Per segment</h2>\n<table>\n<tr>{head}</tr>\n" + "\n".join(rows)
+           + "\n</table>\n<p class=\"note\">Each segment's mean over its lists and its 95% confidence interval, "
+           "mean ± t(0.975, n−1)·se (se: the lists' standard deviation / √n), as <code>sqlmetrics compare</code> "
+           "prints them.</p>")
+    if rep.comparisons:
+        out += f"\n<p class=\"note\">{e(rep.footnote())}</p>\n" + _pairs(rep, digits)
+    return out
