@@ -63,7 +63,7 @@ def compare(qrels, runs, measures, **options):
     per_query = results.per_query
     if o.engine is not None:  # the engine's per-list values come back as a pyarrow table, not Python rows
         per_query = (per_query.column_names, list(zip(*per_query.to_pydict().values())))
-    run_names, lists = _lists(per_query, segment_names, [c.text for c in calls])
+    run_names, lists = lists_by_segment(per_query, segment_names, [c.text for c in calls])
     if named is not None:
         run_names = list(named) + [str(name) for name in o.fuse or {}]  # fused runs are compared like the others
     if len(run_names) < 2:
@@ -148,7 +148,7 @@ def _named_runs(runs) -> dict:
     return named
 
 
-def _lists(per_query: tuple, segment_names: tuple, measures: list):
+def lists_by_segment(per_query: tuple, segment_names: tuple, measures: list):
     """(run names in order of appearance, {segment: {run: {query_id: [value per measure]}}}) from evaluate()'s
     per-query rows (run, segment columns, query_id, measures); the segment is () without group_by."""
     names, rows = per_query

@@ -23,7 +23,7 @@ from ..evaluation import evaluate
 from ..local.evaluate import python_rows
 from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
-from .compare import _lists, analyse_lists, unique_names
+from .compare import analyse_lists, lists_by_segment, unique_names
 from .report import _cell, _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
@@ -91,7 +91,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     given = o.as_dict()
     res = evaluate(qrels, runs, evaluated, _fetch=python_rows,
                    **{k: v for k, v in given.items() if EVALUATE in BY_NAME[k].takers})
-    run_names, lists = _lists(res.per_query, segs, texts)
+    run_names, lists = lists_by_segment(res.per_query, segs, texts)
     named = list(runs) if not single else run_names
     if single:
         baseline = _check_runs(named, segs, baseline)
