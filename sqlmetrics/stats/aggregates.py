@@ -22,7 +22,7 @@ from ..engines import evaluation_statement, run_statement
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
 
-_TIE = 1e-12  # raw values closer than this (relative) are a tie in win/tie/loss counts (compare's _TIE)
+TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
 
 
@@ -90,7 +90,7 @@ ab_ranked AS (SELECT rx, ry, {cols()}m, is_x,
                   CAST(COUNT(*) OVER (PARTITION BY rx, ry, {cols()}m, x) AS DOUBLE PRECISION) AS t
            FROM ab_pooled),
 ab_diffs AS (SELECT a.run AS rx, b.run AS ry, {cols('a.')}a.m, a.x - b.x AS d,
-                 CASE WHEN ABS(a.raw - b.raw) <= {_TIE!r} * ({big}) THEN 0 WHEN a.raw > b.raw THEN 1 ELSE -1 END AS cmp
+                 CASE WHEN ABS(a.raw - b.raw) <= {TIE!r} * ({big}) THEN 0 WHEN a.raw > b.raw THEN 1 ELSE -1 END AS cmp
           FROM ab_vals AS a JOIN ab_vals AS b ON a.run < b.run AND a.query_id = b.query_id AND a.m = b.m{same('a', 'b')}
           WHERE a.is_shared = 1 AND b.is_shared = 1),
 ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_diffs GROUP BY rx, ry, {cols()}m)

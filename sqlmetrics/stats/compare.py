@@ -17,14 +17,13 @@ from ..local.evaluate import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
 from ..statement import GMAP_FLOOR
-from .aggregates import aggregate_rows
+from .aggregates import TIE, aggregate_rows
 from .report import Comparison, Report, Summary
 from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, unpaired, welch,
                            wilcoxon)
 
 # The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
 IN_ENGINE = ("student", "welch", "mannwhitney")
-_TIE = 1e-12  # per-query values closer than this (relative) are a tie in win/tie/loss counts
 # Recorded in the report (column mappings are not).
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
 
@@ -479,7 +478,7 @@ def _aggregate(per_run: list, aggregate: str):
 def _wtl(raw: list, better: str) -> tuple:
     wins = ties = losses = 0
     for x, y in raw:
-        if abs(x - y) <= _TIE * max(1.0, abs(x), abs(y)):
+        if abs(x - y) <= TIE * max(1.0, abs(x), abs(y)):
             ties += 1
         elif (x > y) == (better == "higher"):
             wins += 1
