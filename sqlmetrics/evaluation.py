@@ -13,6 +13,15 @@ _DUCKDB_ONLY = [o.name for o in taken_by(EVALUATE)
                 if EVALUATE_ON not in o.takers and o.name not in ("engine", "output", "into_mode")]
 
 
+def engine_options(o) -> dict:
+    """evaluate_on()'s options from evaluate()'s resolved ones `o`; an option only DuckDB has is an error."""
+    given = [n for n in _DUCKDB_ONLY if getattr(o, n) != BY_NAME[n].default]
+    if given:
+        raise SqlmetricsError(f"{', '.join(n + '=' for n in given)} {'is' if len(given) == 1 else 'are'} "
+                              "DuckDB's; with engine= the tables are evaluated where they live.")
+    return {opt.name: getattr(o, opt.name) for opt in taken_by(EVALUATE_ON) if opt.name in o.as_dict()}
+
+
 def evaluate(qrels, run, measures, **options) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement.
 
@@ -45,12 +54,7 @@ def evaluate(qrels, run, measures, **options) -> Results:
     if o.engine is None:
         results = evaluate_local(qrels, run, measures, o, fetch)
     else:
-        given = [n for n in _DUCKDB_ONLY if getattr(o, n) != BY_NAME[n].default]
-        if given:
-            raise SqlmetricsError(f"{', '.join(n + '=' for n in given)} {'is' if len(given) == 1 else 'are'} "
-                                  "DuckDB's; with engine= the tables are evaluated where they live.")
-        engine_options = {opt.name: getattr(o, opt.name) for opt in taken_by(EVALUATE_ON) if opt.name in o.as_dict()}
-        results = evaluate_on(o.engine, measures, qrels=qrels, run=run, **engine_options)
+        results = evaluate_on(o.engine, measures, qrels=qrels, run=run, **engine_options(o))
     if out_format is not None:
         table = results.per_query
         key = tuple(c for c in table.column_names if c not in results.measures)

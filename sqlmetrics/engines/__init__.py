@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from ..statement import aggregate_sql
 
-__all__ = ["evaluate_on", "engine_dialect"]
+__all__ = ["evaluate_on", "engine_dialect", "evaluation_statement", "run_statement", "as_text"]
 
 
 def engine_dialect(engine) -> str:
@@ -157,7 +157,8 @@ def _arrow_rows(table) -> tuple[list, list]:
     return [list(r.values()) for r in table.to_pylist()], table.column_names
 
 
-def _text(value):
+def as_text(value):
+    """A key as the results hold it: text (bytes decoded as UTF-8), or None."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8")
     return None if value is None else str(value)
@@ -165,6 +166,33 @@ def _text(value):
 
 def _number(value):
     return None if value is None else float(value)
+
+
+def evaluation_statement(engine, measures, qrels="qrels", run="run", **options) -> tuple:
+    """(resolved options, dialect, the per-list evaluation statement for the engine, {table: its columns}),
+    after checking that the tables and every mapped column exist there."""
+    o = resolve(EVALUATE_ON, options)
+    kind = dialect_info(o.dialect).name if o.dialect is not None else engine_dialect(engine)
+    sql = render(measures, dialect=kind, qrels=qrels, run=run, per_query=True,
+                 **{k: v for k, v in o.as_dict().items() if k != "dialect"})
+    segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
+    tables = _check_tables(engine, dialect_info(kind), qrels, run, o, segs)
+    return o, kind, sql, tables
+
+
+def run_statement(engine, kind: str, sql: str, tables: dict) -> list:
+    """The rows of one statement run on the engine; its rejection is one line naming the tables' columns."""
+    try:
+        return _fetch(engine, kind, sql)[0]
+    except Exception as e:  # noqa: BLE001 - the engine's own error type
+        # One line and the tables' columns, not the whole statement; the statement is kept on the error
+        # (`error.sql`, or render() with the same arguments prints it).
+        error = SqlmetricsError(
+            f"{kind} rejected the evaluation statement: {_first_line(e)} (tables: "
+            + "; ".join(f"{t}: {', '.join(cols)}" for t, cols in tables.items())
+            + "). The statement is the error's .sql; render() with the same arguments prints it.")
+        error.sql = sql
+        raise error from e
 
 
 def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Results:
@@ -180,36 +208,22 @@ def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Result
     expression's columns are bound as identifiers, and the engine checks that they exist. Positions are
     not checked for gaps here (evaluate() on DuckDB warns).
     """
-    o = resolve(EVALUATE_ON, options)
-    kind = dialect_info(o.dialect).name if o.dialect is not None else engine_dialect(engine)
-    sql = render(measures, dialect=kind, qrels=qrels, run=run, per_query=True,
-                 **{k: v for k, v in o.as_dict().items() if k != "dialect"})
+    o, kind, sql, tables = evaluation_statement(engine, measures, qrels, run, **options)
+    rows = run_statement(engine, kind, sql, tables)
     calls = parse_all(measures, o.relevance_level, o.compat)
     multi = "run_name" in (o.columns or {})
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
-    tables = _check_tables(engine, dialect_info(kind), qrels, run, o, segs)
-    try:
-        rows, _names = _fetch(engine, kind, sql)
-    except Exception as e:  # noqa: BLE001 - the engine's own error type
-        # One line and the tables' columns, not the whole statement; the statement is kept on the error
-        # (`error.sql`, or render() with the same arguments prints it).
-        error = SqlmetricsError(
-            f"{kind} rejected the evaluation statement: {_first_line(e)} (tables: "
-            + "; ".join(f"{t}: {', '.join(cols)}" for t, cols in tables.items())
-            + "). The statement is the error's .sql; render() with the same arguments prints it.")
-        error.sql = sql
-        raise error from e
 
     import pyarrow as pa  # not at the top: the command line never comes here and never pays its import
 
     nkeys = (2 if multi else 1) + len(segs)
     # Byte order of the keys, as evaluate() returns them, whatever order the engine sorted in; a NULL
     # segment value last, as DuckDB sorts it.
-    rows.sort(key=lambda r: tuple((k is None, b"" if k is None else _text(k).encode("utf-8")) for k in r[:nkeys]))
+    rows.sort(key=lambda r: tuple((k is None, b"" if k is None else as_text(k).encode("utf-8")) for k in r[:nkeys]))
     outs = output_columns(calls)
     texts = [c.text for c in calls]
     key_names = (["run"] if multi else []) + segs + ["query_id"]
-    data = {k: pa.array([_text(r[i]) for r in rows], pa.string()) for i, k in enumerate(key_names)}
+    data = {k: pa.array([as_text(r[i]) for r in rows], pa.string()) for i, k in enumerate(key_names)}
     for j, text in enumerate(texts):
         data[text] = pa.array([_number(r[nkeys + j]) for r in rows], pa.float64())
     per_query = pa.table(data)

@@ -10,17 +10,20 @@ from pathlib import Path
 
 from ..catalogue import parse_all
 from ..errors import SqlmetricsError
-from ..evaluation import evaluate
+from ..engines import as_text
+from ..evaluation import engine_options, evaluate
 from ..local.databases import DATABASE_FILES
 from ..local.evaluate import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
 from ..statement import GMAP_FLOOR
+from .aggregates import TIE, aggregate_rows
 from .report import Comparison, Report, Summary
-from .significance import (adjust, mann_whitney, resample, student, t_quantile, tukey_hsd, unpaired, welch,
+from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, unpaired, welch,
                            wilcoxon)
 
-_TIE = 1e-12  # per-query values closer than this (relative) are a tie in win/tie/loss counts
+# The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
+IN_ENGINE = ("student", "welch", "mannwhitney")
 # Recorded in the report (column mappings are not).
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
 
@@ -57,6 +60,14 @@ def compare(qrels, runs, measures, **options):
         raise SqlmetricsError(f"{whole_run[0]} is one value per run, not per query: a significance test has nothing "
                               "to resample. evaluate() reports it; compare the ranking measures here.")
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
+    info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
+    if o.engine is not None and single and o.test in IN_ENGINE:  # only the tests' aggregates leave the engine
+        segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
+        rows = aggregate_rows(o.engine, calls, qrels, runs, engine_options(resolve(EVALUATE, evaluate_options)))
+        return analyse_aggregates(info, rows, segment_names=segs, test=o.test,
+                                  max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
+                                  options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
+                                  n_resamples=o.n_resamples)
     results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
                        _fetch=python_rows)
     segment_names = check_log_options(qrels, o.group_by, o.label, o.relevance)
@@ -69,7 +80,6 @@ def compare(qrels, runs, measures, **options):
     if len(run_names) < 2:
         raise SqlmetricsError(f"compare needs at least two runs, got {len(run_names)}"
                               + (f" in the run_name column ({run_names!r})." if single else "."))
-    info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
     return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
                          baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED})
@@ -193,7 +203,7 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
     _check_options(test, max_p, correction, seed, n_resamples)
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
-    paired = _paired(pairing, test, lists, run_names)
+    paired = _paired(pairing, test, _list_counts(lists, run_names))
     if not paired and test not in UNPAIRED:
         raise SqlmetricsError(f"test={test!r} needs paired runs (the same queries), but these runs do not share "
                               "their queries: use test='welch', 'mannwhitney' or 'bootstrap'.")
@@ -244,11 +254,7 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
             c.p_value, c.exact = res["p"], res["exact"]
             if test == "bootstrap":
                 c.ci_low, c.ci_high = res["ci_low"], res["ci_high"]
-    for c, adj in zip(comparisons, adjust([c.p_value for c in comparisons], correction)):
-        c.p_adjusted = adj
-        improves = _improves(c.difference, info[c.measure][0])
-        c.significant = not math.isnan(adj) and adj < max_p and improves is not None
-        c.winner = (c.run if improves else c.baseline) if c.significant else None
+    _decide(comparisons, info, correction, max_p)
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
                   max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
@@ -256,9 +262,116 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
                   baseline=baseline, summary=summary, lists=lists)
 
 
-def _paired(pairing: str, test: str, lists: dict, run_names: list) -> bool:
+def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="student", max_p=0.01, correction=None,
+                       seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None):
+    """analyse_lists()'s report for test='student', 'welch' or 'mannwhitney' from aggregate_rows() (counts,
+    moments, rank sums and per-query differences computed on the engine); no per-list value is at hand, so
+    the report has no lists (and no bootstrap interval of unpaired differences)."""
+    if correction == "none":
+        correction = None
+    measures = list(info)
+    by_kind: dict = {}
+    for r in rows:
+        r["segment"] = tuple(as_text(v) for v in r["segment"])
+        r["rx"], r["ry"] = as_text(r["rx"]), as_text(r["ry"])
+        by_kind.setdefault(r["kind"], []).append(r)
+    lists = by_kind.get("lists", [])
+    # evaluate_on()'s order: run names and segments by their UTF-8 bytes, a NULL segment value last
+    run_names = sorted({r["rx"] for r in lists}, key=lambda n: n.encode("utf-8"))
+    if len(run_names) < 2:
+        raise SqlmetricsError(f"compare needs at least two runs, got {len(run_names)} in the run_name column "
+                              f"({run_names!r}).")
+    if baseline is not None and baseline not in run_names:
+        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    paired = _paired(pairing, test, [(r["n"], int(r["v1"])) for r in lists])
+    test = test if paired else UNPAIRED[test]
+    segments = sorted({r["segment"] for r in lists}, key=lambda seg: [(v is None, str(v)) for v in seg])
+    shared = {r["segment"]: int(r["v1"]) for r in lists}
+    n_lists = sum(shared.values()) if paired else sum(r["n"] for r in lists)
+    moments = {(r["segment"], measures[r["m"]], r["rx"]): {"n": r["n"], "mean": r["v1"], "total": r["v3"],
+                                                           "var": r["v2"] / (r["n"] - 1) if r["n"] > 1 else math.nan}
+               for r in by_kind.get("moments", []) if r["sc"] == int(paired)}
+    none = {"n": 0, "mean": math.nan, "var": math.nan, "total": 0.0}
+    means = {seg: {r: {m: _mean_of(moments.get((seg, m, r), none), info[m][1]) for m in measures}
+                   for r in run_names} for seg in segments}
+    summary = [Summary(seg, r, m, **_describe(moments.get((seg, m, r), none)))
+               for seg in segments for m in measures for r in run_names]
+    pair_rows = {(r["kind"], r["segment"], measures[r["m"]], r["rx"], r["ry"]): r
+                 for r in by_kind.get("ranks", []) + by_kind.get("diffs", [])}
+    comparisons = []
+    for seg in segments:
+        for m in measures:
+            for run, base in _pairs(run_names, baseline):
+                c = Comparison(measure=m, run=run, baseline=base, segment=seg, n=0, difference=math.nan,
+                               statistic=math.nan, p_value=math.nan)
+                if paired:
+                    _paired_from_row(c, test, pair_rows, info[m][0])
+                else:
+                    _unpaired_test(c, test, moments.get((seg, m, run), none), moments.get((seg, m, base), none),
+                                   _ranks_from_row(pair_rows, seg, m, run, base))
+                comparisons.append(c)
+    _decide(comparisons, info, correction, max_p)
+    return Report(runs=run_names, measures=measures, better={m: info[m][0] for m in measures},
+                  aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
+                  max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
+                  options=dict(options or {}), segment_names=tuple(segment_names), paired=paired,
+                  baseline=baseline, summary=summary)
+
+
+def _pairs(run_names: list, baseline) -> list:
+    """(run, baseline) of every comparison: every pair in the report's order, or every run against baseline."""
+    if baseline is None:
+        return [(run_names[j], run_names[i]) for i, j in combinations(range(len(run_names)), 2)]
+    return [(r, baseline) for r in run_names if r != baseline]
+
+
+def _mean_of(m: dict, aggregate: str):
+    """A run's segment mean (_aggregate()) from its moments: the scaled values' mean, their sum, or exp(mean log)."""
+    if aggregate == "sum":
+        return m["total"]
+    if not m["n"]:
+        return None
+    return math.exp(m["mean"]) if aggregate == "geometric" else m["mean"]
+
+
+def _paired_from_row(c: Comparison, test: str, pair_rows: dict, better: str) -> None:
+    """A paired comparison from its 'diffs' row, held for the runs in either order (x(rx) - x(ry))."""
+    row = pair_rows.get(("diffs", c.segment, c.measure, c.run, c.baseline))
+    flip = row is None
+    row = row or pair_rows.get(("diffs", c.segment, c.measure, c.baseline, c.run))
+    if row is None:  # no query with a value in both runs
+        return
+    n, mean, above, level, below = row["n"], row["v1"], int(row["v3"]), int(row["v4"]), int(row["v5"])
+    if flip:
+        mean, above, below = -mean, below, above
+    _paired_moments(c, test, n, mean, row["v2"] / (n - 1) if n > 1 else math.nan)
+    c.wins, c.ties, c.losses = (above, level, below) if better == "higher" else (below, level, above)
+
+
+def _ranks_from_row(pair_rows: dict, seg: tuple, m: str, run: str, base: str) -> dict:
+    """_unpaired_test()'s ranks from the pair's 'ranks' row: run's rank sum, whichever run the row names first."""
+    out = {"rank_sum_x": math.nan, "tie_term": math.nan, "p": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+    row = pair_rows.get(("ranks", seg, m, run, base))
+    if row is not None:
+        out.update(rank_sum_x=row["v1"], tie_term=row["v2"])
+    elif (row := pair_rows.get(("ranks", seg, m, base, run))) is not None:
+        out.update(rank_sum_x=row["n"] * (row["n"] + 1) / 2 - row["v1"], tie_term=row["v2"])
+    return out
+
+
+def _decide(comparisons: list, info: dict, correction, max_p: float) -> None:
+    """Adjusted p-values over every comparison of the report, significance and winners."""
+    for c, adj in zip(comparisons, adjust([c.p_value for c in comparisons], correction)):
+        c.p_adjusted = adj
+        improves = _improves(c.difference, info[c.measure][0])
+        c.significant = not math.isnan(adj) and adj < max_p and improves is not None
+        c.winner = (c.run if improves else c.baseline) if c.significant else None
+
+
+def _paired(pairing: str, test: str, counts: list) -> bool:
     """Paired when asked, or ('auto') when in every segment at least half of each run's queries are shared by
-    all runs; welch and mannwhitney are unpaired tests."""
+    all runs; welch and mannwhitney are unpaired tests. counts: (lists, those whose query every run has) per
+    run and segment."""
     if pairing not in ("auto", "paired", "unpaired"):
         raise SqlmetricsError(f"pairing={pairing!r} is not valid: use 'auto', 'paired' or 'unpaired'.")
     if test in ("welch", "mannwhitney"):
@@ -268,32 +381,43 @@ def _paired(pairing: str, test: str, lists: dict, run_names: list) -> bool:
         return False
     if pairing != "auto":
         return pairing == "paired"
+    return all(2 * shared >= own for own, shared in counts)
+
+
+def _list_counts(lists: dict, run_names: list) -> list:
+    counts = []
     for per_run in lists.values():
         sets = [set(per_run.get(r, {})) for r in run_names]
-        shared = set.intersection(*sets)
-        if any(2 * len(shared) < len(s) for s in sets):
-            return False
-    return True
+        shared = len(set.intersection(*sets))
+        counts += [(len(s), shared) for s in sets]
+    return counts
 
 
 def _paired_test(c: Comparison, test: str, x: list, y: list, raw_x: list, raw_y: list, better: str, tukey) -> None:
     """Fill in a paired comparison: difference, effect size d_z, win/tie/loss and the closed-form tests."""
     d = [a - b for a, b in zip(x, y) if a is not None and b is not None]
-    c.n = len(d)
+    mean = math.fsum(d) / len(d) if d else math.nan
+    var = math.fsum((v - mean) ** 2 for v in d) / (len(d) - 1) if len(d) >= 2 else math.nan
+    _paired_moments(c, test, len(d), mean, var)
     c.wins, c.ties, c.losses = _wtl([(a, b) for a, b in zip(raw_x, raw_y) if a is not None and b is not None], better)
-    if d:
-        c.difference = math.fsum(d) / len(d)
-    if len(d) >= 2:
-        sd = math.sqrt(math.fsum((v - c.difference) ** 2 for v in d) / (len(d) - 1))
-        c.effect_size = c.difference / sd if sd else math.nan
-    if test == "student":
-        c.statistic, c.p_value = student(d)
-    elif test == "wilcoxon":
+    if test == "wilcoxon":
         c.statistic, c.p_value = wilcoxon(d)
     elif test == "tukey":
         c.statistic, c.p_value = tukey
-    else:
+    elif test != "student":
         c.statistic = c.difference
+
+
+def _paired_moments(c: Comparison, test: str, n: int, mean: float, var: float) -> None:
+    """A paired comparison's n, difference, effect size d_z and (test='student') Student's t, from the count,
+    mean and sample variance of its per-query differences."""
+    c.n = n
+    if n:
+        c.difference = mean
+    if n >= 2:
+        c.effect_size = mean / math.sqrt(var) if var > 0 else math.nan
+    if test == "student":
+        c.statistic, c.p_value = student_moments(n, mean, var)
 
 
 def _unpaired_test(c: Comparison, test: str, x: dict, y: dict, ranks: dict) -> None:
@@ -354,7 +478,7 @@ def _aggregate(per_run: list, aggregate: str):
 def _wtl(raw: list, better: str) -> tuple:
     wins = ties = losses = 0
     for x, y in raw:
-        if abs(x - y) <= _TIE * max(1.0, abs(x), abs(y)):
+        if abs(x - y) <= TIE * max(1.0, abs(x), abs(y)):
             ties += 1
         elif (x > y) == (better == "higher"):
             wins += 1

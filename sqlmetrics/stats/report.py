@@ -334,7 +334,8 @@ class Report:
         out = []
         for c in self.comparisons:
             k = self.measures.index(c.measure)
-            mine, theirs = self.lists[c.segment].get(c.run, {}), self.lists[c.segment].get(c.baseline, {})
+            lists = self.lists.get(c.segment, {})  # none when only aggregates left the engine
+            mine, theirs = lists.get(c.run, {}), lists.get(c.baseline, {})
             for q in sorted(set(mine) & set(theirs)):
                 x, y = mine[q][k], theirs[q][k]
                 out.append({**self._segment(c.segment), "measure": c.measure, "run": c.run, "baseline": c.baseline,

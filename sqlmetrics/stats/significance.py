@@ -64,7 +64,13 @@ def student(d: list) -> tuple:
     if n < 2:
         return math.nan, math.nan
     mean = math.fsum(d) / n
-    var = math.fsum((x - mean) ** 2 for x in d) / (n - 1)
+    return student_moments(n, mean, math.fsum((x - mean) ** 2 for x in d) / (n - 1))
+
+
+def student_moments(n: int, mean: float, var: float) -> tuple:
+    """student() from the differences' count, mean and sample variance (computed where the data is)."""
+    if n < 2:
+        return math.nan, math.nan
     if var == 0:
         return (0.0, 1.0) if mean == 0 else (math.copysign(math.inf, mean), 0.0)
     t = mean / math.sqrt(var / n)

@@ -1,0 +1,113 @@
+"""The aggregates of the closed-form tests (Student's t, Welch's t, Mann-Whitney U), computed on the engine
+that holds the data in one statement built on the evaluation statement, so that only they are fetched.
+
+The statement is written once (PostgreSQL's SQL, read by sqlglot) and transpiled to the engine's dialect;
+it keeps to DESIGN.md's portable subset: CAST before dividing, SUM(CASE ...) for counts, null-safe
+segment joins (IS NOT DISTINCT FROM), window functions for ranks. Its rows, one `kind` each:
+
+    lists    run, segment; n = the run's lists, v1 = those whose query every run has (shared)
+    moments  sc (0: own lists, 1: shared), run, segment, measure; n, v1 = mean, v2 = sum of squared
+             deviations, v3 = sum of the raw values (of the logs, for a geometric measure, in mean/ss)
+    ranks    run rx < run ry, segment, measure; v1 = rx's rank sum in the pooled values (ties averaged),
+             v2 = sum(t^3 - t) over groups of t tied values
+    diffs    rx < ry, segment, measure, over the shared queries: n, v1 = mean and v2 = sum of squared
+             deviations of x(rx) - x(ry); v3, v4, v5 = queries where rx's raw value is above, level, below
+"""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from ..engines import evaluation_statement, run_statement
+from ..plan import output_columns
+from ..statement import GMAP_FLOOR
+
+TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
+COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
+
+
+def aggregate_rows(engine, calls: list, qrels, run, options: dict) -> list:
+    """The aggregate statement's rows, run on the engine, as dicts of COLUMNS (the segment columns' values as
+    one tuple). options: evaluate_on()'s, with run_name mapped."""
+    o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
+    segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
+    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls])
+    tree = sqlglot.parse_one(statement, read="postgres")
+    ctes = tree.args["with_"].expressions
+    tree.set("with_", None)
+    tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=kind))  # the evaluation first: the others read it
+    for cte in ctes:
+        tree = tree.with_(cte.alias, as_=cte.this)
+    rows = run_statement(engine, kind, tree.sql(kind), tables)
+    k = len(segs)
+    return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *r[4 + k:]])) for r in rows]
+
+
+def _statement(segs: list, outs: list, aggregates: list) -> str:
+    s = [f"s{i}" for i in range(len(segs))]
+
+    def cols(prefix=""):
+        return "".join(f"{prefix}{c}, " for c in s)
+
+    def same(a, b):
+        return "".join(f" AND {a}.{c} IS NOT DISTINCT FROM {b}.{c}" for c in s)
+
+    def scaled(col, aggregate):
+        raw = f"CAST({col} AS DOUBLE PRECISION)"
+        if aggregate != "geometric":
+            return raw
+        return f"LN(CASE WHEN {raw} < {GMAP_FLOOR!r} THEN {GMAP_FLOOR!r} ELSE {raw} END)"
+
+    null = "CAST(NULL AS DOUBLE PRECISION)"
+    seg_select = "".join(f"{exp.to_identifier(g, quoted=True).sql('postgres')} AS {c}, " for g, c in zip(segs, s))
+    measures = "".join(f", {out} AS m{j}" for j, out in enumerate(outs))
+    vals = " UNION ALL ".join(
+        f"SELECT run, {cols()}query_id, is_shared, {j} AS m, CAST(m{j} AS DOUBLE PRECISION) AS raw, "
+        f"{scaled(f'm{j}', a)} AS x FROM ab_flagged WHERE m{j} IS NOT NULL" for j, a in enumerate(aggregates))
+    big = ("CASE WHEN ABS(a.raw) >= ABS(b.raw) THEN (CASE WHEN ABS(a.raw) > 1 THEN ABS(a.raw) ELSE 1 END) "
+           "ELSE (CASE WHEN ABS(b.raw) > 1 THEN ABS(b.raw) ELSE 1 END) END")
+    return f"""
+WITH ab_base AS (SELECT run_name AS run, {seg_select}query_id{measures} FROM ab_v),
+ab_shared AS (SELECT {cols()}query_id FROM ab_base GROUP BY {cols()}query_id
+           HAVING COUNT(*) = (SELECT COUNT(DISTINCT run) FROM ab_base)),
+ab_flagged AS (SELECT b.*, CASE WHEN s.query_id IS NULL THEN 0 ELSE 1 END AS is_shared
+            FROM ab_base AS b LEFT JOIN ab_shared AS s ON b.query_id = s.query_id{same('b', 's')}),
+ab_vals AS ({vals}),
+ab_scoped AS (SELECT 0 AS sc, run, {cols()}m, raw, x FROM ab_vals
+           UNION ALL SELECT 1 AS sc, run, {cols()}m, raw, x FROM ab_vals WHERE is_shared = 1),
+ab_moments AS (SELECT sc, run, {cols()}m, COUNT(*) AS n, AVG(x) AS mean, SUM(raw) AS total FROM ab_scoped
+            GROUP BY sc, run, {cols()}m),
+ab_squares AS (SELECT o.sc, o.run, {cols('o.')}o.m, o.n, o.mean, o.total, SUM((l.x - o.mean) * (l.x - o.mean)) AS ss
+            FROM ab_scoped AS l JOIN ab_moments AS o ON l.sc = o.sc AND l.run = o.run AND l.m = o.m{same('l', 'o')}
+            GROUP BY o.sc, o.run, {cols('o.')}o.m, o.n, o.mean, o.total),
+ab_runs AS (SELECT DISTINCT run FROM ab_base),
+ab_pairs AS (SELECT a.run AS rx, b.run AS ry FROM ab_runs AS a JOIN ab_runs AS b ON a.run < b.run),
+ab_pooled AS (SELECT p.rx, p.ry, {cols('l.')}l.m, l.x, CASE WHEN l.run = p.rx THEN 1 ELSE 0 END AS is_x
+           FROM ab_pairs AS p JOIN ab_vals AS l ON l.run = p.rx OR l.run = p.ry),
+ab_ranked AS (SELECT rx, ry, {cols()}m, is_x,
+                  RANK() OVER (PARTITION BY rx, ry, {cols()}m ORDER BY x)
+                  + CAST(COUNT(*) OVER (PARTITION BY rx, ry, {cols()}m, x) - 1 AS DOUBLE PRECISION) / 2 AS r,
+                  CAST(COUNT(*) OVER (PARTITION BY rx, ry, {cols()}m, x) AS DOUBLE PRECISION) AS t
+           FROM ab_pooled),
+ab_diffs AS (SELECT a.run AS rx, b.run AS ry, {cols('a.')}a.m, a.x - b.x AS d,
+                 CASE WHEN ABS(a.raw - b.raw) <= {TIE!r} * ({big}) THEN 0 WHEN a.raw > b.raw THEN 1 ELSE -1 END AS cmp
+          FROM ab_vals AS a JOIN ab_vals AS b ON a.run < b.run AND a.query_id = b.query_id AND a.m = b.m{same('a', 'b')}
+          WHERE a.is_shared = 1 AND b.is_shared = 1),
+ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_diffs GROUP BY rx, ry, {cols()}m)
+SELECT 'lists' AS kind, 0 AS sc, run AS rx, run AS ry, {cols()}0 AS m, COUNT(*) AS n,
+       CAST(SUM(is_shared) AS DOUBLE PRECISION) AS v1, {null} AS v2, {null} AS v3, {null} AS v4, {null} AS v5
+FROM ab_flagged GROUP BY run{''.join(f', {c}' for c in s)}
+UNION ALL
+SELECT 'moments', sc, run, run, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
+UNION ALL
+SELECT 'ranks', 0, rx, ry, {cols()}m, COUNT(*), SUM(CASE WHEN is_x = 1 THEN r ELSE 0 END), SUM(t * t - 1),
+       {null}, {null}, {null}
+FROM ab_ranked GROUP BY rx, ry, {cols()}m
+UNION ALL
+SELECT 'diffs', 0, o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean, SUM((l.d - o.mean) * (l.d - o.mean)),
+       CAST(SUM(CASE WHEN l.cmp = 1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
+       CAST(SUM(CASE WHEN l.cmp = 0 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
+       CAST(SUM(CASE WHEN l.cmp = -1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION)
+FROM ab_diffs AS l JOIN ab_dmoments AS o ON l.rx = o.rx AND l.ry = o.ry AND l.m = o.m{same('l', 'o')}
+GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean
+"""

@@ -1,0 +1,164 @@
+"""compare(..., engine=) for the closed-form tests (student, welch, mannwhitney): the statistics' aggregates are
+computed on the engine (stats/aggregates.py) and only they are fetched; the Report equals the local compare's
+(which computes from every per-list value) to 1e-9, on SQLite and PostgreSQL, paired and unpaired, with segments."""
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import sqlite3
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlmetrics
+
+DEMO = "sqlmetrics/demo/"
+LOG_COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
+LOG_OPTIONS = dict(qrels=None, columns=LOG_COLUMNS, ties="rank", relevance="2*purchased + clicked", group_by=["date"])
+RUN_OPTIONS = dict(columns={"run_name": "run_name"}, group_by=["part"])
+MEASURES = ["nDCG@5", "RR", "GMAP", "P@10"]  # GMAP: tested on the logs' scale; P@10: many ties
+PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
+                        "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
+
+
+def _demo_tables() -> dict:
+    """{name: pyarrow table}: the log (unpaired: sessions differ between arms), the demo qrels and both demo runs
+    in one table, with a segment column `part` (one of two parts, or NULL for a few queries)."""
+    qrels = [line.split() for line in open(DEMO + "qrels.txt")]
+    runs = []
+    for name in ("bm25", "rerank"):
+        with gzip.open(f"{DEMO}{name}.run.gz", "rt") as f:
+            for q, _, doc, _rank, score, _ in (line.split() for line in f):
+                part = None if int(q) % 7 == 0 else ("odd" if int(q) % 2 else "even")
+                runs.append((name, q, doc, float(score), part))
+    return {
+        "log": pq.read_table(DEMO + "search_log.parquet"),
+        "qrels": pa.table({"query_id": [r[0] for r in qrels], "doc_id": [r[2] for r in qrels],
+                           "relevance": [int(r[3]) for r in qrels]}),
+        "runs": pa.table(dict(zip(["run_name", "query_id", "doc_id", "score", "part"], map(list, zip(*runs))))),
+    }
+
+
+TABLES = _demo_tables()
+
+
+class CountingCursor(sqlite3.Cursor):
+    """A cursor that counts the rows fetched through it."""
+    fetched = 0
+
+    def fetchall(self):
+        rows = super().fetchall()
+        CountingCursor.fetched += len(rows)
+        return rows
+
+
+class CountingConnection(sqlite3.Connection):
+    def cursor(self, factory=CountingCursor):
+        return super().cursor(factory)
+
+
+CountingConnection.__module__ = "sqlite3"  # recognised as SQLite, as a sqlite3.Connection is
+
+
+def _load(con, placeholder: str, prefix: str = "") -> None:
+    cur = con.cursor()
+    for name, table in TABLES.items():
+        types = {pa.string(): "TEXT", pa.float64(): "DOUBLE PRECISION"}
+        cols = ", ".join(f"{c} {types.get(t, 'BIGINT')}" for c, t in zip(table.column_names, table.schema.types))
+        cur.execute(f"CREATE TABLE {prefix}{name} ({cols})")
+        cur.executemany(f"INSERT INTO {prefix}{name} VALUES ({', '.join([placeholder] * table.num_columns)})",
+                        [tuple(r.values()) for r in table.to_pylist()])
+    con.commit()
+
+
+@pytest.fixture(scope="module")
+def sqlite_con():
+    con = sqlite3.connect(":memory:", factory=CountingConnection)
+    _load(con, "?")
+    yield con, ""
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def postgres_con():
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        con = psycopg.connect(PG_DSN)
+    except psycopg.Error as e:
+        pytest.skip(f"no PostgreSQL server at {PG_DSN!r} ({str(e).strip().splitlines()[0]})")
+    schema = f"sqlm_ab_{os.getpid()}"
+    with con.cursor() as cur:
+        cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        cur.execute(f"CREATE SCHEMA {schema}")
+    _load(con, "%s", schema + ".")
+    yield con, schema + "."
+    con.rollback()
+    with con.cursor() as cur:
+        cur.execute(f"DROP SCHEMA {schema} CASCADE")
+    con.commit()
+    con.close()
+
+
+def _flat(value, path=""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _flat(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _flat(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def _differences(there: dict, here: dict) -> list:
+    """Every entry of two Report.to_dict()s that differs by more than 1e-9 (the bootstrap interval of unpaired
+    differences is left out: it needs every value, and with engine= it is not computed)."""
+    a, b = dict(_flat(there)), dict(_flat(here))
+    assert a.keys() == b.keys()
+    bad = []
+    for k in a:
+        if k.endswith((".ci_low", ".ci_high")) and k.startswith(".comparisons") and not here["paired"]:
+            assert a[k] is None and b[k] is not None, k
+        elif isinstance(a[k], float) and isinstance(b[k], float):
+            if not math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-9):
+                bad.append((k, a[k], b[k]))
+        elif a[k] != b[k]:
+            bad.append((k, a[k], b[k]))
+    return bad
+
+
+CASES = [  # data, test, expected pairing
+    ("runs", "student", True), ("runs", "welch", False), ("runs", "mannwhitney", False),
+    ("log", "student", False), ("log", "welch", False), ("log", "mannwhitney", False),
+]
+
+
+@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con"])
+@pytest.mark.parametrize("data, test, paired", CASES)
+def test_engine_aggregates_equal_local_compare(engine, data, test, paired, request):
+    con, prefix = request.getfixturevalue(engine)
+    options = dict(LOG_OPTIONS if data == "log" else RUN_OPTIONS, test=test, correction="holm", max_p=0.05)
+    qrels = options.pop("qrels", "qrels")
+    there = sqlmetrics.compare(qrels and prefix + qrels, prefix + data, MEASURES, engine=con, **options)
+    here = sqlmetrics.compare(qrels and TABLES[qrels], TABLES[data], MEASURES, **options)
+    assert here.paired is paired and there.paired is paired and there.test == here.test
+    assert len(there.comparisons) == len(here.comparisons) > 0 and len(there.summary) == len(here.summary)
+    assert _differences(there.to_dict(), here.to_dict()) == []
+
+
+def test_only_aggregates_leave_the_engine(sqlite_con):
+    con, _ = sqlite_con
+    n_lists = len(set(zip(*(TABLES["log"][c].to_pylist() for c in ("arm", "date", "session")))))
+    CountingCursor.fetched = 0
+    report = sqlmetrics.compare(None, "log", MEASURES, engine=con, test="welch",
+                                **{k: v for k, v in LOG_OPTIONS.items() if k != "qrels"})
+    aggregated = CountingCursor.fetched
+    # 2 arms x 3 days: 6 list counts, 24 moments (4 measures; no session is in both arms, so none over shared
+    # lists and no per-query differences), 12 rank sums; the tables' probes read no row
+    assert aggregated == 6 + 24 + 12 and report.n_queries == n_lists == 300
+    CountingCursor.fetched = 0  # a test that needs every value still fetches one row per list
+    sqlmetrics.compare(None, "log", MEASURES, engine=con, test="bootstrap", n_resamples=50,
+                       **{k: v for k, v in LOG_OPTIONS.items() if k != "qrels"})
+    assert CountingCursor.fetched >= n_lists
