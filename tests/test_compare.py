@@ -8,7 +8,6 @@ import pytest
 import scipy.stats as st
 
 
-import sqlmetrics
 from sqlmetrics.stats.compare import analyse, compare
 from sqlmetrics.stats import significance
 from sqlmetrics.stats.compare import unique_names

@@ -3,7 +3,6 @@ shown positions, writing results back; executed on DuckDB and on every engine of
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
 import warnings
 from pathlib import Path
