@@ -13,6 +13,10 @@ import pytest
 from sqlmetrics.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
+# The engine tests' servers (.ci/engines.sh starts them); with SQLMETRICS_REQUIRE_ENGINES=1 (CI) a missing one fails.
+REQUIRE_ENGINES = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
+PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
+                        "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
 SHARED = Path(os.environ.get("SQLMETRICS_SHARED", REPO.parent / "shared"))
 
 
@@ -69,3 +73,22 @@ def cli(capsys, tmp_path, monkeypatch):
         return code, out, err
 
     return run
+
+
+def unavailable(reason: str):
+    """An engine the test needs is not here: a failure in CI (SQLMETRICS_REQUIRE_ENGINES=1), else a skip."""
+    if REQUIRE_ENGINES:
+        pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)")
+    pytest.skip(reason)
+
+
+def postgres_connection(autocommit: bool = False):
+    """A psycopg connection to the test PostgreSQL server (SQLMETRICS_PG_DSN), or unavailable()."""
+    try:
+        import psycopg
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'psycopg[binary]')")
+    try:
+        return psycopg.connect(PG_DSN, autocommit=autocommit)
+    except psycopg.Error as e:
+        unavailable(f"no PostgreSQL server at {PG_DSN!r} ({str(e).strip().splitlines()[0]}); run .ci/engines.sh")

@@ -14,13 +14,13 @@ import pytest
 
 import sqlmetrics
 
+from conftest import postgres_connection
+
 DEMO = "sqlmetrics/demo/"
 LOG_COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
 LOG_OPTIONS = dict(qrels=None, columns=LOG_COLUMNS, ties="rank", relevance="2*purchased + clicked", group_by=["date"])
 RUN_OPTIONS = dict(columns={"run_name": "run_name"}, group_by=["part"])
 MEASURES = ["nDCG@5", "RR", "GMAP", "P@10"]  # GMAP: tested on the logs' scale; P@10: many ties
-PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
-                        "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
 
 
 def _demo_tables() -> dict:
@@ -83,11 +83,7 @@ def sqlite_con():
 
 @pytest.fixture(scope="module")
 def postgres_con():
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        con = psycopg.connect(PG_DSN)
-    except psycopg.Error as e:
-        pytest.skip(f"no PostgreSQL server at {PG_DSN!r} ({str(e).strip().splitlines()[0]})")
+    con = postgres_connection()
     schema = f"sqlm_ab_{os.getpid()}"
     with con.cursor() as cur:
         cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -17,7 +17,7 @@ import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli import main
 
-from test_engines import PG_DSN, unavailable
+from conftest import postgres_connection
 
 QRELS = [("q1", "d1", 1), ("q1", "d2", 1), ("q1", "d3", 0), ("q2", "d1", 1)]
 RUN_A = [("q1", "d1", 0.9), ("q1", "d3", 0.8), ("q1", "d2", 0.7), ("q2", "d2", 0.5), ("q2", "d1", 0.4)]
@@ -99,11 +99,7 @@ def _duckdb():
 
 
 def _postgres():
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        con = psycopg.connect(PG_DSN, autocommit=True)
-    except psycopg.Error as e:
-        unavailable(f"no PostgreSQL server at {PG_DSN!r} ({e}); run .ci/engines.sh")
+    con = postgres_connection(autocommit=True)
     with con.cursor() as cur:
         cur.execute("DROP SCHEMA IF EXISTS sqlm_columns CASCADE")
         cur.execute("CREATE SCHEMA sqlm_columns")

@@ -33,14 +33,13 @@ from sqlmetrics.catalogue import measures as catalogue
 from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.engines import evaluate_on
 
+from conftest import postgres_connection, unavailable
+
 # Servers, JVMs and drivers: left out of the fast suite (`pytest -m 'not slow'`), run by .ci/run. pyspark 4
 # warns on import that it has not caught up with pandas 3; it does not use pandas here.
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")]
 
-REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
-PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
-                        "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
 MYSQL = dict(host=os.environ.get("SQLMETRICS_MYSQL_HOST", "127.0.0.1"),
              port=int(os.environ.get("SQLMETRICS_MYSQL_PORT", "3306")),
              user=os.environ.get("SQLMETRICS_MYSQL_USER", "sqlmetrics"),
@@ -49,10 +48,6 @@ MYSQL = dict(host=os.environ.get("SQLMETRICS_MYSQL_HOST", "127.0.0.1"),
 TOLERANCE = 1e-9
 
 
-def unavailable(reason: str):
-    if REQUIRE:
-        pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)")
-    pytest.skip(reason)
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -277,14 +272,7 @@ def _sqlite(data):
 
 
 def _postgres(data):
-    try:
-        import psycopg
-    except ImportError:
-        unavailable("psycopg is not installed (pip install 'psycopg[binary]')")
-    try:
-        con = psycopg.connect(PG_DSN)
-    except psycopg.Error as e:
-        unavailable(f"no PostgreSQL server at {PG_DSN!r} ({str(e).strip().splitlines()[0]}); run .ci/engines.sh")
+    con = postgres_connection()
     schema = f"sqlm_{os.getpid()}"
     with con.cursor() as cur:
         cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

@@ -15,6 +15,8 @@ import sqlmetrics.dialects
 from sqlmetrics.catalogue.fusion import DEFAULT_NORM, fusion_methods, normalisations
 from sqlmetrics.errors import SqlmetricsError
 
+from conftest import postgres_connection
+
 
 def _dicts(rows) -> dict:
     out: dict = {}
@@ -254,10 +256,7 @@ def test_rendered_for_sqlite(norm):
 @pytest.mark.slow
 @pytest.mark.parametrize("norm", ["zmuv", "sum"])
 def test_rendered_for_postgres(norm):
-    psycopg = pytest.importorskip("psycopg")
-    from test_engines import PG_DSN
-
-    con = psycopg.connect(PG_DSN, autocommit=True)
+    con = postgres_connection(autocommit=True)
     schema = f"sqlm_fuse_{os.getpid()}"
     con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     con.execute(f"CREATE SCHEMA {schema}")

@@ -17,13 +17,13 @@ import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli import main
 
+from conftest import postgres_connection
+
 QRELS = {"q1": {"d1": 2, "d3": 1, "d7": 1}, "q2": {"d4": 1, "d5": 2}, "q3": {"d6": 1}}
 # q1's scores are not sorted as its list is: ordering by score and by position differ.
 LISTS = [("q1", ["d1", "d5", "d3", "d2"], [0.9, 0.95, 0.7, 0.6]), ("q2", ["d6", "d5", "d4"], [3.0, 2.5, 1.0]),
          ("q3", ["d9", "d6"], [5.0, 4.0])]
 MEASURES = ["AP", "nDCG@10", "P@2", "RR"]
-PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
-                        "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
 MAPPED = dict(columns={"doc_id": "items", "score": "scores"}, qrels_columns={"doc_id": "doc_id"})
 UNSCORED = dict(columns={"doc_id": "items"}, qrels_columns={"doc_id": "doc_id"})
 
@@ -107,11 +107,7 @@ def test_sql_command_renders_lists(tmp_path, capsys):
 
 
 def test_rendered_sql_runs_on_postgres():
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        con = psycopg.connect(PG_DSN)
-    except psycopg.Error as e:
-        pytest.skip(f"no PostgreSQL server at {PG_DSN!r} ({e}); run .ci/engines.sh")
+    con = postgres_connection()
     schema = f"sqlm_lists_{os.getpid()}"
     try:
         with con.cursor() as cur:

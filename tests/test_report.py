@@ -7,7 +7,6 @@ a failure).
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import shutil
 import subprocess
@@ -27,6 +26,8 @@ from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.stats import charts
 from sqlmetrics.stats.html import build_report
 
+from conftest import unavailable
+
 QRELS, (BM25, RERANK) = demo.paths()
 RUNS = {"bm25": str(BM25), "rerank": str(RERANK)}
 MEASURES = ["nDCG@10", "AP", "P@10", "num_rel_ret", "gm_map", "FirstRank"]  # FirstRank: lower is better
@@ -38,7 +39,6 @@ ARM_OPTIONS = dict(LOG_OPTIONS, group_by=["date"], columns={**LOG_OPTIONS["colum
 LOG_ARGS = ("none", LOG, "--label", "rating", "--ties", "rank", "--group-by", "date", "--column", "run_name=arm",
             "--column", "query_id=session", "--column", "doc_id=doc", "--column", "rank_position=position",
             "--baseline", "control", "-m", "nDCG@5", "-m", "RR")  # the arms on the command line
-REQUIRE = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
 
 
 @pytest.fixture(scope="module")
@@ -269,9 +269,7 @@ def _browser(tmp_path):
         missing.append("selenium (the test extra)")
     if missing:
         reason = f"{', '.join(missing)} not found: .ci/browser.sh installs Debian's chromium and chromium-driver"
-        if REQUIRE:
-            pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)")
-        pytest.skip(reason)
+        unavailable(reason)
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
