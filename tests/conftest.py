@@ -76,10 +76,11 @@ def cli(capsys, tmp_path, monkeypatch):
 
 
 def unavailable(reason: str):
-    """An engine the test needs is not here: a failure in CI (SQLMETRICS_REQUIRE_ENGINES=1), else a skip."""
+    """Something the test needs from outside the package's extras is not here (an engine's server, the browser,
+    Recommenders): a failure in CI (SQLMETRICS_REQUIRE_ENGINES=1), else a skip. Also at a module's top."""
     if REQUIRE_ENGINES:
-        pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)")
-    pytest.skip(reason)
+        pytest.fail(f"{reason} (SQLMETRICS_REQUIRE_ENGINES=1)", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
 
 
 def postgres_connection(autocommit: bool = False):

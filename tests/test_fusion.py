@@ -83,7 +83,7 @@ def _params(method, n_runs: int) -> dict:
 @pytest.mark.parametrize("method", sorted(fusion_methods()))
 def test_equals_ranx(method, norm):
     """Scores to 1e-9, and the ranking, on tie-free runs with documents missing from some of them."""
-    ranx = pytest.importorskip("ranx")
+    import ranx  # a test dependency, imported where it is used: its numba start-up is slow
     m = fusion_methods()[method]
     for seed, n_runs in ((1, 2), (2, 3)):
         runs = _random_runs(seed, n_runs)
@@ -322,7 +322,7 @@ def _same_documents_runs(seed: int, n_runs: int):
 @pytest.mark.parametrize("method, n_runs, grid", [("wsum", 2, {}), ("wsum", 3, {"step": 0.25}), ("rrf", 2, {}),
                                                   ("rbc", 2, {"step": 0.1, "min_phi": 0.1})])
 def test_optimize_fusion_picks_ranx_weights(method, n_runs, grid):
-    ranx = pytest.importorskip("ranx")
+    import ranx  # a test dependency, imported where it is used: its numba start-up is slow
     qrels, runs = _same_documents_runs(11, n_runs)
     train = ["q0", "q1", "q2", "q3", "q4"]
     got = sqlmetrics.optimize_fusion(qrels, runs, method, norm="min-max", metric="ndcg@10", train=train, **grid)
