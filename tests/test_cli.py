@@ -471,6 +471,11 @@ def test_list(capsys):
     assert "mrr@10 = RR@10" in out
     code, out, err = run_cli(capsys, "list", "P_5", "-f", "json")
     assert json.loads(out)[0]["canonical"] == "P@5" and json.loads(out)[0]["trec_eval"] == "P_5"
+    # trec_eval has no RMSE: the listing says so instead of echoing the name back as trec_eval's
+    code, out, err = run_cli(capsys, "list", "RMSE")
+    assert out.startswith("RMSE = RMSE  (parameters: none; trec_eval: none)")
+    code, out, err = run_cli(capsys, "list", "RMSE", "-f", "json")
+    assert json.loads(out)[0]["trec_eval"] is None
 
 
 def test_demo_table_says_what_it_ran(capsys):

@@ -68,19 +68,24 @@ def _fusion_text(m, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def _trec_name_or_none(call):
+    """trec_eval's name for the measure, or None when trec_eval has no such measure (RMSE, Compat...)."""
+    return trec_name(call) if any(a.tool == "trec_eval" for a in call.measure.aliases) else None
+
+
 def run(args) -> tuple:
     catalogue = measures()
     if args.names:
         calls = [parse(n) for n in args.names]
         if args.format == "json":
-            text = json.dumps([{"name": c.text, "canonical": c.canonical, "trec_eval": trec_name(c),
+            text = json.dumps([{"name": c.text, "canonical": c.canonical, "trec_eval": _trec_name_or_none(c),
                                 "parameters": {k: v for k, v in c.params}, "measure": _measure_dict(c.measure)}
                                for c in calls], indent=2, ensure_ascii=False) + "\n"
         else:
             blocks = []
             for c in calls:
                 params = ", ".join(f"{k}={v}" for k, v in c.params if v is not None) or "none"
-                blocks.append(f"{c.text} = {c.canonical}  (parameters: {params}; trec_eval: {trec_name(c)})\n"
+                blocks.append(f"{c.text} = {c.canonical}  (parameters: {params}; trec_eval: {_trec_name_or_none(c) or 'none'})\n"
                               + _measure_text(c.measure))
             text = "\n\n".join(blocks) + "\n"
     elif args.format == "json":
