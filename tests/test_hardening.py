@@ -37,8 +37,11 @@ def test_a_run_given_as_qrels_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", ["r[1].txt", "star*.txt", "a?.txt", "{a,b}.txt"])
-def test_file_names_are_literal(tmp_path, name):
+def test_file_names_are_literal(tmp_path, name, monkeypatch):
     """DuckDB reads a file name as a glob: `r[1].txt` once read `r1.txt`, `star*.txt` every starX.txt."""
+    links = tmp_path / "tmp"
+    links.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(links))  # this test's own, so other processes' links don't count
     qrels = write(tmp_path, "qrels.txt", QRELS)
     for decoy in ("r1.txt", "starA.txt", "ab.txt", "a.txt", "b.txt"):
         write(tmp_path, decoy, "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 1.0 t\n")
@@ -47,7 +50,7 @@ def test_file_names_are_literal(tmp_path, name):
     assert res.aggregate == {"P@1": 0.0, "NumRet": 1.0}
     csv = write(tmp_path, name.replace(".txt", ".csv"), "query_id,doc_id,score\nq1,d1,1.0\n")
     assert sqlmetrics.evaluate(qrels, csv, ["NumRet", "P@1"]).aggregate == {"NumRet": 1.0, "P@1": 1.0}
-    assert not list(Path(tempfile.gettempdir()).glob("sqlmetrics-input-*"))  # the links are gone
+    assert not list(links.glob("sqlmetrics-input-*"))  # the links are gone
 
 
 def test_csv_ids_are_compared_as_written(tmp_path):
