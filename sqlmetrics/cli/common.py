@@ -280,9 +280,10 @@ def _sniff_suffix(head: bytes) -> str:
     return ".txt"
 
 
-def spool_stdin(args) -> str:
+def spool_stdin(args, kind: str = "run", example: str = "cat run.txt | sqlmetrics eval qrels.txt -") -> str:
     """Standard input saved to a file (the readers take files) in this process's temporary folder, copied in
-    chunks so that a large run never sits in memory whole. main() removes the file, whatever happens."""
+    chunks so that a large run never sits in memory whole. main() removes the file, whatever happens.
+    kind and example word the error for empty input: what '-' stands for, and a command that pipes one."""
     stdin = sys.stdin.buffer
     head = stdin.read(65536)  # enough to tell the format
     blank = not head.strip()
@@ -305,8 +306,8 @@ def spool_stdin(args) -> str:
         raise UsageError(f"cannot save standard input to {folder}: {e.strerror or e}; free space or set TMPDIR "
                          "to a writable folder.") from None
     if blank:
-        raise UsageError("the run '-' (standard input) is empty: pipe a run into the command, "
-                         "e.g. `cat run.txt | sqlmetrics eval qrels.txt -`.")
+        raise UsageError(f"the {kind} '-' (standard input) is empty: pipe the {kind} into the command, "
+                         f"e.g. `{example}`.")
     return path
 
 
