@@ -568,9 +568,9 @@ def test_progress_shows_the_step_the_rows_and_a_bar():
         p.stage("checking run 'a'", 1234, FakeConnection(-1.0))  # DuckDB has no progress to give: no bar
         p.stage("computing measures", 5678, FakeConnection(45.0))
     first, second = tty.getvalue().split("\r")[-3:-1]
-    assert "evaluating 1 run · checking run 'a' · 1,234 rows · 0 s" in first and "%" not in first
+    assert first.endswith("evaluating 1 run · 0 s · checking run 'a' · 1,234 rows\033[K") and "%" not in first
     # 45% of a 10-character bar: 4 filled
-    assert "computing measures · 5,678 rows · ████░░░░░░  45% · 0 s" in second
+    assert second.endswith("evaluating 1 run · 0 s · computing measures · 5,678 rows · ████░░░░░░  45%\033[K")
     piped = io.StringIO()
     with common.Progress("x", stream=piped, delay=0) as p:
         p.stage("reading qrels")
@@ -583,8 +583,8 @@ def _progress_on_a_terminal(*flags, terminal=True) -> tuple:
     import pty
 
     demo = REPO / "sqlmetrics" / "demo"
-    argv = [sys.executable, "-m", "sqlmetrics", "eval", demo / "qrels.txt", demo / "bm25.run.gz", demo / "rerank.run.gz",
-            "-m", "AP", *flags]
+    argv = [sys.executable, "-m", "sqlmetrics", "eval", demo / "qrels.txt", demo / "bm25.run.gz",
+            demo / "rerank.run.gz", "-m", "AP", *flags]
     env = {**os.environ, "SQLMETRICS_PROGRESS_DELAY": "0"}
     if not terminal:
         proc = subprocess.run(argv, capture_output=True, env=env)
@@ -611,8 +611,8 @@ def test_progress_line_on_a_terminal_only():
     out, terminal = _progress_on_a_terminal()
     for step in ("reading qrels", "checking qrels", "reading run 'bm25'", "checking run 'rerank'",
                  "computing measures", "collecting results"):
-        assert f"evaluating 2 runs · {step} · " in terminal, terminal
-    assert " rows · " in terminal and terminal.endswith("\r\033[K")  # the line is wiped when done
+        assert f" s · {step}" in terminal, terminal
+    assert " rows\033[K" in terminal and terminal.endswith("\r\033[K")  # the line is wiped when done
     assert out.split() == _progress_on_a_terminal(terminal=False)[0].split()
     assert _progress_on_a_terminal("--quiet")[1] == ""
     assert _progress_on_a_terminal(terminal=False)[1] == ""

@@ -151,7 +151,8 @@ def test_rendered_sql_runs_on_clickhouse():
     try:
         sess.query("CREATE DATABASE IF NOT EXISTS lists_test")
         sess.query("CREATE TABLE lists_test.qrels (query_id String, doc_id String, relevance Int32) ENGINE = Memory")
-        sess.query("INSERT INTO lists_test.qrels VALUES " + ", ".join(f"('{q}', '{d}', {r})" for q, d, r in qrels_rows()))
+        sess.query("INSERT INTO lists_test.qrels VALUES "
+                   + ", ".join(f"('{q}', '{d}', {r})" for q, d, r in qrels_rows()))
         sess.query("CREATE TABLE lists_test.lists (query_id String, items Array(String), scores Array(Float64)) "
                    "ENGINE = Memory")
         sess.query("INSERT INTO lists_test.lists VALUES " + ", ".join(f"('{q}', {d!r}, {s!r})" for q, d, s in LISTS))

@@ -1,7 +1,7 @@
-"""Many files and object stores: glob=True over Parquet and text (CSV, TSV, JSON Lines, TREC) files, hive folders too, and s3:// and http://
-inputs read through fsspec, against servers this file starts on 127.0.0.1 (a moto S3 server, a stdlib
-HTTP server). No other address is contacted: the S3 endpoint, the credentials and short timeouts are
-fsspec's configuration, set here for each test.
+"""Many files and object stores: glob=True over Parquet and text (CSV, TSV, JSON Lines, TREC) files, hive
+folders too, and s3:// and http:// inputs read through fsspec, against servers this file starts on 127.0.0.1
+(a moto S3 server, a stdlib HTTP server). No other address is contacted: the S3 endpoint, the credentials
+and short timeouts are fsspec's configuration, set here for each test.
 
 The oracle of every remote or globbed evaluation is the same data evaluated from plain local files, one
 file at a time (the local readers are checked against trec_eval, pytrec_eval and ir_measures elsewhere).
@@ -407,7 +407,8 @@ def test_any_split_into_text_files_evaluates_as_the_whole(tmp_path_factory, file
     whole = sm.evaluate(files / "qrels.txt", _table(rows), MEASURES).aggregate
     pattern = str(root / ("*" if nested else "") / f"*{SUFFIX[fmt]}")
     for source in (root, pattern):
-        assert sm.evaluate(files / "qrels.txt", source, MEASURES, glob=True).aggregate == pytest.approx(whole, rel=1e-12)
+        got = sm.evaluate(files / "qrels.txt", source, MEASURES, glob=True)
+        assert got.aggregate == pytest.approx(whole, rel=1e-12)
 
 
 def test_hive_folders_of_text_runs_and_qrels(tmp_path, files, capsys):

@@ -209,7 +209,7 @@ def write_output(content, path: str | None) -> None:
 
 class Progress:
     """A progress line on stderr while something slow runs, only when stderr is a terminal: the label, the
-    step the evaluation is at and the rows it has read (given through stage(), which evaluate() calls as
+    time, the step the evaluation is at and the rows it has read (given through stage(), which evaluate() calls as
     `_progress`), a bar of DuckDB's progress through the step's query when DuckDB knows it, and the time.
 
     Nothing is shown for the first `delay` seconds (SQLMETRICS_PROGRESS_DELAY, default 2), nor ever when
@@ -275,14 +275,15 @@ class Progress:
         with self._drawing:
             if self._stop.is_set():
                 return False
-            parts = [f"{self.FRAMES[self._frame % len(self.FRAMES)]} {self.label}"]
+            # The time before the step: a line cut to a narrow terminal loses the bar first.
+            parts = [f"{self.FRAMES[self._frame % len(self.FRAMES)]} {self.label}",
+                     f"{time.monotonic() - self._start:.0f} s"]
             parts += [self._step] if self._step else []
             parts += [f"{self._rows:,} rows"] if self._rows else []
             percent = self._percent()
             if percent is not None:
                 filled = int(percent / 100 * self.BAR)
                 parts.append(f"{'█' * filled}{'░' * (self.BAR - filled)} {percent:3.0f}%")
-            parts.append(f"{time.monotonic() - self._start:.0f} s")
             line = " · ".join(parts)
             try:
                 width = os.get_terminal_size(self.stream.fileno()).columns or 80  # 0: a terminal of unknown size

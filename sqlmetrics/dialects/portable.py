@@ -94,7 +94,8 @@ def _unnest_lists(tree: exp.Expression, info: DialectInfo) -> None:
         # sqlglot writes WITH OFFSET / posexplode / FLATTEN's index, which count from 0, as do these engines'
         # array[i]: the score's subscript stays the position, the rank is the position + 1.
         for column in list(select.find_all(exp.Column)):
-            if column.name == LISTS[3] and not (isinstance(column.parent, exp.Bracket) and column.arg_key == "expressions"):
+            subscript = isinstance(column.parent, exp.Bracket) and column.arg_key == "expressions"
+            if column.name == LISTS[3] and not subscript:
                 column.replace(exp.paren(exp.Add(this=column.copy(), expression=exp.Literal.number(1))))
     elif info.unnest == "array_join":
         # ClickHouse zips the arrays of one ARRAY JOIN: the documents and their positions, from 1 as its arrays.

@@ -438,7 +438,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
                                       f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
             # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
             step("checking qrels")
-            step.rows += checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
+            step.rows += checks.check(con, q, "qrels", groups=groups,
+                                      whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
         history = None
         if o.history is not None:  # the training interactions, read as qrels are (user, item, grade)
             h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))

@@ -580,7 +580,8 @@ def _text_glob_view(con, files: list, kind: str, label: str, columns: dict | Non
             hive = "".join(f"CAST({_lit(v)} AS {types[k]}) AS {_q(k)}, " for k, v in _hive_keys(file).items()
                            if k not in present)
             selects.append(f"SELECT {hive}* FROM {part.view}")
-            numbered.append(f"SELECT {i} AS sqlm_file, line_no AS sqlm_line, {hive}* EXCLUDE (line_no) FROM {part.numbered}")
+            numbered.append(f"SELECT {i} AS sqlm_file, line_no AS sqlm_line, {hive}* EXCLUDE (line_no) "
+                            f"FROM {part.numbered}")
         view = _fresh(kind)
         try:
             con.execute(f"CREATE TEMP VIEW {view} AS " + " UNION ALL BY NAME ".join(selects))
