@@ -589,7 +589,7 @@ def _text_glob_view(con, files: list, kind: str, label: str, columns: dict | Non
         except duckdb.Error as e:
             raise SqlmetricsError(f"{label}: the files cannot be read as one table ({_first_line(e)}); give them "
                                   "the same columns.") from None
-        lines = (f"(SELECT ROW_NUMBER() OVER (ORDER BY sqlm_file, sqlm_line) AS line_no, * FROM ("
+        lines = ("(SELECT ROW_NUMBER() OVER (ORDER BY sqlm_file, sqlm_line) AS line_no, * FROM ("
                  + " UNION ALL BY NAME ".join(numbered) + "))")
         return Loaded(view, _map_columns(con, view, kind, label, columns), label, parts[0].row_word, lines,
                       fixed_columns=all(p.fixed_columns for p in parts) and not keys, temporary=folder,
