@@ -209,8 +209,8 @@ def write_output(content, path: str | None) -> None:
 
 class Progress:
     """A progress line on stderr while something slow runs, only when stderr is a terminal: the label, the
-    time, the step the evaluation is at and the rows it has read (given through stage(), which evaluate() calls as
-    `_progress`), a bar of DuckDB's progress through the step's query when DuckDB knows it, and the time.
+    time, the step the evaluation is at and the rows it has read (given through stage(), which evaluate()
+    calls as `_progress`), and a bar of DuckDB's progress through the step's query when DuckDB knows it.
 
     Nothing is shown for the first `delay` seconds (SQLMETRICS_PROGRESS_DELAY, default 2), nor ever when
     stderr is piped or redirected, or with `quiet` (--quiet).
