@@ -48,11 +48,12 @@ def evaluate(qrels, run, measures, **options) -> Results:
     same SQL where the tables live: qrels and run are then table names there (see evaluate_on).
     """
     fetch = options.pop("_fetch", fetch_arrow)  # the command line takes Python rows, not pyarrow
+    progress = options.pop("_progress", None)  # the command line's progress line: told each step
     o = resolve(EVALUATE, options)
     check_log_options(qrels, o.group_by, o.label, o.relevance)
     out_format = checked_output(o.output, o.into_mode)
     if o.engine is None:
-        results = evaluate_local(qrels, run, measures, o, fetch)
+        results = evaluate_local(qrels, run, measures, o, fetch, progress)
     else:
         results = evaluate_on(o.engine, measures, qrels=qrels, run=run, **engine_options(o))
     if out_format is not None:

@@ -137,8 +137,9 @@ OPTIONS = (
            flags=("-R", "--qrels-format")),
     Option("duplicates", "error", "a document ranked twice for a query: refuse (as trec_eval), keep the best-placed "
            "row ('max'), or the first line ('first')", _LOCAL, choices=("error", "max", "first")),
-    Option("glob", False, "read a file name holding * ? [ ] { }, or a folder, as a pattern of Parquet files read as one "
-           "table (hive partition keys such as day=2024-06-01/ become columns); without it such a name is one file",
+    Option("glob", False, "read a file name holding * ? [ ] { }, or a folder, as a pattern of files read as one table "
+           "(Parquet, CSV, TSV, JSON Lines, TREC text; hive partition keys such as day=2024-06-01/ become columns); "
+           "without it such a name is one file",
            _LOCAL, kind="flag"),
     Option("memory_limit", None, "DuckDB's memory limit, e.g. '2GB'; past it DuckDB spills to disk", _LOCAL,
            metavar="SIZE", group="resources (DuckDB's)"),

@@ -557,6 +557,72 @@ def test_progress_shows_only_on_a_terminal_and_after_the_delay():
     assert quiet.getvalue() == "" and p._thread is None
 
 
+class FakeConnection:
+    """What the progress line asks of the evaluation's DuckDB connection: its progress through a query."""
+
+    def __init__(self, percent):
+        self.percent = percent
+
+    def query_progress(self):
+        return self.percent
+
+
+def test_progress_shows_the_step_the_rows_and_a_bar():
+    tty = FakeTTY()
+    with common.Progress("evaluating 1 run", stream=tty, delay=0, interval=10) as p:
+        p.stage("checking run 'a'", 1234, FakeConnection(-1.0))  # DuckDB has no progress to give: no bar
+        p.stage("computing measures", 5678, FakeConnection(45.0))
+    first, second = tty.getvalue().split("\r")[-3:-1]
+    assert first.endswith("evaluating 1 run · 0 s · checking run 'a' · 1,234 rows\033[K") and "%" not in first
+    # 45% of a 10-character bar: 4 filled
+    assert second.endswith("evaluating 1 run · 0 s · computing measures · 5,678 rows · ████░░░░░░  45%\033[K")
+    piped = io.StringIO()
+    with common.Progress("x", stream=piped, delay=0) as p:
+        p.stage("reading qrels")
+    assert piped.getvalue() == "" and p.listener is None
+
+
+def _progress_on_a_terminal(*flags, terminal=True) -> tuple:
+    """`sqlmetrics eval` on the demo run with stderr on a pseudo-terminal (or a pipe), the progress line shown
+    from the start (SQLMETRICS_PROGRESS_DELAY=0): (stdout, what the terminal got)."""
+    import pty
+
+    demo = REPO / "sqlmetrics" / "demo"
+    argv = [sys.executable, "-m", "sqlmetrics", "eval", demo / "qrels.txt", demo / "bm25.run.gz",
+            demo / "rerank.run.gz", "-m", "AP", *flags]
+    env = {**os.environ, "SQLMETRICS_PROGRESS_DELAY": "0"}
+    if not terminal:
+        proc = subprocess.run(argv, capture_output=True, env=env)
+        return proc.stdout.decode(), proc.stderr.decode()
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 1 << 16)
+        except OSError:  # the process closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.wait() == 0
+    return proc.stdout.read().decode(), seen.decode()
+
+
+@pytest.mark.slow  # fresh interpreters
+def test_progress_line_on_a_terminal_only():
+    out, terminal = _progress_on_a_terminal()
+    for step in ("reading qrels", "checking qrels", "reading run 'bm25'", "checking run 'rerank'",
+                 "computing measures", "collecting results"):
+        assert f" s · {step}" in terminal, terminal
+    assert " rows\033[K" in terminal and terminal.endswith("\r\033[K")  # the line is wiped when done
+    assert out.split() == _progress_on_a_terminal(terminal=False)[0].split()
+    assert _progress_on_a_terminal("--quiet")[1] == ""
+    assert _progress_on_a_terminal(terminal=False)[1] == ""
+
+
 def test_quiet_is_taken_by_every_evaluating_command(capsys, tmp_path):
     """--quiet (no progress line) is a flag of every subcommand; it changes nothing else."""
     qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"

@@ -5,6 +5,7 @@ The oracle is ir_measures on the same rankings written out as {query: {doc: scor
 list order is the ranking, written out as scores falling with the position.
 """
 import os
+from pathlib import Path
 
 import duckdb
 import ir_measures
@@ -12,12 +13,19 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import sqlglot
+from sqlglot import exp
 
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli import main
 
-from conftest import postgres_connection
+from sqlmetrics.dialects import DIALECTS
+
+from conftest import postgres_connection, unavailable
+
+GOLDEN = Path(__file__).parent / "golden" / "list_runs"
+REGEN = os.environ.get("SQLMETRICS_REGEN_GOLDEN") == "1"
 
 QRELS = {"q1": {"d1": 2, "d3": 1, "d7": 1}, "q2": {"d4": 1, "d5": 2}, "q3": {"d6": 1}}
 # q1's scores are not sorted as its list is: ordering by score and by position differ.
@@ -77,8 +85,12 @@ def test_bad_lists_are_named():
     repeated = pa.table({"query_id": ["q1"], "items": [["d1", "d1"]]})
     with pytest.raises(SqlmetricsError, match=r"one list per row.*'d1'"):
         sqlmetrics.evaluate(QRELS, repeated, MEASURES, **UNSCORED)
-    with pytest.raises(SqlmetricsError, match=r"list_run: sqlite has no UNNEST"):
-        sqlmetrics.render(MEASURES, dialect="sqlite", list_run=True)
+
+@pytest.mark.parametrize("dialect", [d for d, info in DIALECTS.items() if info.unnest is None])
+def test_engines_without_arrays_name_the_option(dialect):
+    with pytest.raises(SqlmetricsError, match=rf"^list_run: {dialect} has no array type, or no way to unnest one "
+                                              r"with each element's position .* render list_run for duckdb, "):
+        sqlmetrics.render(MEASURES, dialect=dialect, list_run=True)
 
 
 def _duckdb_tables():
@@ -127,3 +139,75 @@ def test_rendered_sql_runs_on_postgres():
             cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         con.commit()
         con.close()
+
+
+def test_rendered_sql_runs_on_clickhouse():
+    """ClickHouse (chDB): ARRAY JOIN of the documents and arrayEnumerate's positions."""
+    try:
+        from chdb import session
+    except ImportError:
+        unavailable("chdb is not installed (pip install chdb)")
+    sess = session.Session()
+    try:
+        sess.query("CREATE DATABASE IF NOT EXISTS lists_test")
+        sess.query("CREATE TABLE lists_test.qrels (query_id String, doc_id String, relevance Int32) ENGINE = Memory")
+        sess.query("INSERT INTO lists_test.qrels VALUES "
+                   + ", ".join(f"('{q}', '{d}', {r})" for q, d, r in qrels_rows()))
+        sess.query("CREATE TABLE lists_test.lists (query_id String, items Array(String), scores Array(Float64)) "
+                   "ENGINE = Memory")
+        sess.query("INSERT INTO lists_test.lists VALUES " + ", ".join(f"('{q}', {d!r}, {s!r})" for q, d, s in LISTS))
+        for options, by_position in ((MAPPED, False), (UNSCORED, True)):
+            res = sqlmetrics.evaluate("lists_test.qrels", "lists_test.lists", MEASURES, engine=sess, list_run=True,
+                                      **options)
+            assert res.aggregate == pytest.approx(expected(by_position), abs=1e-12)
+        # ties='rank': the list position (arrayEnumerate's, from 1) is the rank
+        res = sqlmetrics.evaluate("lists_test.qrels", "lists_test.lists", MEASURES, engine=sess, list_run=True,
+                                  ties="rank", **MAPPED)
+        assert res.aggregate == pytest.approx(expected(by_position=True), abs=1e-12)
+    finally:
+        sess.close()
+
+
+@pytest.mark.slow  # a JVM
+def test_rendered_sql_runs_on_spark():
+    """Spark (local): LATERAL VIEW posexplode, positions and array subscripts from 0."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        unavailable("pyspark is not installed (pip install pyspark)")
+    spark = (SparkSession.builder.master("local[1]").appName("sqlmetrics-list-runs")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    try:
+        spark.createDataFrame(qrels_rows(), "query_id STRING, doc_id STRING, relevance INT") \
+            .createOrReplaceTempView("qrels")
+        spark.createDataFrame(LISTS, "query_id STRING, items ARRAY<STRING>, scores ARRAY<DOUBLE>") \
+            .createOrReplaceTempView("lists")
+        for options, by_position in ((MAPPED, False), (UNSCORED, True), ({**MAPPED, "ties": "rank"}, True)):
+            res = sqlmetrics.evaluate("qrels", "lists", MEASURES, engine=spark, list_run=True, **options)
+            assert res.aggregate == pytest.approx(expected(by_position), abs=1e-12)
+    finally:
+        spark.stop()
+
+
+# The engines with arrays that cannot run here: the run_rows step of the rendered statement, as a golden file
+# to review (regenerate with SQLMETRICS_REGEN_GOLDEN=1), and the whole statement parsed back.
+@pytest.mark.parametrize("dialect", ["bigquery", "snowflake", "databricks", "trino", "presto", "athena"])
+def test_list_runs_render_for_engines_with_arrays(dialect):
+    texts = []
+    for ties in ("docid_desc", "rank"):  # the score read from the list of scores; the rank from the list position
+        sql = sqlmetrics.render(MEASURES, qrels="qrels", run="lists", list_run=True, dialect=dialect, ties=ties,
+                                **MAPPED)
+        tree = sqlglot.parse_one(sql, read=DIALECTS[dialect].sqlglot)
+        run_rows = next(c.this for c in tree.find_all(exp.CTE) if c.alias == "run_rows")
+        texts.append(f"-- ties={ties!r}\n" + run_rows.sql(DIALECTS[dialect].sqlglot, pretty=True) + "\n")
+    text = "".join(texts)
+    path = GOLDEN / f"{dialect}.sql"
+    if REGEN or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if REGEN:  # comparing with what was just written would prove nothing
+            pytest.skip(f"{path} regenerated: review the diff")
+        pytest.fail(f"{path} did not exist and was written: review it, then run again")
+    assert text == path.read_text(encoding="utf-8")

@@ -4,8 +4,10 @@ against numbers computed here by hand; every refusal; and atomicity (a failed wr
 table as it was)."""
 import csv
 import datetime
+import io
 import json
 import os
+import sys
 
 import duckdb
 import pyarrow as pa
@@ -344,6 +346,29 @@ def test_convert_qrels_and_ranks_in_trec_eval_order(files, capsys):
     (files / "s.csv").write_text("query_id,doc_id,score\nq1,a,1.5\nq1,b,1.5\nq1,c,3\n")
     code, out, err = run_cli(capsys, "convert", "run", "s.csv", "--tag", "x")
     assert code == 0 and out == "q1 Q0 c 1 3 x\nq1 Q0 b 2 1.5 x\nq1 Q0 a 3 1.5 x\n", err
+
+
+def test_convert_reads_standard_input(files, capsys, monkeypatch):
+    """`convert KIND - ...`: the run or qrels piped in, its format told by its first bytes, as eval's '-'."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(RUN.encode())))
+    code, out, err = run_cli(capsys, "convert", "run", "-", "-o", "piped.parquet")
+    assert code == 0 and out == "", err
+    assert [tuple(r.values()) for r in pq.read_table("piped.parquet").to_pylist()] == [
+        ("q1", "d1", 2, 1.0), ("q1", "d2", 1, 2.0), ("q2", "d3", 1, 1.0)]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"query_id,doc_id,relevance\nq1,d1,1\nq2,d3,2\n")))
+    code, out, err = run_cli(capsys, "convert", "qrels", "-")
+    assert code == 0 and out == "q1 0 d1 1\nq2 0 d3 2\n", err
+    # the run's own tag, read from the piped lines
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(RUN.encode())))
+    assert run_cli(capsys, "convert", "run", "-")[1].splitlines()[0] == "q1 Q0 d2 1 2 t"
+    # a bad line is named as standard input's, never as the spooled file's
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 high t\n")))
+    code, out, err = run_cli(capsys, "convert", "run", "-", "-o", "bad.parquet")
+    assert code == 2 and "<stdin>, line 2" in err and "stdin-" not in err, err
+    assert not (files / "bad.parquet").exists()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    code, out, err = run_cli(capsys, "convert", "qrels", "-")
+    assert code == 2 and "the qrels '-' (standard input) is empty" in err, err
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,7 +1,7 @@
-"""Many files and object stores: glob=True over Parquet folders with hive partitions, and s3:// and http://
-inputs read through fsspec, against servers this file starts on 127.0.0.1 (a moto S3 server, a stdlib
-HTTP server). No other address is contacted: the S3 endpoint, the credentials and short timeouts are
-fsspec's configuration, set here for each test.
+"""Many files and object stores: glob=True over Parquet and text (CSV, TSV, JSON Lines, TREC) files, hive
+folders too, and s3:// and http:// inputs read through fsspec, against servers this file starts on 127.0.0.1
+(a moto S3 server, a stdlib HTTP server). No other address is contacted: the S3 endpoint, the credentials
+and short timeouts are fsspec's configuration, set here for each test.
 
 The oracle of every remote or globbed evaluation is the same data evaluated from plain local files, one
 file at a time (the local readers are checked against trec_eval, pytrec_eval and ir_measures elsewhere).
@@ -370,13 +370,104 @@ def test_pattern_matching_nothing_names_it(tmp_path, files):
     pattern = str(tmp_path / "runs-*.parquet")
     with pytest.raises(sm.SqlmetricsError, match=re.escape(f"the pattern '{pattern}' matches no file")):
         sm.evaluate(files / "qrels.txt", pattern, MEASURES, glob=True)
-    with pytest.raises(sm.SqlmetricsError, match=r"matches no file \(glob=True reads a folder's \.parquet files"):
+    with pytest.raises(sm.SqlmetricsError, match=r"matches no file \(glob=True reads a folder's \.parquet files, "
+                                                 r"in it or below, or else its CSV, TSV, JSON Lines and TREC text"):
         sm.evaluate(files / "qrels.txt", tmp_path, MEASURES, glob=True)
 
 
-def test_glob_of_text_files_is_refused(files):
-    with pytest.raises(sm.SqlmetricsError, match="glob=True reads Parquet files"):
-        sm.evaluate(files / "qrels.txt", str(files / "run*.csv"), MEASURES, glob=True)
+def _write_text(path: Path, rows: list, fmt: str) -> None:
+    """A run's (query, doc, score) rows as a text file of the format: TREC (rank numbers of the file's
+    own), CSV, TSV or JSON Lines."""
+    if fmt == "trec":
+        _write_trec_run(path, rows)
+    elif fmt == "jsonl":
+        path.write_text("".join(f'{{"query_id": "{q}", "doc_id": "{d}", "score": {v}}}\n' for q, d, v in rows))
+    else:
+        delim = "," if fmt == "csv" else "\t"
+        path.write_text(delim.join(("query_id", "doc_id", "score")) + "\n"
+                        + "".join(f"{q}{delim}{d}{delim}{v}\n" for q, d, v in rows))
+
+
+SUFFIX = {"trec": ".txt", "csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.integers(0, 2), min_size=len(_run_rows(5)), max_size=len(_run_rows(5))),
+       fmt=st.sampled_from(sorted(SUFFIX)), nested=st.booleans())
+def test_any_split_into_text_files_evaluates_as_the_whole(tmp_path_factory, files, parts, fmt, nested):
+    """A run's rows spread over TREC, CSV, TSV or JSON Lines files, read with glob=True (a folder, or a pattern),
+    evaluate as the run in one table."""
+    rows = _run_rows(5)
+    root = tmp_path_factory.mktemp("text_split")
+    for part in set(parts):
+        folder = root / f"part={part}" if nested else root
+        folder.mkdir(exist_ok=True)
+        _write_text(folder / f"{part}{SUFFIX[fmt]}", [r for r, p in zip(rows, parts) if p == part], fmt)
+    (root / "_SUCCESS").write_text("")  # a marker Spark and Hadoop leave: not data, not read
+    whole = sm.evaluate(files / "qrels.txt", _table(rows), MEASURES).aggregate
+    pattern = str(root / ("*" if nested else "") / f"*{SUFFIX[fmt]}")
+    for source in (root, pattern):
+        got = sm.evaluate(files / "qrels.txt", source, MEASURES, glob=True)
+        assert got.aggregate == pytest.approx(whole, rel=1e-12)
+
+
+def test_hive_folders_of_text_runs_and_qrels(tmp_path, files, capsys):
+    """runs/day=D/arm=A/run.txt (TREC text) and run.csv: the hive keys are columns, typed as DuckDB types them
+    (a DATE day), usable as run names and segments; qrels split over TREC files read as one too."""
+    expected = {}
+    for i, day in enumerate(DAYS):
+        for j, arm in enumerate(ARMS):
+            folder = tmp_path / "runs" / f"day={day}" / f"arm={arm}"
+            folder.mkdir(parents=True)
+            rows = _run_rows(10 * i + j)
+            _write_text(folder / ("run.txt" if arm == "a" else "run.csv"), rows, "trec" if arm == "a" else "csv")
+            expected[day, arm] = sm.evaluate(files / "qrels.txt", _table(rows), MEASURES).aggregate
+    qrels = (files / "qrels.txt").read_text().splitlines(keepends=True)
+    for half in (0, 1):
+        (tmp_path / "qrels" / f"half={half}").mkdir(parents=True)
+        (tmp_path / "qrels" / f"half={half}" / "qrels.txt").write_text("".join(qrels[half::2]))
+    got = sm.evaluate(tmp_path / "qrels", tmp_path / "runs", MEASURES, glob=True, columns={"run_name": "arm"},
+                      group_by="day")
+    assert got.per_group.schema.field("day").type == pa.date32()
+    rows = got.per_group.to_pylist()
+    assert len(rows) == len(expected)
+    for row in rows:
+        assert {m: row[m] for m in MEASURES} == pytest.approx(expected[str(row["day"]), row["run"]], rel=1e-12)
+    # The command line's --glob reads the same
+    assert main(["eval", "--glob", str(tmp_path / "qrels"), str(tmp_path / "runs" / "*" / "arm=a" / "*.txt"),
+                 "-m", "AP", "--group-by", "day", "-f", "csv"]) == 0
+    out = capsys.readouterr().out.splitlines()[1:]
+    assert {line.split(",")[1]: float(line.split(",")[2]) for line in out} == pytest.approx(
+        {day: expected[day, "a"]["AP"] for day in DAYS}, abs=5e-5)
+
+
+@pytest.mark.parametrize("fmt, bad, where", [
+    ("csv", "query_id,doc_id,score\nq1,d1,1.5\n\nq1,d2,high\n", "line 4: column 'score' holds 'high'"),
+    ("trec", "q1 Q0 d1 1 1.5 t\n# a comment\nq1 Q0 d2 2 high t\n", "line 3: column 'score' holds 'high'"),
+    ("jsonl", '{"query_id": "q1", "doc_id": "d1", "score": 1.5}\n{"query_id": "q1", "doc_id": "d2", "score": "high"}\n',
+     "line 2: column 'score' holds 'high'"),
+    ("trec", "q1 Q0 d1 1 1.5 t\nq1 Q0 d2\n", "line 2: expected 6 whitespace-separated fields"),
+])
+def test_bad_line_of_a_text_glob_names_its_file_and_line(tmp_path, files, fmt, bad, where):
+    _write_text(tmp_path / f"good{SUFFIX[fmt]}", _run_rows(3), fmt)
+    (tmp_path / f"worse{SUFFIX[fmt]}").write_text(bad)
+    file = tmp_path / f"worse{SUFFIX[fmt]}"
+    with pytest.raises(sm.SqlmetricsError, match=re.escape(f"run files '{tmp_path}', file '{file}', {where}")):
+        sm.evaluate(files / "qrels.txt", tmp_path, MEASURES, glob=True)
+
+
+def test_s3_glob_of_text_objects(bucket, files, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the objects are copied to
+    s3 = fsspec.filesystem("s3")
+    for arm, rows in (("a", _run_rows(1)), ("b", _run_rows(2))):
+        _write_text(tmp_path / f"{arm}.csv", rows, "csv")
+        s3.put_file(str(tmp_path / f"{arm}.csv"), f"evals/text/arm={arm}/run.csv")
+    got = sm.evaluate(f"{bucket}/qrels.txt", f"{bucket}/text/*/*.csv", MEASURES, glob=True,
+                      columns={"run_name": "arm"})
+    expected = sm.evaluate(files / "qrels.txt", {"a": files / "run.parquet", "b": files / "run2.parquet"}, MEASURES)
+    for arm in ("a", "b"):
+        assert got.aggregate[arm] == pytest.approx(expected.aggregate[arm], rel=1e-12)
+    assert list(tmp_path.glob("sqlmetrics-input-*")) == []  # the copies are removed after the evaluation
 
 
 def test_without_glob_a_star_is_part_of_one_file_name(tmp_path, files):

@@ -6,12 +6,15 @@ import argparse
 import errno
 import gzip
 import io
+import os
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import duckdb
 
 from ..catalogue import split_measure_list
 from ..catalogue.fusion import DEFAULT_NORM, normalisations
@@ -205,19 +208,28 @@ def write_output(content, path: str | None) -> None:
 
 
 class Progress:
-    """An elapsed-time line on stderr while something slow runs, only when stderr is a terminal.
+    """A progress line on stderr while something slow runs, only when stderr is a terminal: the label, the
+    time, the step the evaluation is at and the rows it has read (given through stage(), which evaluate()
+    calls as `_progress`), and a bar of DuckDB's progress through the step's query when DuckDB knows it.
 
-    Nothing is shown for the first `delay` seconds, nor ever when stderr is piped or redirected, or with
-    `quiet` (--quiet).
+    Nothing is shown for the first `delay` seconds (SQLMETRICS_PROGRESS_DELAY, default 2), nor ever when
+    stderr is piped or redirected, or with `quiet` (--quiet).
     """
 
     FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    BAR = 10  # characters
 
-    def __init__(self, label: str, stream=None, delay: float = 2.0, interval: float = 0.1, quiet: bool = False):
+    def __init__(self, label: str, stream=None, delay: float | None = None, interval: float = 0.1,
+                 quiet: bool = False):
+        if delay is None:
+            delay = float(os.environ.get("SQLMETRICS_PROGRESS_DELAY", "2"))
         self.label, self.delay, self.interval, self.quiet = label, delay, interval, quiet
         self.stream = stream if stream is not None else sys.stderr
         self._stop = threading.Event()
+        self._drawing = threading.Lock()
         self._thread = None
+        self._step, self._rows, self._con = "", None, None
+        self._frame = 0
         self.shown = False
 
     def _tty(self) -> bool:
@@ -233,23 +245,62 @@ class Progress:
             self._thread.start()
         return self
 
+    @property
+    def listener(self):
+        """stage, for evaluate(_progress=) while the line may show; None when it never will (piped, --quiet)."""
+        return self.stage if self._thread is not None else None
+
+    def stage(self, step: str, rows: int | None = None, con=None) -> None:
+        """The evaluation is at `step`, having read `rows` rows; `con` runs the step's queries (asked for
+        its progress). Drawn at once when the line is showing, so that no step goes unseen."""
+        self._step, self._rows, self._con = step, rows if rows is not None else self._rows, con
+        if self._thread is not None and time.monotonic() - self._start >= self.delay:
+            self._draw()
+
     def _run(self) -> None:
         if self._stop.wait(self.delay):
             return
-        i = 0
-        while not self._stop.is_set():
-            elapsed = time.monotonic() - self._start
-            try:
-                self.stream.write(f"\r{self.FRAMES[i % len(self.FRAMES)]} {self.label} {elapsed:.0f} s ")
-                self.stream.flush()
-            except (OSError, ValueError):
-                return
-            self.shown = True
-            i += 1
+        while not self._stop.is_set() and self._draw():
             self._stop.wait(self.interval)
 
+    def _percent(self) -> float | None:
+        """DuckDB's progress through the query `con` runs (0-100), None when it has none to give."""
+        try:
+            done = self._con.query_progress() if self._con is not None else -1
+        except duckdb.Error:  # closed at the end of the evaluation: no bar this time
+            return None
+        return done if 0 <= done <= 100 else None
+
+    def _draw(self) -> bool:
+        with self._drawing:
+            if self._stop.is_set():
+                return False
+            # The time before the step: a line cut to a narrow terminal loses the bar first.
+            parts = [f"{self.FRAMES[self._frame % len(self.FRAMES)]} {self.label}",
+                     f"{time.monotonic() - self._start:.0f} s"]
+            parts += [self._step] if self._step else []
+            parts += [f"{self._rows:,} rows"] if self._rows else []
+            percent = self._percent()
+            if percent is not None:
+                filled = int(percent / 100 * self.BAR)
+                parts.append(f"{'█' * filled}{'░' * (self.BAR - filled)} {percent:3.0f}%")
+            line = " · ".join(parts)
+            try:
+                width = os.get_terminal_size(self.stream.fileno()).columns or 80  # 0: a terminal of unknown size
+            except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+                width = 80
+            try:  # one line, cut to the terminal's width: a wrapped line could not be redrawn in place
+                self.stream.write(f"\r{line[:width - 1]}\033[K")
+                self.stream.flush()
+            except (OSError, ValueError):
+                return False
+            self.shown = True
+            self._frame += 1
+            return True
+
     def __exit__(self, *exc) -> None:
-        self._stop.set()
+        with self._drawing:
+            self._stop.set()
         if self._thread is not None:
             self._thread.join()
             if self.shown:
@@ -280,9 +331,10 @@ def _sniff_suffix(head: bytes) -> str:
     return ".txt"
 
 
-def spool_stdin(args) -> str:
+def spool_stdin(args, kind: str = "run", example: str = "cat run.txt | sqlmetrics eval qrels.txt -") -> str:
     """Standard input saved to a file (the readers take files) in this process's temporary folder, copied in
-    chunks so that a large run never sits in memory whole. main() removes the file, whatever happens."""
+    chunks so that a large run never sits in memory whole. main() removes the file, whatever happens.
+    kind and example word the error for empty input: what '-' stands for, and a command that pipes one."""
     stdin = sys.stdin.buffer
     head = stdin.read(65536)  # enough to tell the format
     blank = not head.strip()
@@ -305,8 +357,8 @@ def spool_stdin(args) -> str:
         raise UsageError(f"cannot save standard input to {folder}: {e.strerror or e}; free space or set TMPDIR "
                          "to a writable folder.") from None
     if blank:
-        raise UsageError("the run '-' (standard input) is empty: pipe a run into the command, "
-                         "e.g. `cat run.txt | sqlmetrics eval qrels.txt -`.")
+        raise UsageError(f"the {kind} '-' (standard input) is empty: pipe the {kind} into the command, "
+                         f"e.g. `{example}`.")
     return path
 
 

@@ -9,7 +9,7 @@ from ..local import checks
 from ..local.evaluate import connect
 from ..local.readers import load
 from ..options import CONVERT_CMD
-from .common import TableOutput, UsageError, add_option_flags, chosen_format, role_pairs, trec_tag
+from .common import TableOutput, UsageError, add_option_flags, chosen_format, role_pairs, spool_stdin, trec_tag
 
 FORMATS = ("trec", "csv", "tsv", "jsonl", "parquet")
 # The columns written, in order, with their types; a run's rank_position only when it has one.
@@ -26,7 +26,7 @@ def add_parser(sub, parents) -> None:
                                    "DuckDB table. Columns are written under their role's name: query_id, doc_id, "
                                    "relevance (qrels); query_id, doc_id, rank_position, score (run).")
     p.add_argument("kind", choices=("run", "qrels"), help="what INPUT holds")
-    p.add_argument("input", metavar="INPUT", help="the file (or file.duckdb:table) to read")
+    p.add_argument("input", metavar="INPUT", help="the file (or file.duckdb:table) to read; '-' reads standard input")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE (atomically), in the format its extension names: .txt (trec), .csv, .tsv, "
                         ".jsonl, .parquet; or FILE.duckdb:TABLE (--into-mode)")
@@ -41,9 +41,12 @@ def run(args) -> tuple:
     fmt = chosen_format(args, (*FORMATS, "duckdb"), "trec")
     if fmt != "trec" and not args.output:
         raise UsageError(f"-f {fmt}: give the file to write, -o FILE; standard output gets TREC text.")
+    source = args.input
+    if source == "-":  # saved to a file of ours first, its format told by its first bytes (as eval's '-')
+        source = spool_stdin(args, args.kind, f"cat {args.kind}.txt | sqlmetrics convert {args.kind} - -o out.parquet")
     con = connect()
     try:
-        loaded = load(con, args.input, args.kind, role_pairs(args.column, "--column"))
+        loaded = load(con, source, args.kind, role_pairs(args.column, "--column"))
         if args.kind == "run":
             if "score" not in loaded.columns:
                 raise UsageError(f"{loaded.label}: has no score column; map one with --column score=NAME.")
@@ -68,7 +71,7 @@ def run(args) -> tuple:
     record = [dict(zip(names, r)) for r in rows]
     if args.kind == "qrels":
         return "".join(f"{r['query_id']} 0 {r['doc_id']} {_number(r['relevance'])}\n" for r in record), args.output
-    tag = args.tag or trec_tag(args.input) or Path(args.input).name.split(".")[0]
+    tag = args.tag or trec_tag(source) or ("stdin" if source != args.input else Path(args.input).name.split(".")[0])
     record.sort(key=lambda r: (r["query_id"], r["rank_position"]))
     return "".join(f"{r['query_id']} Q0 {r['doc_id']} {r['rank_position']} {_number(r['score'])} {tag}\n"
                    for r in record), args.output

@@ -73,8 +73,8 @@ def run(args) -> tuple:
         raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl, markdown or "
                          "parquet.")
     label = f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
-    with Progress(label, quiet=args.quiet):
-        res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows)
+    with Progress(label, quiet=args.quiet) as progress:
+        res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows, _progress=progress.listener)
     typed = fmt in ("parquet", "duckdb")
     types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}  # segments keep theirs
     if args.group_by:

@@ -101,8 +101,8 @@ def run(args) -> tuple:
         options["ties"] = "docid_asc"  # trec_eval's preference code orders equal scores by ascending docno
     if args.Max_retrieved_per_topic is not None:
         options["depth"] = args.Max_retrieved_per_topic
-    with Progress("evaluating", quiet=args.quiet):
-        res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows)
+    with Progress("evaluating", quiet=args.quiet) as progress:
+        res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows, _progress=progress.listener)
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
     aggregate = dict(res.aggregate[name])

@@ -14,7 +14,11 @@ class DialectInfo:
     ids: str | None  # how ids are forced to byte order (see _binary_id), None: the engine already does
     float32: str | None  # the 4-byte float type name, None when the engine has none
     fold_case: bool = True  # unquoted names are case-folded as sqlglot's dialect says (Polars: never)
-    unnest: bool = False  # UNNEST(array) WITH ORDINALITY and array[i], both counted from 1 (list_run)
+    # How a run of lists (list_run) is unnested with each element's position, portable.py's _unnest_lists:
+    # 'ordinality' UNNEST(array) WITH ORDINALITY and array[i] from 1; 'offset' positions and array[i] from 0
+    # (BigQuery's WITH OFFSET, Spark's posexplode, Snowflake's FLATTEN index, which sqlglot writes);
+    # 'array_join' ClickHouse's ARRAY JOIN with arrayEnumerate; None: no arrays (or no such unnesting).
+    unnest: str | None = None
 
 
 # Executed on the real engine in tests/test_engines.py: duckdb, sqlite, postgres, mysql (MySQL 8 and
@@ -22,20 +26,20 @@ class DialectInfo:
 # the postgres dialect), polars (polars.SQLContext, through the duckdb dialect). The others are rendered
 # and parsed back in tests/test_render.py. tsql covers SQL Server, Azure SQL and Fabric.
 DIALECTS = {d.name: d for d in [
-    DialectInfo("duckdb", "duckdb", None, "FLOAT", unnest=True),
+    DialectInfo("duckdb", "duckdb", None, "FLOAT", unnest="ordinality"),
     DialectInfo("sqlite", "sqlite", "collate_binary", None),
-    DialectInfo("postgres", "postgres", "collate_c", "REAL", unnest=True),
+    DialectInfo("postgres", "postgres", "collate_c", "REAL", unnest="ordinality"),
     DialectInfo("mysql", "mysql", "binary", "FLOAT"),
-    DialectInfo("clickhouse", "clickhouse", None, "Float32"),
-    DialectInfo("spark", "spark", None, "FLOAT"),
+    DialectInfo("clickhouse", "clickhouse", None, "Float32", unnest="array_join"),
+    DialectInfo("spark", "spark", None, "FLOAT", unnest="offset"),
     DialectInfo("datafusion", "postgres", None, "REAL"),
     DialectInfo("polars", "duckdb", None, "REAL", fold_case=False),
-    DialectInfo("databricks", "databricks", None, "FLOAT"),
-    DialectInfo("bigquery", "bigquery", None, None),
-    DialectInfo("snowflake", "snowflake", None, None),
-    DialectInfo("trino", "trino", None, "REAL"),
-    DialectInfo("presto", "presto", None, "REAL"),
-    DialectInfo("athena", "athena", None, "REAL"),
+    DialectInfo("databricks", "databricks", None, "FLOAT", unnest="offset"),
+    DialectInfo("bigquery", "bigquery", None, None, unnest="offset"),
+    DialectInfo("snowflake", "snowflake", None, None, unnest="offset"),
+    DialectInfo("trino", "trino", None, "REAL", unnest="ordinality"),
+    DialectInfo("presto", "presto", None, "REAL", unnest="ordinality"),
+    DialectInfo("athena", "athena", None, "REAL", unnest="ordinality"),
     DialectInfo("redshift", "redshift", None, "REAL"),
     DialectInfo("tsql", "tsql", "collate_bin2", "REAL"),
     DialectInfo("oracle", "oracle", "nlssort", "BINARY_FLOAT"),

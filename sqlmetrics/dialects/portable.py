@@ -9,7 +9,9 @@ dialects that need them:
   judgment columns nullable, and SETTINGS join_use_nulls = 1 makes sure of it for every column;
 - score_precision="float32" needs a 4-byte float type, which SQLite, BigQuery and Snowflake do not have;
 - SQL Server's POWER returns the type of its first argument (POWER(0.8, 2) is 0.6 there): cast it to FLOAT;
-- Oracle cannot compare CLOBs, which is what sqlglot makes of an unbounded VARCHAR.
+- Oracle cannot compare CLOBs, which is what sqlglot makes of an unbounded VARCHAR;
+- a run of lists (list_run) is unnested WITH ORDINALITY, positions from 1: where they count from 0 (BigQuery,
+  Spark, Databricks, Snowflake) the rank is the position + 1, and ClickHouse has ARRAY JOIN instead.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect as _SqlglotDialect
 
 from ..plan import output_columns
-from ..statement import Shape
+from ..statement import LISTS, Shape
 from .info import DialectInfo
 
 ID_ROLES = ("run_name", "query_id", "doc_id")
@@ -74,9 +76,35 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
                 cast.set("to", exp.DataType.build("VARCHAR(4000)"))
     if info.name == "polars":
         tree = tree.transform(_running_sum_before)
+    _unnest_lists(tree, info)
     if info.name == "clickhouse":  # outer-join misses must be NULL, not 0 / ''
         tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
     return tree
+
+
+def _unnest_lists(tree: exp.Expression, info: DialectInfo) -> None:
+    """A run of lists, as the engine unnests one (DialectInfo.unnest). The statement's CROSS JOIN UNNEST(docs)
+    WITH ORDINALITY AS sqlm_items(sqlm_doc, sqlm_pos) numbers from 1, and reads a score as scores[sqlm_pos]."""
+    join = next((j for j in tree.find_all(exp.Join) if isinstance(j.this, exp.Unnest)
+                 and j.this.args.get("offset") and j.this.args["offset"].name == LISTS[3]), None)
+    if join is None or info.unnest == "ordinality":
+        return
+    select = join.parent_select
+    if info.unnest == "offset":
+        # sqlglot writes WITH OFFSET / posexplode / FLATTEN's index, which count from 0, as do these engines'
+        # array[i]: the score's subscript stays the position, the rank is the position + 1.
+        for column in list(select.find_all(exp.Column)):
+            subscript = isinstance(column.parent, exp.Bracket) and column.arg_key == "expressions"
+            if column.name == LISTS[3] and not subscript:
+                column.replace(exp.paren(exp.Add(this=column.copy(), expression=exp.Literal.number(1))))
+    elif info.unnest == "array_join":
+        # ClickHouse zips the arrays of one ARRAY JOIN: the documents and their positions, from 1 as its arrays.
+        docs = join.this.expressions[0]
+        join.replace(exp.Join(this=exp.alias_(docs.copy(), LISTS[2]), kind="ARRAY", expressions=[
+            exp.alias_(exp.func("arrayEnumerate", docs.copy()), LISTS[3])]))
+        for column in select.find_all(exp.Column):
+            if column.table == LISTS[1]:
+                column.set("table", None)
 
 
 def _running_sum_before(node: exp.Expression) -> exp.Expression:

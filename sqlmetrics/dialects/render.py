@@ -173,8 +173,10 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
             expressions["relevance"] = tree.transform(
                 lambda n: exp.Column(this=bound[n.name].copy()) if isinstance(n, exp.Column) and n.name in bound else n)
     if o.list_run and not info.unnest:
-        raise SqlmetricsError(f"list_run: {info.name} has no UNNEST ... WITH ORDINALITY (list positions counted "
-                              f"from 1); unnest the lists there first, or render for {', '.join(UNNEST_DIALECTS)}.")
+        raise SqlmetricsError(f"list_run: {info.name} has no array type, or no way to unnest one with each element's "
+                              "position (a run with one row per query and a list of document ids); store the run "
+                              f"there with one row per document instead, or render list_run for "
+                              f"{', '.join(UNNEST_DIALECTS)}.")
     run_source = Source(table_reference(run, d, fold), run_cols, expressions=expressions, lists=o.list_run)
     history = None
     if o.history is not None:  # the training interactions: a table with the qrels' user and item columns

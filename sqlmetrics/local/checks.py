@@ -27,8 +27,9 @@ MAX_FLOAT32 = 3.4028234663852886e38
 
 
 def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role: str = "score",
-          float32: bool = False, groups: tuple = (), whole_grades: bool = True) -> None:
+          float32: bool = False, groups: tuple = (), whole_grades: bool = True) -> int:
     """Empty input, missing ids, values that are not numbers, repeated documents: an error naming the line.
+    Returns the input's number of rows (counted on the way, for the command line's progress line).
 
     Only the values evaluation reads are checked: the grade (qrels), and the run's score or, with
     ties='rank', its position (a TREC run's rank field is otherwise ignored, as trec_eval ignores it).
@@ -75,7 +76,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
             raise SqlmetricsError(f"{loaded.label}: has no rows. Qrels are needed to evaluate: pass the judgments file.")
         # An empty run is a run that retrieved nothing: every judged query scores 0 (trec_eval -c, ir_measures),
         # or, averaging only the queries in both, there is nothing to average; the usual warning says which.
-        return
+        return 0
     for (problem, condition), count in zip(problems.items(), counts[1:]):
         if not count:
             continue
@@ -100,6 +101,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
         warnings.warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
                       "by the tie rule alone (document id descending). If the rows are in rank order, pass "
                       "ties='rank' to use the rank column.", SqlmetricsWarning, stacklevel=5)
+    return counts[0]
 
 
 def _shown(value: float) -> str:

@@ -335,7 +335,7 @@ def _warn_positions(con, view: str, key: list, label: str) -> None:
             SqlmetricsWarning, stacklevel=6)
 
 
-def _load_runs(con, run, columns: dict, inputs: list, glob: bool) -> list:
+def _load_runs(con, run, columns: dict, inputs: list, glob: bool, step) -> list:
     """[(name or None, Loaded)]: one run, {name: run}, or a run table whose run_name column (mapped in
     columns=) holds several runs, split into one relation per name."""
     multi = _is_run_dict(run)
@@ -350,6 +350,7 @@ def _load_runs(con, run, columns: dict, inputs: list, glob: bool) -> list:
         texts[str(name)] = name
     loaded = []
     for name, item in items:
+        step("reading run" if name is None else f"reading run {str(name)!r}")
         loaded.append((name, load(con, item, "run", columns, None if name is None else str(name), glob=glob)))
         inputs.append(loaded[-1][1])  # for the caller to clean up after, whatever fails later
     if "run_name" not in columns:
@@ -410,8 +411,10 @@ class _Job:
         return bool(self.segments) or self.labels
 
 
-def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
-    """evaluate() on an embedded DuckDB: see sqlmetrics.evaluate for the arguments."""
+def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None) -> Results:
+    """evaluate() on an embedded DuckDB: see sqlmetrics.evaluate for the arguments. progress(step, rows,
+    con), when given, is told each step as it starts (reading, checking, computing, collecting), the rows
+    read so far, and the connection running it (whose query_progress() DuckDB then keeps)."""
     job = _prepare(qrels, measures, o)
     run = _named_ranx(run)
     # Binding the templates is pure Python (sqlglot); it runs while DuckDB, which releases the GIL, loads
@@ -420,10 +423,12 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
     qrels_columns, run_columns = _table_columns(o)
     con = connect(o.memory_limit, o.threads, o.temp_directory)
     inputs: list = []  # every Loaded input, to remove the temporary folders made to read them
+    step = _Steps(con, progress)
     try:
         q = None
         if not job.labels:
             groups = job.group_roles
+            step("reading qrels")
             q = load(con, qrels, "qrels", qrels_columns, own_columns=bool(o.qrels_columns),
                      layout=None if o.qrels_format == "qrels" else o.qrels_format, glob=o.glob)
             inputs.append(q)
@@ -432,17 +437,19 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
                 raise SqlmetricsError(f"{q.label}: qrels_format={o.qrels_format!r} needs a {missing[0]!r} column; "
                                       f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
             # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
-            checks.check(con, q, "qrels", groups=groups, whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
+            step("checking qrels")
+            step.rows += checks.check(con, q, "qrels", groups=groups,
+                                      whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
         history = None
         if o.history is not None:  # the training interactions, read as qrels are (user, item, grade)
             h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
             inputs.append(h)
             history = _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
-        runs = _load_runs(con, run, run_columns, inputs, o.glob)
+        runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
                                   "whose columns are fixed.")
-        checked = _check_runs(con, runs, job, o)
+        checked = _check_runs(con, runs, job, o, step)
         _warn(con, q, checked, job, o)
         # One named run is evaluated as a plain run (no run_name in the list key, no scan for run names)
         # and its results are labelled afterwards: the same numbers, a cheaper statement.
@@ -453,6 +460,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
                               history=history).sql(READ)
+        step("computing measures")
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
         except duckdb.Error as e:
@@ -462,6 +470,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             raise GeneratedSQLError(f"sqlmetrics generated SQL that DuckDB rejected: {_first_line(e)}", sql) from e
         _check_finite(con, job)
         _restore_segment_types(con, checked, job.segments)
+        step("collecting results")
         return _collect(con, job, [name for name, _ in runs] + [name for name, _ in fused], multi, union,
                         fetch or fetch_arrow)
     except (duckdb.Error, RuntimeError, SqlmetricsError) as e:  # memory, disk or Ctrl-C, wherever it struck
@@ -477,6 +486,23 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         con.close()
         for folder in {i.temporary for i in inputs if i.temporary}:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Steps:
+    """step(name): tells `progress` (evaluate_local's) that the evaluation starts the named step, with the
+    rows its checks have counted so far (step.rows). Without `progress`, nothing."""
+
+    def __init__(self, con, progress):
+        self.con, self.progress, self.rows = con, progress, 0
+        if progress is not None:
+            # DuckDB keeps a query's progress from its start (not after its default 2 s), and prints no bar of
+            # its own: the caller draws one. Both are settings of this connection alone.
+            con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false; "
+                        "SET progress_bar_time = 0")
+
+    def __call__(self, name: str) -> None:
+        if self.progress is not None:
+            self.progress(name, self.rows, self.con)
 
 
 def _check_finite(con, job: _Job) -> None:
@@ -532,12 +558,13 @@ def _restore_segment_types(con, checked: list, segments: tuple) -> None:
                 pass  # a type whose text does not read back (a nested one): the column stays text
 
 
-def _check_runs(con, runs: list, job: _Job, o: Settings) -> list:
+def _check_runs(con, runs: list, job: _Job, o: Settings, step) -> list:
     """[(name, Loaded, log view or None)]: each run checked, de-duplicated by the policy, and in log mode
     seen as a view keyed by its segments."""
     checked = []
     float32 = o.score_precision == "float32"
     for name, loaded in runs:
+        step("checking run" if name is None else f"checking run {str(name)!r}")
         if job.order_role not in loaded.columns:
             raise SqlmetricsError(
                 f"{loaded.label}: ties='rank' orders by a rank or position column, and it has none."
@@ -545,11 +572,11 @@ def _check_runs(con, runs: list, job: _Job, o: Settings) -> list:
                 f"{loaded.label}: has no score column; map one, or pass ties='rank' to order by rank.")
         if job.log_mode:
             # Repeats are per list (segment + query), checked in _log_view; the rest of the checks here.
-            checks.check(con, loaded, "run", "max", job.order_role, float32)
+            step.rows += checks.check(con, loaded, "run", "max", job.order_role, float32)
             view = _log_view(con, loaded, job.segments, o.label, o.relevance, job.order_role, o.duplicates)
             checked.append((name, loaded, view))
         else:
-            checks.check(con, loaded, "run", o.duplicates, job.order_role, float32)
+            step.rows += checks.check(con, loaded, "run", o.duplicates, job.order_role, float32)
             checked.append((name, _dedup(con, loaded, o.duplicates), None))
     return checked
 

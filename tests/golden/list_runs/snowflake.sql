@@ -1,0 +1,16 @@
+-- ties='docid_desc'
+SELECT
+  CAST(sqlm_lists.query_id AS VARCHAR) AS query_id,
+  CAST(sqlm_items.sqlm_doc AS VARCHAR) AS doc_id,
+  CAST(sqlm_lists.scores[sqlm_items.sqlm_pos] AS DOUBLE) AS score
+FROM lists AS sqlm_lists
+CROSS JOIN TABLE(FLATTEN(INPUT => sqlm_lists.items)) AS sqlm_items(seq, key, path, sqlm_pos, sqlm_doc, this)
+-- ties='rank'
+SELECT
+  CAST(sqlm_lists.query_id AS VARCHAR) AS query_id,
+  CAST(sqlm_items.sqlm_doc AS VARCHAR) AS doc_id,
+  CAST((
+    sqlm_items.sqlm_pos + 1
+  ) AS BIGINT) AS rank_position
+FROM lists AS sqlm_lists
+CROSS JOIN TABLE(FLATTEN(INPUT => sqlm_lists.items)) AS sqlm_items(seq, key, path, sqlm_pos, sqlm_doc, this)
