@@ -456,6 +456,18 @@ def test_bad_line_of_a_text_glob_names_its_file_and_line(tmp_path, files, fmt, b
         sm.evaluate(files / "qrels.txt", tmp_path, MEASURES, glob=True)
 
 
+def test_fractional_grade_in_hive_folders_of_trec_qrels_is_refused(tmp_path, files):
+    """trec_eval reads a TREC grade as an integer (1.5 would be 1 there): with hive keys beside the TREC files
+    (where a column mapping applies), the grade is still refused, by its file and line."""
+    for day, text in (("1", "q1 0 d1 1\n"), ("2", "q1 0 d2 0\nq1 0 d3 1.5\n")):
+        (tmp_path / "qrels" / f"day={day}").mkdir(parents=True)
+        (tmp_path / "qrels" / f"day={day}" / "qrels.txt").write_text(text)
+    file = tmp_path / "qrels" / "day=2" / "qrels.txt"
+    with pytest.raises(sm.SqlmetricsError, match=re.escape(f"file '{file}', line 2: column 'relevance' holds "
+                                                           "'1.5', which is not an integer relevance grade")):
+        sm.evaluate(tmp_path / "qrels", files / "run.txt", MEASURES, glob=True)
+
+
 def test_s3_glob_of_text_objects(bucket, files, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the objects are copied to
     s3 = fsspec.filesystem("s3")

@@ -55,7 +55,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
         bad.append(f"contains({v}, '_')")
     if value_role == "rank_position":  # a whole number that fits a BIGINT: 0.6 is not rounded to a position
         bad += [f"{number} <> floor({number})", f"abs({number}) >= {float(POSITION_LIMIT)!r}"]
-    elif kind == "qrels" and loaded.fixed_columns and whole_grades:
+    elif kind == "qrels" and loaded.integer_grades and whole_grades:
         # trec_eval reads a TREC grade as an integer: 0.5 would silently be 0 there.
         bad.append(f"{number} <> floor({number})")
     elif float32:  # score_precision='float32': a score past the float range would become infinite
@@ -87,7 +87,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
         value = con.execute(f"SELECT CAST({_col(loaded, problem)} AS VARCHAR) FROM {loaded.numbered} "
                             f"WHERE line_no = {line_no}").fetchall()[0][0]
         column = loaded.columns[problem]
-        what = {"relevance": "an integer relevance grade" if loaded.fixed_columns else "a finite number",
+        what = {"relevance": "an integer relevance grade" if loaded.integer_grades else "a finite number",
                 "score": "a finite number" + (" within the 32-bit float range (score_precision='float32')"
                                               if float32 else ""),
                 "rank_position": "a whole number below 2^63 (a position)"}[problem]

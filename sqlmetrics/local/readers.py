@@ -84,6 +84,7 @@ class Loaded:
     row_word: str  # "line" for text files (numbered as in an editor), "row" otherwise
     numbered: str  # a relation with line_no and the view's columns, read only to locate a bad row
     fixed_columns: bool = False  # TREC text: its fields are positional, a column mapping does not apply
+    integer_grades: bool = False  # TREC text: trec_eval reads a grade as an integer (0.5 would be 0 there)
     temporary: str | None = None  # a folder of ours (a link to the input): removed after the evaluation
     line_of: Callable[[int], int] | None = None  # row number in `numbered` -> the file's line, when they differ
     file_of: Callable[[int], tuple] | None = None  # many files read as one (glob=True): row -> (file, 'line', 7)
@@ -281,7 +282,7 @@ def _trec_view(con, path: Path, kind: str, label: str, compression: str, head: b
     keep = [f for f in fields if f in QRELS_ROLES + RANKING_ROLES + GROUP_ROLES + (SUBTOPIC_ROLE,)]
     view = _fresh(kind)
     loaded = Loaded(view, {f: f for f in keep}, label, "line", _trec_numbered(path, fields, compression, None),
-                    fixed_columns=True)
+                    fixed_columns=True, integer_grades=True)
     delim = _sniff_delimiter(head, len(fields))
     if delim is not None:
         columns = "{" + ", ".join(f"{_lit(f)}: 'VARCHAR'" for f in fields) + "}"
@@ -592,7 +593,8 @@ def _text_glob_view(con, files: list, kind: str, label: str, columns: dict | Non
         lines = ("(SELECT ROW_NUMBER() OVER (ORDER BY sqlm_file, sqlm_line) AS line_no, * FROM ("
                  + " UNION ALL BY NAME ".join(numbered) + "))")
         return Loaded(view, _map_columns(con, view, kind, label, columns), label, parts[0].row_word, lines,
-                      fixed_columns=all(p.fixed_columns for p in parts) and not keys, temporary=folder,
+                      fixed_columns=all(p.fixed_columns for p in parts) and not keys,
+                      integer_grades=all(p.integer_grades for p in parts), temporary=folder,
                       file_of=functools.partial(_file_line, con, lines, files, parts),
                       read_all=f"SELECT max(hash(t)) FROM {view} AS t" if any(p.read_all for p in parts) else None)
     except BaseException:
