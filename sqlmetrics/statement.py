@@ -241,15 +241,18 @@ LISTS = ("sqlm_lists", "sqlm_items", "sqlm_doc", "sqlm_pos")
 
 
 def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool,
-                    history: Source | None = None) -> exp.Select:
+                    history: Source | None = None, verdicts: Source | None = None) -> exp.Select:
     """The whole evaluation as one statement (a sqlglot tree; generate it for any dialect).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
     history: the training interactions (query_id as the user, doc_id as the item), which the measures of the
     whole run's recommendations (rows: recommendations) read.
+    verdicts: the judged statements of a RAG pipeline (query_id, statement_of, verdict), which the RAG measures
+    (rows: verdicts) read, one query's statements for each of its lists.
     """
     options.check()
+    _check_verdicts(plan, options, verdicts)
     if plan.recommendations and history is None:
         raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
                               "training interactions: pass history= (--history on the command line), a table of "
@@ -393,8 +396,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings:
-            continue  # aggregated over pref_rows, subtopic_rows, rec_items or rating_rows, below
+        if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings \
+                or out in plan.verdicts:
+            continue  # aggregated over pref_rows, subtopic_rows, rec_items, rating_rows or verdict_rows, below
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
             continue
@@ -458,6 +462,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         run_values = exp.select(*_cols(run_key), *values).from_(rows, copy=False)
         ctes.append((f"{rows}_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
         joined.append((f"{rows}_values", outs, run_key))
+    if plan.verdicts:
+        ctes += _verdict_ctes(plan, verdicts, fixed)
+        joined.append(("verdict_values", plan.verdicts, ["query_id"]))
     if joined:
         ctes.append(("ranked_values", list_values))
         source = {out: cte for cte, outs, _ in joined for out in outs}
@@ -738,6 +745,28 @@ _RECOMMENDATIONS = [
                   "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items FROM rec_counts AS c "
                   "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"),
 ]
+
+
+def _check_verdicts(plan: Plan, options: Shape, verdicts: Source | None) -> None:
+    if not plan.verdicts:
+        return
+    if verdicts is None:
+        raise SqlmetricsError("the RAG measures (Faithfulness, ContextRecall, ContextRelevancy) read judged statements: "
+                              "pass verdicts= (--verdicts on the command line), a table of query_id, statement, "
+                              "statement_of ('answer', 'reference' or 'context') and verdict (1 or 0).")
+    if options.run_key or options.labels or options.judgment_groups:
+        # The verdicts are one pipeline's answers, keyed by the query alone: two runs would share them.
+        raise SqlmetricsError("the RAG measures read one pipeline's verdicts, keyed by query: evaluate one run at a "
+                              "time, with qrels (qrels_format='qrels' or 'subtopics').")
+
+
+def _verdict_ctes(plan: Plan, verdicts: Source, fixed) -> list:
+    """The judged statements (verdict_rows) and the RAG measures over each query's (verdict_values)."""
+    rows = verdicts.select({"query_id": "VARCHAR", "statement_of": "VARCHAR", "verdict": "DOUBLE"})
+    values = [exp.alias_(fixed(e, _by(["statement_of", "verdict"])), out, copy=False)
+              for out, e, _ in plan.values if out in plan.verdicts]
+    by_query = exp.select(_c("query_id"), *values).from_("verdict_rows", copy=False).group_by(_c("query_id"), copy=False)
+    return [("verdict_rows", rows), ("verdict_values", by_query)]
 
 
 def _join_on(a: str, b: str, columns, nullable) -> str:

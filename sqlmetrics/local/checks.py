@@ -8,6 +8,7 @@ import warnings
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..identifiers import quote_identifier as _q
+from ..catalogue.templates import STATEMENTS_OF
 from ..options import BY_NAME
 from .readers import Loaded
 
@@ -100,6 +101,34 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
         warnings.warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
                       "by the tie rule alone (document id descending). If the rows are in rank order, pass "
                       "ties='rank' to use the rank column.", SqlmetricsWarning, stacklevel=5)
+
+
+def check_verdicts(con, loaded: Loaded) -> None:
+    """A RAG pipeline's judged statements (verdicts=): each row's statement_of names what the statement is of, and
+    its verdict is 1 or 0; the first row that is not so is named."""
+    columns = {c.lower(): c for c in _types_of(con, loaded)}
+    if "statement_of" not in columns:
+        raise SqlmetricsError(f"{loaded.label}: no column 'statement_of' (columns: {', '.join(_types_of(con, loaded))}); "
+                              f"it says what each statement is of: {', '.join(map(repr, STATEMENTS_OF))}.")
+    of, verdict, query = _q(columns["statement_of"]), _col(loaded, "relevance"), _col(loaded, "query_id")
+    allowed = ", ".join(f"'{s}'" for s in STATEMENTS_OF)
+    problems = (
+        (f"{query} IS NULL OR CAST({query} AS VARCHAR) = ''", "the query id is empty"),
+        (f"{of} IS NULL OR CAST({of} AS VARCHAR) NOT IN ({allowed})",
+         f"statement_of is not one of {', '.join(STATEMENTS_OF)}"),
+        (f"{verdict} IS NULL OR TRY_CAST({verdict} AS DOUBLE) IS NULL OR TRY_CAST({verdict} AS DOUBLE) NOT IN (0, 1)",
+         "the verdict is not 1 or 0"))
+    for condition, what in problems:
+        found = con.execute(f"SELECT line_no, CAST({of} AS VARCHAR), CAST({verdict} AS VARCHAR) FROM {loaded.numbered} "
+                            f"WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()
+        if found:
+            line_no, of_value, verdict_value = found[0]
+            raise SqlmetricsError(f"{loaded.at(line_no)}: {what} (statement_of {of_value!r}, verdict "
+                                  f"{verdict_value!r}). Fix the row.")
+
+
+def _types_of(con, loaded: Loaded) -> list:
+    return [r[0] for r in con.execute(f"DESCRIBE {loaded.view}").fetchall()]
 
 
 def _shown(value: float) -> str:

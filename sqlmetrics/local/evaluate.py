@@ -19,7 +19,7 @@ from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, Settings
+from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, VERDICT_COLUMNS, Settings
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..results import Results
@@ -377,6 +377,10 @@ def _load_runs(con, run, columns: dict, inputs: list, glob: bool) -> list:
     return out
 
 
+def _only(columns: dict, role: str) -> dict:
+    return {role: columns[role]} if role in columns else {}
+
+
 def _table_columns(o: Settings) -> tuple[dict, dict]:
     """columns= maps both tables wherever the role exists; qrels_columns= overrides it for the qrels."""
     columns = dict(o.columns or {})
@@ -438,6 +442,13 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
             inputs.append(h)
             history = _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
+        verdicts = None
+        if o.verdicts is not None:  # the judged statements: the query as the qrels name it, statement and verdict
+            v = load(con, o.verdicts, "qrels", {**_only(qrels_columns, "query_id"), "doc_id": "statement",
+                                                 "relevance": "verdict"}, what="verdicts")
+            inputs.append(v)
+            checks.check_verdicts(con, v)
+            verdicts = _source(v.view, {"query_id": v.columns["query_id"], **{c: c for c in VERDICT_COLUMNS}})
         runs = _load_runs(con, run, run_columns, inputs, o.glob)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -452,7 +463,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
-                              history=history).sql(READ)
+                              history=history, verdicts=verdicts).sql(READ)
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
         except duckdb.Error as e:
