@@ -161,6 +161,13 @@ OPTIONS = (
            "retrieved context, relevant to the question or not) and verdict (1 or 0): a file, table or data frame; "
            "a table's name for another engine",
            frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="RAG"),
+    Option("embeddings", None, "the question embeddings AnswerRelevancy reads: one row per question with query_id (as "
+           "the qrels name it), generated (0: the question asked; 1, 2, ...: the questions generated from the answer), "
+           "embedding (a list or array of numbers) or, in long form, one row per dimension with dimension and value, "
+           "and noncommittal (1 when that generation judged the answer noncommittal, else 0; optional locally): a file, "
+           "table or data frame; for another engine a table's name, with an array on DuckDB and PostgreSQL and the "
+           "long form elsewhere", frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE",
+           group="RAG"),
     Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "

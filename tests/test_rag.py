@@ -1,17 +1,21 @@
-"""The RAG measures (templates with `rows: verdicts`, `kind: rag`): RAGAS's formulas over the judged statements a
-RAG pipeline writes (verdicts=), checked against the formulas computed here in plain Python from the same rows.
+"""The RAG measures (`kind: rag`): RAGAS's formulas over the judged statements (verdicts=, `rows: verdicts`) and
+the question embeddings (embeddings=, `rows: embeddings`) a RAG pipeline writes, checked against the formulas
+computed here in plain Python and numpy from the same rows.
 
 RAGAS itself is not a test dependency: installing it (0.4.3) would downgrade `rich`, which the project keeps, and
 its measures call a language model through async prompts whose parsed answers are the verdicts this table holds.
 What RAGAS computes after the model has judged is the share of true verdicts per question (faithfulness:
 supported claims / the answer's claims; context recall: attributed claims / the reference's claims; context
-relevancy: relevant sentences / the context's sentences), NaN when there is nothing to judge: `ragas_share` below.
+relevancy: relevant sentences / the context's sentences), NaN when there is nothing to judge: `ragas_share` below;
+answer relevancy is the mean cosine of embeddings it is given, zeroed when every generation is noncommittal:
+`ragas_answer_relevancy` below.
 """
 from __future__ import annotations
 
 import math
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -129,3 +133,112 @@ def test_a_verdicts_table_without_its_columns_is_named():
     with pytest.raises(SqlmetricsError, match=r"verdicts \(Arrow table\).*'verdict'"):
         sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=table.rename_columns(
             ["query_id", "statement", "statement_of", "judgement"]))
+
+
+# ---------------------------------------------------------------------------------------------- AnswerRelevancy
+
+
+def random_embeddings(seed: int, dims: int = 5) -> list:
+    """(query, generated, vector, noncommittal): the question asked and 0..3 generated questions per query, values
+    exact in float32 (multiples of 1/8), never an all-zero vector; sometimes every generation noncommittal."""
+    rnd = random.Random(seed)
+    rows = []
+    for q in QRELS:
+        all_noncommittal = rnd.random() < 0.25
+        for g in range(rnd.choice([0, 1, 3, 4])):
+            vector = [rnd.randint(-16, 16) / 8 for _ in range(dims)]
+            vector[rnd.randrange(dims)] = rnd.choice([-1, 1]) * rnd.randint(1, 16) / 8
+            rows.append((q, g, vector, int(all_noncommittal or rnd.random() < 0.3) if g else 0))
+    return rows
+
+
+def ragas_answer_relevancy(rows, query: str):
+    """RAGAS's formula with numpy: the mean cosine of the generated questions' embeddings with the question's,
+    times 0 when every generation is noncommittal; NaN (here None) without generated questions."""
+    asked = [np.asarray(v) for q, g, v, _ in rows if q == query and g == 0]
+    generated = [(np.asarray(v), n) for q, g, v, n in rows if q == query and g > 0]
+    if not asked or not generated:
+        return None
+    cosines = [float(v @ asked[0] / (np.linalg.norm(v) * np.linalg.norm(asked[0]))) for v, _ in generated]
+    return float(np.mean(cosines)) * int(not all(n for _, n in generated))
+
+
+def as_arrays(rows, item_type=None) -> pa.Table:
+    vectors = [r[2] for r in rows]
+    return pa.table({"query_id": [r[0] for r in rows], "generated": [r[1] for r in rows],
+                     "embedding": pa.array(vectors, item_type) if item_type else vectors,
+                     "noncommittal": [r[3] for r in rows]})
+
+
+def as_long(rows) -> pa.Table:
+    flat = [(q, g, i, x, n) for q, g, v, n in rows for i, x in enumerate(v, 1)]
+    return pa.table({c: [r[i] for r in flat] for i, c in
+                     enumerate(("query_id", "generated", "dimension", "value", "noncommittal"))})
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_answer_relevancy_is_ragas_formula_with_the_vector_function_and_the_portable_sums(seed):
+    """DuckDB's list_cosine_similarity over lists (DOUBLE[], FLOAT[], fixed DOUBLE[5]) and the portable sums over
+    the long form (what other engines run) agree with each other and with RAGAS's formula."""
+    rows = random_embeddings(seed)
+    forms = {"double[]": as_arrays(rows), "float[]": as_arrays(rows, pa.list_(pa.float32())),
+             "double[5]": as_arrays(rows, pa.list_(pa.float64(), 5)), "long": as_long(rows)}
+    got = {form: sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table) for form, table in forms.items()}
+    for form, res in got.items():
+        for row in res.per_query.to_pylist():
+            want = ragas_answer_relevancy(rows, row["query_id"])
+            assert (row["AnswerRelevancy"] is None) == (want is None), (form, row)
+            assert want is None or math.isclose(row["AnswerRelevancy"], want, abs_tol=1e-12), (form, row, want)
+
+
+def test_noncommittal_is_optional_and_zeroes_only_when_every_generation_says_so():
+    rows = [("q1", 0, [1.0, 0.0], 0), ("q1", 1, [1.0, 1.0], 1), ("q1", 2, [0.0, 1.0], 0),
+            ("q2", 0, [1.0, 0.0], 0), ("q2", 1, [1.0, 0.0], 1)]
+    table = as_arrays(rows)
+    with_flag = sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table)
+    without = sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table.drop_columns(["noncommittal"]))
+    values = {r["query_id"]: r["AnswerRelevancy"] for r in with_flag.per_query.to_pylist()}
+    assert math.isclose(values["q1"], (1 / math.sqrt(2) + 0) / 2) and values["q2"] == 0 and values["q3"] is None
+    assert {r["query_id"]: r["AnswerRelevancy"] for r in without.per_query.to_pylist()}["q2"] == 1
+
+
+def test_the_cli_reads_embeddings_from_parquet(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    rows = [("q1", 0, [3.0, 4.0], 0), ("q1", 1, [4.0, 3.0], 0), ("q1", 2, [3.0, 4.0], 0)]
+    pq.write_table(as_arrays(rows), tmp_path / "embeddings.parquet")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n", encoding="utf-8")
+    (tmp_path / "run.txt").write_text("q1 Q0 d1 1 0.9 r\n", encoding="utf-8")
+    code = main(["eval", str(tmp_path / "qrels.txt"), str(tmp_path / "run.txt"), "-m", "AnswerRelevancy",
+                 "--embeddings", str(tmp_path / "embeddings.parquet"), "-f", "csv"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert math.isclose(float(out.splitlines()[1].split(",")[-1]), (24 / 25 + 1) / 2)
+
+
+def test_answer_relevancy_without_embeddings_says_how_to_pass_them():
+    with pytest.raises(SqlmetricsError, match=r"pass embeddings= \(--embeddings"):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"])
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([("q1", 1, [1.0, 0.0], 0)], "query 'q1', question 1 has no question asked"),
+    ([("q1", 0, [1.0, 0.0], 0), ("q1", 1, [1.0, 0.0, 1.0], 0)], "query 'q1', question 1 has other dimensions"),
+    ([("q1", 0, [0.0, 0.0], 0), ("q1", 1, [1.0, 0.0], 0)], "query 'q1', question 0 is all zeros"),
+    ([("q1", 0, [1.0, 0.0], 0), ("q1", 0, [1.0, 1.0], 0)], "query 'q1', question 0 has a dimension twice"),
+    ([("q1", 0, [1.0, 0.0], 0), ("q1", -1, [1.0, 0.0], 0)], r"row 2: generated is not 0"),
+    ([("q1", 0, [1.0, 0.0], 0), ("q1", 1, [1.0, 0.0], 2)], r"row 2: noncommittal is not 1 or 0"),
+    ([("q1", 0, [1.0, 0.0], 0), ("q1", 1, [], 0)], r"row 2: the embedding is empty"),
+])
+def test_bad_embeddings_are_named(rows, message):
+    with pytest.raises(SqlmetricsError, match=rf"embeddings \(Arrow table\)[:,] {message}"):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=as_arrays(rows, pa.list_(pa.float64())))
+
+
+def test_long_embeddings_with_missing_dimensions_are_named():
+    table = as_long([("q1", 0, [1.0, 0.0, 2.0], 0), ("q1", 1, [1.0, 0.0, 1.0], 0)])
+    table = table.filter(pa.array([True, True, True, True, False, True]))  # question 1 lacks dimension 2
+    with pytest.raises(SqlmetricsError, match="question 1 has other dimensions than the question asked"):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table)
+    with pytest.raises(SqlmetricsError, match=r"embeddings \(Arrow table\): no list column 'embedding'"):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table.drop_columns(["value"]))

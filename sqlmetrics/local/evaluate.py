@@ -25,7 +25,7 @@ from ..relevance import relevance_expression
 from ..results import Results
 from sqlglot import exp
 
-from ..statement import READ, Shape, Source, aggregate_sql, build_statement, check_subtopics
+from ..statement import READ, Embeddings, Shape, Source, aggregate_sql, build_statement, check_subtopics
 from . import checks
 from .output import process_folder
 from .readers import Loaded, _first_line, _fresh, _numbered, damaged, load
@@ -449,6 +449,17 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
             inputs.append(v)
             checks.check_verdicts(con, v)
             verdicts = _source(v.view, {"query_id": v.columns["query_id"], **{c: c for c in VERDICT_COLUMNS}})
+        embeddings = None
+        if o.embeddings is not None:  # the question embeddings: the query as the qrels name it, generated, ...
+            e = load(con, o.embeddings, "qrels", {**_only(qrels_columns, "query_id"), "doc_id": "generated",
+                                                   "relevance": "generated"}, what="embeddings")
+            inputs.append(e)
+            vector, noncommittal = checks.check_embeddings(con, e)
+            source = _source(e.view, {"query_id": e.columns["query_id"], "generated": "generated",
+                                      **{c: c for c in (*vector, *noncommittal)}})
+            if not noncommittal:  # optional here: no generation judged the answer noncommittal
+                source = dataclasses.replace(source, constants={"noncommittal": 0})
+            embeddings = Embeddings(source, "function" if vector == ("embedding",) else "long")
         runs = _load_runs(con, run, run_columns, inputs, o.glob)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -463,7 +474,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
-                              history=history, verdicts=verdicts).sql(READ)
+                              history=history, verdicts=verdicts, embeddings=embeddings).sql(READ)
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
         except duckdb.Error as e:

@@ -1,9 +1,9 @@
 -- sqlmetrics: ranked-retrieval evaluation, rendered for athena
--- measures: contextprecision_at_5 = ContextPrecision@5, faithfulness = Faithfulness, contextrecall = ContextRecall, contextrelevancy = ContextRelevancy
+-- measures: contextprecision_at_5 = ContextPrecision@5, faithfulness = Faithfulness, contextrecall = ContextRecall, contextrelevancy = ContextRelevancy, answerrelevancy = AnswerRelevancy
 -- qrels: rag.eval.context_judgments (query_id=question_id, doc_id=chunk_id, relevance=relevant)
 -- run: rag.eval.retrieved (query_id=question_id, doc_id=chunk_id, score=similarity)
 -- options: queries='qrels', ties='docid_desc', relevance_level=1, score_precision='float64'
--- one row per query_id: query_id, contextprecision_at_5, faithfulness, contextrecall, contextrelevancy
+-- one row per query_id: query_id, contextprecision_at_5, faithfulness, contextrecall, contextrelevancy, answerrelevancy
 WITH judgments AS (
   SELECT
     CAST(question_id AS VARCHAR) AS query_id,
@@ -87,6 +87,57 @@ WITH judgments AS (
   FROM verdict_rows
   GROUP BY
     query_id
+), embedding_long AS (
+  SELECT
+    CAST(question_id AS VARCHAR) AS query_id,
+    CAST(generated AS BIGINT) AS generated,
+    CAST(noncommittal AS DOUBLE) AS noncommittal,
+    CAST(dimension AS BIGINT) AS dimension,
+    CAST("value" AS DOUBLE) AS value
+  FROM rag.eval.question_embeddings
+), embedding_norms AS (
+  SELECT
+    query_id,
+    generated,
+    SQRT(SUM(value * value)) AS norm,
+    MAX(noncommittal) AS noncommittal
+  FROM embedding_long
+  GROUP BY
+    query_id,
+    generated
+), embedding_dots AS (
+  SELECT
+    g.query_id AS query_id,
+    g.generated AS generated,
+    SUM(g.value * o.value) AS dot
+  FROM embedding_long AS g
+  JOIN embedding_long AS o
+    ON o.query_id = g.query_id AND o.dimension = g.dimension AND o.generated = 0
+  WHERE
+    g.generated <> 0
+  GROUP BY
+    g.query_id,
+    g.generated
+), embedding_rows AS (
+  SELECT
+    d.query_id AS query_id,
+    d.generated AS generated,
+    n.noncommittal AS noncommittal,
+    CAST(d.dot AS DOUBLE) / NULLIF(n.norm * o.norm, 0) AS cosine
+  FROM embedding_dots AS d
+  JOIN embedding_norms AS n
+    ON n.query_id = d.query_id AND n.generated = d.generated
+  JOIN embedding_norms AS o
+    ON o.query_id = d.query_id AND o.generated = 0
+), embedding_values AS (
+  SELECT
+    query_id,
+    AVG(cosine) * (
+      1 - MIN(noncommittal)
+    ) AS answerrelevancy
+  FROM embedding_rows
+  GROUP BY
+    query_id
 ), ranked_values AS (
   SELECT
     lists.query_id AS query_id,
@@ -109,17 +160,21 @@ WITH judgments AS (
     ranked_values.contextprecision_at_5 AS contextprecision_at_5,
     verdict_values.faithfulness AS faithfulness,
     verdict_values.contextrecall AS contextrecall,
-    verdict_values.contextrelevancy AS contextrelevancy
+    verdict_values.contextrelevancy AS contextrelevancy,
+    embedding_values.answerrelevancy AS answerrelevancy
   FROM ranked_values
   LEFT JOIN verdict_values
     ON ranked_values.query_id = verdict_values.query_id
+  LEFT JOIN embedding_values
+    ON ranked_values.query_id = embedding_values.query_id
 )
 SELECT
   query_id,
   contextprecision_at_5,
   faithfulness,
   contextrecall,
-  contextrelevancy
+  contextrelevancy,
+  answerrelevancy
 FROM list_values
 ORDER BY
   query_id
