@@ -168,6 +168,12 @@ OPTIONS = (
            "table or data frame; for another engine a table's name, with an array on DuckDB and PostgreSQL and the "
            "long form elsewhere", frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE",
            group="RAG"),
+    Option("judge", None, "a function judging statements: given the verdicts= rows (a list of dicts: query_id, "
+           "statement, statement_of and any other columns, such as the answer or the context), it returns a verdict, 1 "
+           "or 0, for each; verdicts= then has no verdict column", frozenset({EVALUATE}), kind="object", group="RAG"),
+    Option("embed", None, "a function embedding texts: given a list of strings, it returns a vector (a list of numbers) "
+           "for each; embeddings= then has a question column (the text) instead of embedding",
+           frozenset({EVALUATE}), kind="object", group="RAG"),
     Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "

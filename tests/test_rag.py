@@ -242,3 +242,57 @@ def test_long_embeddings_with_missing_dimensions_are_named():
         sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table)
     with pytest.raises(SqlmetricsError, match=r"embeddings \(Arrow table\): no list column 'embedding'"):
         sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table.drop_columns(["value"]))
+
+
+# ---------------------------------------------------------------------------------------------- judge= and embed=
+
+
+def letter_counts(texts: list) -> list:
+    """A deterministic embedding for the tests: how often each of a, e, i, o, u appears."""
+    return [[t.count(c) for c in "aeiou"] for t in texts]
+
+
+def supported(rows: list) -> list:
+    """A deterministic judge for the tests: a claim is supported when each of its words is in the row's context."""
+    return [all(w in row["context"].split() for w in row["statement"].split()) for row in rows]
+
+
+def test_judge_gives_the_verdicts():
+    table = pa.table({"query_id": ["q1", "q1", "q2"], "statement": ["paris is big", "rome is old", "oslo is cold"],
+                      "statement_of": ["answer", "answer", "answer"],
+                      "context": ["paris is big and old", "paris is big and old", "oslo is cold"]})
+    res = sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=table, judge=supported)
+    assert {r["query_id"]: r["Faithfulness"] for r in res.per_query.to_pylist()} == {"q1": 0.5, "q2": 1.0, "q3": None}
+
+
+def test_embed_gives_the_vectors():
+    questions = {("q1", 0): "where is paris", ("q1", 1): "where is rome", ("q1", 2): "what is paris"}
+    table = pa.table({"query_id": [q for q, _ in questions], "generated": [g for _, g in questions],
+                      "question": list(questions.values())})
+    res = sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table, embed=letter_counts)
+    rows = [(q, g, v, 0) for ((q, g), v) in zip(questions, letter_counts(list(questions.values())))]
+    assert math.isclose(res.aggregate["AnswerRelevancy"], ragas_answer_relevancy(rows, "q1"))
+
+
+@pytest.mark.parametrize("judge, message", [
+    (lambda rows: [1], r"judge= returned 1 results for 2 statements"),
+    (lambda rows: ["yes", "no"], r"judge= returned 'yes': a verdict is 1 or 0"),
+    (lambda rows: 1 / 0, r"judge= failed on 2 statements: ZeroDivisionError"),
+])
+def test_a_bad_judge_is_named(judge, message):
+    table = pa.table({"query_id": ["q1", "q2"], "statement": ["a", "b"], "statement_of": ["answer", "context"]})
+    with pytest.raises(SqlmetricsError, match=message):
+        sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=table, judge=judge)
+
+
+@pytest.mark.parametrize("embed, message", [
+    (lambda texts: [[1.0]], r"embed= returned 1 results for 2 questions"),
+    (lambda texts: [["x"], ["y"]], r"embed= returned something other than a list of numbers"),
+])
+def test_a_bad_embed_is_named(embed, message):
+    table = pa.table({"query_id": ["q1", "q1"], "generated": [0, 1], "question": ["a", "b"]})
+    with pytest.raises(SqlmetricsError, match=message):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table, embed=embed)
+    with pytest.raises(SqlmetricsError, match="give a question column and no embedding column"):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table.drop_columns(["question"]),
+                            embed=letter_counts)
