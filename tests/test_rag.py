@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,7 @@ import pytest
 
 import sqlmetrics
 from sqlmetrics.cli.main import main
+from sqlmetrics.demo import make_rag
 from sqlmetrics.errors import SqlmetricsError
 
 OF = {"Faithfulness": "answer", "ContextRecall": "reference", "ContextRelevancy": "context"}
@@ -296,3 +298,32 @@ def test_a_bad_embed_is_named(embed, message):
     with pytest.raises(SqlmetricsError, match="give a question column and no embedding column"):
         sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table.drop_columns(["question"]),
                             embed=letter_counts)
+
+
+# ---------------------------------------------------------------------------------------------- the demo
+
+
+def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds():
+    """sqlmetrics/demo/rag_* are what make_rag writes; the README's example equals RAGAS's formulas there."""
+    import pyarrow.parquet as pq
+
+    retrieved, judgments, verdicts, embeddings = make_rag.rows()
+    folder = Path(make_rag.__file__).parent
+    for name, data in (("rag_retrieved.csv", retrieved), ("rag_judgments.csv", judgments),
+                       ("rag_verdicts.csv", verdicts)):
+        text = (folder / name).read_text(encoding="utf-8").splitlines()[1:]
+        assert text == [",".join(map(str, r)) for r in data], name
+    shipped = pq.read_table(folder / "rag_embeddings.parquet").to_pylist()
+    assert [(r["query_id"], r["generated"], r["noncommittal"]) for r in shipped] == [(q, g, n) for q, g, _, n in embeddings]
+    assert all(np.allclose(r["embedding"], e[2], atol=1e-6) for r, e in zip(shipped, embeddings))  # stored as FLOAT
+    results = sqlmetrics.evaluate(folder / "rag_judgments.csv", folder / "rag_retrieved.csv",
+                                  ["Faithfulness", "AnswerRelevancy"], verdicts=folder / "rag_verdicts.csv",
+                                  embeddings=folder / "rag_embeddings.parquet")
+    queries = sorted({q for q, _, _ in judgments})
+    judged = [(query, of, verdict) for query, _, of, verdict in verdicts]
+    faithfulness = np.mean([ragas_share(judged, q, "answer") for q in queries])
+    stored = [(r["query_id"], r["generated"], r["embedding"], r["noncommittal"]) for r in shipped]
+    relevancy = np.mean([ragas_answer_relevancy(stored, q) for q in queries])
+    assert math.isclose(results.aggregate["Faithfulness"], faithfulness)
+    assert math.isclose(results.aggregate["AnswerRelevancy"], relevancy, abs_tol=1e-12)
+    assert round(relevancy, 3) == 0.742 and round(faithfulness, 3) == 0.503  # as the README says
