@@ -788,7 +788,8 @@ def _verdict_ctes(plan: Plan, verdicts: Source, fixed) -> list:
     rows = verdicts.select({"query_id": "VARCHAR", "statement_of": "VARCHAR", "verdict": "DOUBLE"})
     values = [exp.alias_(fixed(e, _by(["statement_of", "verdict"])), out, copy=False)
               for out, e, _ in plan.values if out in plan.verdicts]
-    by_query = exp.select(_c("query_id"), *values).from_("verdict_rows", copy=False).group_by(_c("query_id"), copy=False)
+    by_query = exp.select(_c("query_id"), *values).from_("verdict_rows", copy=False) \
+        .group_by(_c("query_id"), copy=False)
     return [("verdict_rows", rows), ("verdict_values", by_query)]
 
 

@@ -450,7 +450,8 @@ def test_list(capsys):
     code, out, err = run_cli(capsys, "list")
     assert code == 0
     recsys = {"recommendations", "ratings"}  # a recommender's whole run (history=, rated pairs)
-    rag = {"ContextPrecision", "ContextUtilization", "Faithfulness", "ContextRecall", "ContextRelevancy", "AnswerRelevancy"}
+    rag = {"ContextPrecision", "ContextUtilization", "Faithfulness", "ContextRecall", "ContextRelevancy",
+           "AnswerRelevancy"}
 
     def kind(name, m):
         return "rag" if name in rag else "recsys" if m.rows in recsys else "ranking"

@@ -403,7 +403,8 @@ def _embedded(con, loaded: Loaded, embed):
                               f"and no embedding column (columns: {', '.join(table.column_names)}).")
     texts = table.column("question").to_pylist()
     if None in texts:
-        raise SqlmetricsError(f"{loaded.label}, row {texts.index(None) + 1}: the question is empty; embed= needs its text.")
+        raise SqlmetricsError(f"{loaded.label}, row {texts.index(None) + 1}: the question is empty; embed= needs its "
+                              "text.")
     vectors = _called(embed, "embed", [str(t) for t in texts], "questions")
     try:
         array = pa.array([[float(x) for x in v] for v in vectors], pa.list_(pa.float64()))
