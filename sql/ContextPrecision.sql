@@ -4,6 +4,7 @@
 -- param k: cutoff = none
 -- param rel: level
 -- at: k
+-- kind: rag
 -- aggregate: mean
 -- range: 0..1
 -- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 3/4

@@ -70,3 +70,14 @@
 --   num_pairs, num_pos        the run's pairs, and those with is_pos = 1
 --   score_rank     the pair's rank among the run's pairs by prediction, ascending; tied scores share their mean rank
 --   user_pairs, user_pos, user_score_rank     the same within the pair's list (user)
+--
+-- Judged statements (templates with `rows: verdicts`, RAG measures: statement.py reads them from verdicts=). The
+-- rows of the list's query (every list of that query reads the same), with:
+--   statement_of   'answer' (a claim of the generated answer), 'reference' (a claim of the reference answer) or
+--                  'context' (a sentence of the retrieved context)
+--   verdict        1 (supported by the context; attributable to it; relevant to the question) or 0
+--
+-- Generated questions (templates with `rows: embeddings`, AnswerRelevancy: from embeddings=). One row per question
+-- generated from the list's query's answer, with:
+--   cosine         the cosine similarity of its embedding with the question asked's
+--   noncommittal   1 when that generation judged the answer noncommittal, else 0

@@ -22,6 +22,8 @@ SUBTOPIC_ROLE = "subtopic"
 # The extra roles each qrels format reads.
 FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_ROLES, "qrels_prefs": ("judgment_group",),
                  "subtopics": (SUBTOPIC_ROLE,)}
+# The columns of a RAG pipeline's judged statements (verdicts=) beside its query id, named so in every table.
+VERDICT_COLUMNS = ("statement_of", "verdict")
 ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE)
 
 TESTS = {
@@ -153,6 +155,26 @@ OPTIONS = (
            "a file, table or data frame; a table's name for another engine) that the measures of a run's "
            "recommendations read (CatalogCoverage, Novelty, GiniIndex, ...)",
            frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
+    Option("verdicts", None, "a RAG pipeline's judged statements that Faithfulness, ContextRecall and "
+           "ContextRelevancy read: one row per statement with query_id (as the qrels name it), statement (a claim or "
+           "sentence), statement_of ('answer': a claim of the answer, supported by the context or not; 'reference': "
+           "a claim of the reference answer, attributable to the context or not; 'context': a sentence of the "
+           "retrieved context, relevant to the question or not) and verdict (1 or 0): a file, table or data frame; "
+           "a table's name for another engine",
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="RAG"),
+    Option("embeddings", None, "the question embeddings AnswerRelevancy reads: one row per question with query_id (as "
+           "the qrels name it), generated (0: the question asked; 1, 2, ...: the questions generated from the answer), "
+           "embedding (a list or array of numbers) or, in long form, one row per dimension with dimension and value, "
+           "and noncommittal (1 when that generation judged the answer noncommittal, else 0; optional locally): a file, "
+           "table or data frame; for another engine a table's name, with an array on DuckDB and PostgreSQL and the "
+           "long form elsewhere", frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE",
+           group="RAG"),
+    Option("judge", None, "a function judging statements: given the verdicts= rows (a list of dicts: query_id, "
+           "statement, statement_of and any other columns, such as the answer or the context), it returns a verdict, 1 "
+           "or 0, for each; verdicts= then has no verdict column", frozenset({EVALUATE}), kind="object", group="RAG"),
+    Option("embed", None, "a function embedding texts: given a list of strings, it returns a vector (a list of numbers) "
+           "for each; embeddings= then has a question column (the text) instead of embedding",
+           frozenset({EVALUATE}), kind="object", group="RAG"),
     Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "

@@ -240,16 +240,33 @@ class Source:
 LISTS = ("sqlm_lists", "sqlm_items", "sqlm_doc", "sqlm_pos")
 
 
+@dataclass(frozen=True)
+class Embeddings:
+    """The question embeddings AnswerRelevancy reads (embeddings=): `source` maps query_id, generated (0: the
+    question asked; 1..N: the questions generated from the answer) and noncommittal, and either embedding (an
+    array) or dimension and value (one row per dimension). `form` says which, and how the cosine is computed:
+    'function' (an array, DuckDB's list_cosine_similarity), 'unnest' (an array unnested WITH ORDINALITY, then
+    sums as in the long form), or 'long'."""
+
+    source: Source
+    form: str
+
+
 def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool,
-                    history: Source | None = None) -> exp.Select:
+                    history: Source | None = None, verdicts: Source | None = None,
+                    embeddings: Embeddings | None = None) -> exp.Select:
     """The whole evaluation as one statement (a sqlglot tree; generate it for any dialect).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
     history: the training interactions (query_id as the user, doc_id as the item), which the measures of the
     whole run's recommendations (rows: recommendations) read.
+    verdicts: the judged statements of a RAG pipeline (query_id, statement_of, verdict), which the RAG measures
+    (rows: verdicts) read, one query's statements for each of its lists; embeddings: the question embeddings
+    AnswerRelevancy (rows: embeddings) reads, alike.
     """
     options.check()
+    _check_rag(plan, options, verdicts, embeddings)
     if plan.recommendations and history is None:
         raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
                               "training interactions: pass history= (--history on the command line), a table of "
@@ -393,8 +410,10 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
 
     values = []
     for out, e, empty in plan.values:
-        if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings:
-            continue  # aggregated over pref_rows, subtopic_rows, rec_items or rating_rows, below
+        if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings \
+                or out in plan.verdicts or out in plan.embeddings:
+            continue  # aggregated over pref_rows, subtopic_rows, rec_items, rating_rows, verdict_rows or
+            # embedding_rows, below
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
             continue
@@ -458,6 +477,12 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         run_values = exp.select(*_cols(run_key), *values).from_(rows, copy=False)
         ctes.append((f"{rows}_values", run_values.group_by(*_cols(run_key), copy=False) if run_key else run_values))
         joined.append((f"{rows}_values", outs, run_key))
+    if plan.verdicts:
+        ctes += _verdict_ctes(plan, verdicts, fixed)
+        joined.append(("verdict_values", plan.verdicts, ["query_id"]))
+    if plan.embeddings:
+        ctes += _embedding_ctes(plan, embeddings, fixed)
+        joined.append(("embedding_values", plan.embeddings, ["query_id"]))
     if joined:
         ctes.append(("ranked_values", list_values))
         source = {out: cte for cte, outs, _ in joined for out in outs}
@@ -738,6 +763,79 @@ _RECOMMENDATIONS = [
                   "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items FROM rec_counts AS c "
                   "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"),
 ]
+
+
+def _check_rag(plan: Plan, options: Shape, verdicts: Source | None, embeddings: Embeddings | None) -> None:
+    if not plan.verdicts and not plan.embeddings:
+        return
+    if plan.verdicts and verdicts is None:
+        raise SqlmetricsError("the RAG measures (Faithfulness, ContextRecall, ContextRelevancy) read judged statements: "
+                              "pass verdicts= (--verdicts on the command line), a table of query_id, statement, "
+                              "statement_of ('answer', 'reference' or 'context') and verdict (1 or 0).")
+    if plan.embeddings and embeddings is None:
+        raise SqlmetricsError("AnswerRelevancy reads question embeddings: pass embeddings= (--embeddings on the command "
+                              "line), a table of query_id, generated (0: the question asked; 1, 2, ...: the questions "
+                              "generated from the answer), embedding (a list of numbers; or dimension and value, one "
+                              "row per dimension) and noncommittal (1 or 0).")
+    if options.run_key or options.labels or options.judgment_groups:
+        # The verdicts are one pipeline's answers, keyed by the query alone: two runs would share them.
+        raise SqlmetricsError("the RAG measures read one pipeline's verdicts and embeddings, keyed by query: evaluate "
+                              "one run at a time, with qrels (qrels_format='qrels' or 'subtopics').")
+
+
+def _verdict_ctes(plan: Plan, verdicts: Source, fixed) -> list:
+    """The judged statements (verdict_rows) and the RAG measures over each query's (verdict_values)."""
+    rows = verdicts.select({"query_id": "VARCHAR", "statement_of": "VARCHAR", "verdict": "DOUBLE"})
+    values = [exp.alias_(fixed(e, _by(["statement_of", "verdict"])), out, copy=False)
+              for out, e, _ in plan.values if out in plan.verdicts]
+    by_query = exp.select(_c("query_id"), *values).from_("verdict_rows", copy=False) \
+        .group_by(_c("query_id"), copy=False)
+    return [("verdict_rows", rows), ("verdict_values", by_query)]
+
+
+# The cosine of each generated question's embedding with the question asked's (rows: embeddings), from one row per
+# dimension: sums of products joined on the dimension, over the two norms.
+_EMBEDDINGS_LONG = [
+    ("embedding_norms", "SELECT query_id, generated, SQRT(SUM(value * value)) AS norm, "
+                        "MAX(noncommittal) AS noncommittal FROM embedding_long GROUP BY query_id, generated"),
+    ("embedding_dots", "SELECT g.query_id, g.generated, SUM(g.value * o.value) AS dot FROM embedding_long AS g "
+                       "JOIN embedding_long AS o ON o.query_id = g.query_id AND o.dimension = g.dimension "
+                       "AND o.generated = 0 WHERE g.generated <> 0 GROUP BY g.query_id, g.generated"),
+    ("embedding_rows", "SELECT d.query_id, d.generated, n.noncommittal, d.dot / NULLIF(n.norm * o.norm, 0) AS cosine "
+                       "FROM embedding_dots AS d JOIN embedding_norms AS n ON n.query_id = d.query_id "
+                       "AND n.generated = d.generated JOIN embedding_norms AS o ON o.query_id = d.query_id "
+                       "AND o.generated = 0"),
+]
+# The same with DuckDB's vector function, over one row per question.
+_EMBEDDINGS_FUNCTION = (
+    "SELECT g.query_id, g.generated, g.noncommittal, LIST_COSINE_SIMILARITY(g.embedding, o.embedding) AS cosine "
+    "FROM embedding_input AS g JOIN embedding_input AS o ON o.query_id = g.query_id AND o.generated = 0 "
+    "WHERE g.generated <> 0")
+
+
+def _embedding_ctes(plan: Plan, embeddings: Embeddings, fixed) -> list:
+    """The generated questions' cosines with the question asked (embedding_rows: query_id, generated, noncommittal,
+    cosine) and AnswerRelevancy over each query's (embedding_values)."""
+    roles = {"query_id": "VARCHAR", "generated": "BIGINT", "noncommittal": "DOUBLE"}
+    source = embeddings.source
+    if embeddings.form == "function":
+        ctes = [("embedding_input", source.select({**roles, "embedding": "DOUBLE[]"})),
+                ("embedding_rows", _parse_ours(_EMBEDDINGS_FUNCTION))]
+    else:
+        if embeddings.form == "unnest":  # an array's elements: Source's list unnesting, doc_id the element
+            lists = Source(source.table, {**source.columns, "doc_id": source.columns["embedding"]},
+                           source.constants, lists=True)
+            ctes = [("embedding_input", lists.select({**roles, "rank_position": "BIGINT", "doc_id": "DOUBLE"})),
+                    ("embedding_long", _parse_ours("SELECT query_id, generated, noncommittal, rank_position AS "
+                                                   "dimension, doc_id AS value FROM embedding_input"))]
+        else:
+            ctes = [("embedding_long", source.select({**roles, "dimension": "BIGINT", "value": "DOUBLE"}))]
+        ctes += [(name, _parse_ours(sql)) for name, sql in _EMBEDDINGS_LONG]
+    values = [exp.alias_(fixed(e, _by(["generated"])), out, copy=False)
+              for out, e, _ in plan.values if out in plan.embeddings]
+    by_query = exp.select(_c("query_id"), *values).from_("embedding_rows", copy=False) \
+        .group_by(_c("query_id"), copy=False)
+    return [*ctes, ("embedding_values", by_query)]
 
 
 def _join_on(a: str, b: str, columns, nullable) -> str:

@@ -159,14 +159,22 @@ def _expected(text: str):
     return float(text), 0.5 * 10 ** -decimals + 1e-12
 
 
-def _sqlite_tables(qrels, run: dict, history: dict | None = None):
+def _sqlite_tables(qrels, run: dict, history: dict | None = None, verdicts: tuple = (), embeddings: tuple = ()):
     """qrels: {query: {doc: grade}}, or an example's rows: (query, doc, grade) or, for subtopic qrels,
-    (query, subtopic, doc, grade); history: the training interactions {user: {item: grade}}."""
+    (query, subtopic, doc, grade); history: the training interactions {user: {item: grade}}; verdicts: the
+    judged statements (query, statement_of, verdict); embeddings: (query, generated, vector, noncommittal), in
+    long form (one row per dimension: SQLite has no arrays)."""
     qrels_rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()] if isinstance(qrels, dict) else qrels
     con = sqlite3.connect(":memory:")
     con.execute("CREATE TABLE history (query_id TEXT, doc_id TEXT, relevance REAL)")
     con.executemany("INSERT INTO history VALUES (?, ?, ?)",
                     [(u, i, g) for u, items in (history or {}).items() for i, g in items.items()])
+    con.execute("CREATE TABLE verdicts (query_id TEXT, statement TEXT, statement_of TEXT, verdict REAL)")
+    con.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?)", _verdict_rows(verdicts))
+    con.execute("CREATE TABLE embeddings (query_id TEXT, generated INTEGER, dimension INTEGER, value REAL, "
+                "noncommittal INTEGER)")
+    con.executemany("INSERT INTO embeddings VALUES (?, ?, ?, ?, ?)",
+                    [(q, g, i, x, n) for q, g, vector, n in embeddings for i, x in enumerate(vector, 1)])
     roles = SUBTOPIC_QRELS if len(qrels_rows[0]) == 4 else ("query_id", "doc_id", "relevance")
     con.execute(f"CREATE TABLE qrels ({', '.join(roles)})")
     con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
@@ -176,6 +184,11 @@ def _sqlite_tables(qrels, run: dict, history: dict | None = None):
 
 
 SUBTOPIC_QRELS = ("query_id", "subtopic", "doc_id", "relevance")
+
+
+def _verdict_rows(verdicts: tuple) -> list:
+    """An example's judged statements as rows (query_id, statement, statement_of, verdict), each statement its own."""
+    return [(q, f"s{i}", of, v) for i, (q, of, v) in enumerate(verdicts)]
 
 
 def _qrels(rows: tuple):
@@ -205,9 +218,20 @@ def test_examples_on_duckdb_and_sqlite(measure, example):
     history = _as_dicts([(u, i, 1) for u, i in example.history])
     if history:  # the training interactions, for rows: recommendations
         options = {**options, "history": history}
+    rows = _verdict_rows(example.verdicts)
+    if rows:  # the judged statements, for rows: verdicts
+        options = {**options, "verdicts": pa.table({c: [r[i] for r in rows] for i, c in
+                                                     enumerate(("query_id", "statement", "statement_of", "verdict"))})}
+    if example.embeddings:  # the question embeddings, for rows: embeddings: DuckDB's lists (its vector function)
+        options = {**options, "embeddings": pa.table({c: [list(e[i]) if c == "embedding" else e[i]
+                                                          for e in example.embeddings] for i, c in
+                                                       enumerate(("query_id", "generated", "embedding", "noncommittal"))})}
     on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **options).aggregate[example.call]
-    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(example.qrels, run, history),
-                                    **{**options, **({"history": "history"} if history else {})}).aggregate[example.call]
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(example.qrels, run, history,
+                                                                                      example.verdicts, example.embeddings),
+                                    **{**options, **({"history": "history"} if history else {}),
+                                       **({"verdicts": "verdicts"} if rows else {}),
+                                       **({"embeddings": "embeddings"} if example.embeddings else {})}).aggregate[example.call]
     where = f"{measure.path}:{example.line}"
     for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
         if want is None:

@@ -450,16 +450,21 @@ def test_list(capsys):
     code, out, err = run_cli(capsys, "list")
     assert code == 0
     recsys = {"recommendations", "ratings"}  # a recommender's whole run (history=, rated pairs)
-    for m in measures().values():
-        kind = "recsys" if m.rows in recsys else "ranking"
-        assert f"\n{m.name}  [{kind}] ({m.aggregate}, {m.better} is better)" in out
+    rag = {"ContextPrecision", "ContextUtilization", "Faithfulness", "ContextRecall", "ContextRelevancy",
+           "AnswerRelevancy"}
+
+    def kind(name, m):
+        return "rag" if name in rag else "recsys" if m.rows in recsys else "ranking"
+
+    for name, m in measures().items():
+        assert f"\n{m.name}  [{kind(name, m)}] ({m.aggregate}, {m.better} is better)" in out
     for m in fusion_methods().values():
         assert f"\n{m.name}  [fusion]\n" in out
     assert "map_cut_{k}" in out and "trec_eval map" in out and "@k cutoff (whole ranking)" in out
     code, out, err = run_cli(capsys, "list", "-f", "json")
     data = json.loads(out)
     assert [(d["name"], d["kind"]) for d in data] == [
-        (name, "recsys" if m.rows in recsys else "ranking") for name, m in measures().items()] + [
+        (name, kind(name, m)) for name, m in measures().items()] + [
         (m, "fusion") for m in fusion_methods()]
     ap = next(d for d in data if d["name"] == "AP")
     assert {"name": "map", "tool": "trec_eval"} in ap["aliases"] and ap["parameters"][0] == {

@@ -115,19 +115,48 @@ def history_rows(qrels):
     return [row for row in qrels if row[2] >= 1]
 
 
+def verdict_rows():
+    """A RAG pipeline's judged statements (query, statement, statement_of, verdict) for the fixture's queries (the
+    awkward ids among them): a few of each kind per query, some kinds missing (no value there), q6_noqrels's
+    unread (not a judged query)."""
+    rnd = random.Random(20261125)
+    rows = []
+    for q in (*QUERIES, "q6_noqrels"):
+        for of in ("answer", "reference", "context"):
+            rows += [(q, f"{of} {i}", of, rnd.choice([0, 1])) for i in range(rnd.choice([0, 1, 3, 4]))]
+    return rows
+
+
+def embedding_rows():
+    """Question embeddings (query, generated, vector of 4, noncommittal): the question asked (0) and one to three
+    generated ones for most fixture queries, none for some; every generation noncommittal for a few."""
+    rnd = random.Random(20261126)
+    rows = []
+    for q in (*QUERIES, "q6_noqrels"):
+        generated = rnd.choice([0, 1, 2, 3])
+        all_noncommittal = rnd.random() < 0.2
+        for g in range(generated + 1):
+            vector = [round(rnd.choice([-1, 1]) * rnd.uniform(0.1, 2), 3) for _ in range(4)]
+            rows.append((q, g, vector, 1 if all_noncommittal and g else rnd.choice([0, 0, 1]) if g else 0))
+    return rows
+
+
 # Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
 QRELS_COLUMNS = ("topic", "Doc ID", "grade")
 RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
 RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
 SUBTOPICS_COLUMNS = ("topic", "Sub Topic", "Doc ID", "grade")  # subtopic qrels, for the diversity measures
+VERDICTS_COLUMNS = ("topic", "statement", "statement_of", "verdict")  # the query column as the qrels name it
+EMBEDDINGS_COLUMNS = ("topic", "generated", "dimension", "value", "noncommittal")  # long form: any engine
 TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS,
-                 "history": QRELS_COLUMNS}
+                 "history": QRELS_COLUMNS, "verdicts": VERDICTS_COLUMNS, "embeddings": EMBEDDINGS_COLUMNS}
 TABLES = tuple(TABLE_COLUMNS)
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
            "rank_position": "rank", "subtopic": "Sub Topic"}
 RUNS_MAP = {**COLUMNS, "run_name": "tag"}
 TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text",
-         "Sub Topic": "text"}
+         "Sub Topic": "text", "statement": "text", "statement_of": "text", "verdict": "int",
+         "generated": "int", "dimension": "int", "value": "float", "noncommittal": "int"}
 
 
 def arrow(rows, columns) -> pa.Table:
@@ -148,6 +177,8 @@ def all_measures(diversity: bool = False) -> list[str]:
             continue
         if m.rows in ("recommendations", "ratings"):
             continue  # one value per run: test_recommender_measures_equal_duckdb
+        if m.rows in ("verdicts", "embeddings"):
+            continue  # one pipeline's verdicts and embeddings: test_rag_measures_equal_duckdb
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -182,11 +213,14 @@ CASES = {
 @pytest.fixture(scope="session")
 def data():
     qrels, run, runs = fixture_rows()
-    subtopics, history = subtopic_rows(qrels), history_rows(qrels)
-    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history},
+    subtopics, history, verdicts = subtopic_rows(qrels), history_rows(qrels), verdict_rows()
+    embeddings = [(q, g, i, x, n) for q, g, vector, n in embedding_rows() for i, x in enumerate(vector, 1)]
+    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history,
+                     "verdicts": verdicts, "embeddings": embeddings},
             "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
                       "runs": arrow(runs, RUNS_COLUMNS), "subtopics": arrow(subtopics, SUBTOPICS_COLUMNS),
-                      "history": arrow(history, QRELS_COLUMNS)}}
+                      "history": arrow(history, QRELS_COLUMNS), "verdicts": arrow(verdicts, VERDICTS_COLUMNS),
+                      "embeddings": arrow(embeddings, EMBEDDINGS_COLUMNS)}}
 
 
 @pytest.fixture(scope="session")
@@ -512,6 +546,52 @@ def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
     for run_name, values in (want.aggregate.items() if multi else [(None, want.aggregate)]):
         mine = got.aggregate[run_name] if multi else got.aggregate
         assert all(_close(mine[m], v) for m, v in values.items()), (run_name, mine, values)
+
+
+RAG_MEASURES = [m.name for m in catalogue().values() if m.rows in ("verdicts", "embeddings")] + ["ContextPrecision@5"]
+
+
+def _array_embeddings(engine) -> str:
+    """The embeddings as arrays, where the rendered SQL reads them so (DuckDB, PostgreSQL): a table made here."""
+    rows = embedding_rows()
+    if engine.name == "duckdb":
+        engine.con.register("src", pa.table({"topic": [r[0] for r in rows], "generated": [r[1] for r in rows],
+                                             "embedding": pa.array([r[2] for r in rows], pa.list_(pa.float64(), 4)),  # DOUBLE[4]
+                                             "noncommittal": [r[3] for r in rows]}))
+        engine.con.execute("CREATE OR REPLACE TABLE eval.embedding_arrays AS SELECT * FROM src")
+        engine.con.unregister("src")
+        return "eval.embedding_arrays"
+    table = engine.tables["qrels"].rsplit(".", 1)[0] + ".embedding_arrays"
+    with engine.con.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
+        cur.execute(f"CREATE TABLE {table} (topic TEXT, generated INTEGER, embedding DOUBLE PRECISION[], "
+                    "noncommittal INTEGER)")
+        cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s, %s)", rows)
+    engine.con.commit()
+    return table
+
+
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_rag_measures_equal_duckdb(engine_name, engines, data):
+    """The RAG measures over the judged statements (verdicts=), beside a ranking one, on every engine."""
+    engine = engines(engine_name)
+    qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
+    rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sqlmetrics.evaluate(data["arrow"]["qrels"], data["arrow"]["run"], RAG_MEASURES, columns=rcols,
+                                   qrels_columns=qcols, verdicts=data["arrow"]["verdicts"],
+                                   embeddings=data["arrow"]["embeddings"])
+    embeddings = _array_embeddings(engine) if engine_name in ("duckdb", "postgres") else engine.tables["embeddings"]
+    got = evaluate_on(engine.con, RAG_MEASURES, qrels=engine.tables["qrels"], run=engine.tables["run"],
+                      columns=COLUMNS, verdicts=engine.tables["verdicts"], embeddings=embeddings)
+    ours, theirs = _rows(got, False), _rows(want, False)
+    assert sorted(ours) == sorted(theirs), "different lists evaluated"
+    assert any(v is None for row in theirs.values() for v in row.values())  # a query without statements of a kind
+    bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"
+           for key in theirs for m in RAG_MEASURES if not _close(ours[key][m], theirs[key][m])]
+    assert not bad, "\n".join(bad[:30])
+    assert all(_close(got.aggregate[m], v) for m, v in want.aggregate.items()), (got.aggregate, want.aggregate)
 
 
 @pytest.mark.parametrize("engine_name", ["postgres", "mariadb"])

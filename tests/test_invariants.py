@@ -40,6 +40,8 @@ def catalogue_calls() -> list:
             continue
         if m.aggregate == "once":
             continue  # one value per run, over the run's items or rated pairs: tests/test_recsys.py
+        if m.rows in ("verdicts", "embeddings"):
+            continue  # the query's judged statements or embeddings, not the ranking: tests/test_rag.py
         variants = [""] + [f"({p.name}='{o}')" for p in m.params.values() if p.type == "choice"
                            for o in p.options if o != p.default]
         at = m.params.get(m.at) if m.at else None

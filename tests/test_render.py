@@ -45,6 +45,8 @@ def _every_measure(rows: str = "ranking", ties: str = "docid_desc") -> list[str]
             continue
         if m.rows == "ratings" and ties == "rank":
             continue  # the rating measures compare scores with grades: they refuse ties='rank' (test_recsys.py)
+        if m.rows in ("verdicts", "embeddings"):
+            continue  # one pipeline's verdicts and embeddings, one run at a time: the golden case rag
         at = m.params.get(m.at) if m.at else None
         out.append(f"{m.name}@{'10' if at.type == 'cutoff' else '0.5'}" if at is not None and at.required else m.name)
     return out
@@ -319,6 +321,11 @@ GOLDEN_CASES = {
         columns={"query_id": "query_text", "doc_id": "item_id", "relevance": "rating", "rank_position": "position",
                  "run_name": "experiment_arm"},
         ties="rank"),
+    "rag": dict(
+        measures=["ContextPrecision@5", "Faithfulness", "ContextRecall", "ContextRelevancy", "AnswerRelevancy"],
+        qrels="rag.eval.context_judgments", run="rag.eval.retrieved", verdicts="rag.eval.verdicts",
+        embeddings="rag.eval.question_embeddings", per_query=True,
+        columns={"query_id": "question_id", "doc_id": "chunk_id", "relevance": "relevant", "score": "similarity"}),
 }
 
 

@@ -25,7 +25,7 @@ value is an error naming the file and line):
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | positions | subtopics | recommendations | ratings
+    rows: ranking | preferences | positions | subtopics | recommendations | ratings | verdicts | embeddings
                                            what the body aggregates (default ranking): the ranked rows of a
                                            list, its preferences' rows, its subtopic rows (diversity measures),
                                            one row per position 1..1000 (cwl_eval's depth) whether a
@@ -35,7 +35,13 @@ value is an error naming the file and line):
                                            once) over the whole run: one row per item it recommends, with the
                                            item's counts in the run and in the training interactions
                                            (history=), or one row per run row with a grade (its score the
-                                           prediction); sql/_shared.sql lists the columns of each kind of row
+                                           prediction); or (RAG) the judged statements of the list's query
+                                           (verdicts=), or the questions generated from its answer, each with
+                                           its cosine to the question asked (embeddings=); sql/_shared.sql
+                                           lists the columns of each kind of row
+    kind: ranking | rag | recsys           what it evaluates, for `sqlmetrics list` (default: recsys for the
+                                           measures of a whole run, rag for rows: verdicts and embeddings,
+                                           else ranking)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -47,14 +53,19 @@ value is an error naming the file and line):
     ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
-    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] => VALUE
+    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] [verdicts: Q OF V, ...]
+             [embeddings: Q GENERATED X;Y;... NONCOMMITTAL, ...] => VALUE
                                            required, repeatable: a hand-computed value of this measure with
                                            PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
                                            tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
                                            a/b, or null). A `rows: subtopics` template's qrels entries
                                            are `Q S D G` (query, subtopic, document, grade); `history:` lists
                                            the training interactions (user, item) that `rows:
-                                           recommendations` measures read
+                                           recommendations` measures read; `verdicts:` the judged statements
+                                           (query, what the statement is of, verdict) that `rows: verdicts` read;
+                                           `embeddings:` the question embeddings (query, 0 for the question asked
+                                           or 1.. for a generated one, the vector's numbers, noncommittal 0 or 1)
+                                           that `rows: embeddings` read
 
 `sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
 """
@@ -81,7 +92,12 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")
-ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings")
+ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "verdicts", "embeddings")
+KINDS = ("ranking", "rag", "recsys")
+# What a judged statement (rows: verdicts) is of: the answer's claims (checked against the retrieved context),
+# the reference answer's claims (attributable to the context or not), the context's sentences (relevant to the
+# question or not).
+STATEMENTS_OF = ("answer", "reference", "context")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -138,6 +154,8 @@ class Example:
     run: tuple  # ((query, doc, score), ...)
     value: str  # as written: a decimal, a fraction a/b, or null
     history: tuple = ()  # ((user, item), ...): the training interactions, for `rows: recommendations`
+    verdicts: tuple = ()  # ((query, statement_of, verdict), ...): the judged statements, for `rows: verdicts`
+    embeddings: tuple = ()  # ((query, generated, (x, y, ...), noncommittal), ...): for `rows: embeddings`
 
 
 @dataclass(frozen=True)
@@ -162,11 +180,16 @@ class Measure:
     path: Path
     rows: str = "ranking"  # what the body aggregates: the ranked rows, the list's preferences or positions (ROWS)
     body_of: str | None = None  # the measure whose SQL and sections this one takes (`body:`)
+    kind_of: str | None = None  # the header's `kind:`, when it says one
 
     @property
     def kind(self) -> str:
-        """What it evaluates (`sqlmetrics list`): ranked lists, or a recommender's whole run (recsys)."""
-        return "recsys" if self.rows in ("recommendations", "ratings") else "ranking"
+        """What it evaluates (`sqlmetrics list`): ranked lists, a RAG pipeline's answers and contexts (rag), or a
+        recommender's whole run (recsys)."""
+        if self.kind_of:
+            return self.kind_of
+        return {"recommendations": "recsys", "ratings": "recsys", "verdicts": "rag", "embeddings": "rag"}.get(
+            self.rows, "ranking")
 
 
 @dataclass(frozen=True)
@@ -180,11 +203,11 @@ _LINE = re.compile(r"^--(.*)$")
 _KEY = re.compile(r"^ ?(?P<key>[A-Za-z_]+)(?:\s+(?P<name>\w+))?\s*:\s?(?P<value>.*)$")
 _CONTINUATION = re.compile(r"^ {2,}(?P<text>\S.*)$")
 _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", "better", "empty", "range",
-           "ideal_order", "rows", "body")
+           "ideal_order", "rows", "body", "kind")
 _NAMED = ("param", "window", "ideal", "ideal_running", "ideal_suffix")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
-_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?\s*=>\s*(?P<value>\S+)$")
+_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?(?:\s+verdicts:\s*(?P<verdicts>.+?))?(?:\s+embeddings:\s*(?P<embeddings>.+?))?\s*=>\s*(?P<value>\S+)$")
 _VALUE = re.compile(r"^(null|-?\d+(\.\d+)?|-?\d+/\d+)$")
 _ALIAS_TAG = re.compile(r"^(?P<pattern>.+?)\s*\((?P<tool>[\w-]+)\)$")
 
@@ -278,9 +301,22 @@ class _Reader:
         history = tuple(tuple(entry.split()) for entry in (m.group("history") or "").split(",") if entry.strip())
         if any(len(pair) != 2 for pair in history):
             raise self.fail(line, "example: each history entry is `user item`.")
+        verdicts = tuple(tuple(entry.split()) for entry in (m.group("verdicts") or "").split(",") if entry.strip())
+        if any(len(v) != 3 or v[1] not in STATEMENTS_OF or v[2] not in ("0", "1") for v in verdicts):
+            raise self.fail(line, f"example: each verdicts entry is `query OF VERDICT`, OF one of "
+                                  f"{', '.join(STATEMENTS_OF)} and VERDICT 0 or 1.")
         if not _VALUE.match(m.group("value")):
             raise self.fail(line, f"example: the value {m.group('value')!r} is not a decimal, a fraction a/b or null.")
-        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history)
+        embeddings = []
+        for entry in filter(str.strip, (m.group("embeddings") or "").split(",")):
+            fields = entry.split()
+            if len(fields) != 4 or not fields[1].isdigit() or fields[3] not in ("0", "1"):
+                raise self.fail(line, "example: each embeddings entry is `query GENERATED X;Y;... NONCOMMITTAL`, "
+                                      "GENERATED 0 (the question asked) or more, NONCOMMITTAL 0 or 1.")
+            vector = tuple(self.number(line, x, "example embedding") for x in fields[2].split(";"))
+            embeddings.append((fields[0], int(fields[1]), vector, int(fields[3])))
+        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history,
+                       tuple((q, of, int(v)) for q, of, v in verdicts), tuple(embeddings))
 
     def read(self) -> Measure:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
@@ -337,7 +373,7 @@ class _Reader:
         if value["measure"] != self.path.stem:
             raise self.fail(line["measure"], f"the measure is named {value['measure']!r} but the file "
                                              f"{self.path.name!r}: they must be the same.")
-        checks = (("aggregate", AGGREGATES), ("better", ("higher", "lower")), ("rows", ROWS))
+        checks = (("aggregate", AGGREGATES), ("better", ("higher", "lower")), ("rows", ROWS), ("kind", KINDS))
         for key, allowed in checks:
             if key in value and value[key] not in allowed:
                 raise self.fail(line[key], f"{key}: {value[key]!r} is not one of {', '.join(allowed)}.")
@@ -374,7 +410,8 @@ class _Reader:
             range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
             ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
             ideal_suffix=sections["ideal_suffix"],
-            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"), body_of=value.get("body"))
+            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"), body_of=value.get("body"),
+            kind_of=value.get("kind"))
 
 
 def sql_dir() -> Path:

@@ -44,8 +44,9 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
     # Ids compare as bytes (segment values too: they are part of the list key).
     id_roles = {*ID_ROLES, "subtopic", *options.segment_key}
-    # subtopic_judgments: only with subtopic qrels; history_rows: only for the recommender measures
-    for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows"):
+    # subtopic_judgments: only with subtopic qrels; history_rows: only for the recommender measures; verdict_rows:
+    # and embedding_long: only for the RAG measures (not embedding_input, whose unnested `doc_id` is a number)
+    for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows", "verdict_rows", "embedding_long"):
         select = _cte(tree, cte_name)
         for item in select.expressions if select is not None else ():
             if isinstance(item, exp.Alias) and item.alias in id_roles:

@@ -18,10 +18,10 @@ from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import column_identifier, table_reference
-from ..options import RENDER, check_log_options, resolve, role_columns, signature
+from ..options import RENDER, VERDICT_COLUMNS, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
-from ..statement import Shape, Source, build_statement, check_subtopics
+from ..statement import Embeddings, Shape, Source, build_statement, check_subtopics
 from .info import UNNEST_DIALECTS, DialectInfo, dialect_info
 from .portable import portable
 
@@ -182,6 +182,20 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     if o.history is not None:  # the training interactions: a table with the qrels' user and item columns
         history = Source(table_reference(o.history, d, fold),
                          {r: column_identifier(qrels_map[r], d, fold) for r in ("query_id", "doc_id")})
+    verdicts = None
+    if o.verdicts is not None:  # the judged statements: a table with the qrels' query column and fixed names
+        verdicts = Source(table_reference(o.verdicts, d, fold),
+                          {"query_id": column_identifier(qrels_map["query_id"], d, fold),
+                           **{r: column_identifier(r, d, fold) for r in VERDICT_COLUMNS}})
+    embeddings = None
+    if o.embeddings is not None:  # an array column where the engine has arrays (and UNNEST), the long form elsewhere
+        form = "function" if info.name == "duckdb" else "unnest" if info.unnest else "long"
+        vector = ("embedding",) if form != "long" else ("dimension", "value")
+        embeddings = Embeddings(Source(table_reference(o.embeddings, d, fold),
+                                       {"query_id": column_identifier(qrels_map["query_id"], d, fold),
+                                        **{r: column_identifier(r, d, fold)
+                                           for r in ("generated", "noncommittal", *vector)}}),
+                                form)
     tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query,
-                           history)
+                           history, verdicts, embeddings)
     return portable(tree, info, options, calls, per_query), calls

@@ -19,13 +19,13 @@ from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, Settings
+from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, VERDICT_COLUMNS, Settings
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..results import Results
 from sqlglot import exp
 
-from ..statement import READ, Shape, Source, aggregate_sql, build_statement, check_subtopics
+from ..statement import READ, Embeddings, Shape, Source, aggregate_sql, build_statement, check_subtopics
 from . import checks
 from .output import process_folder
 from .readers import Loaded, _first_line, _fresh, _numbered, damaged, load
@@ -378,6 +378,58 @@ def _load_runs(con, run, columns: dict, inputs: list, glob: bool, step) -> list:
     return out
 
 
+def _judged(con, loaded: Loaded, judge):
+    """The verdicts= rows (an Arrow table) with the verdict judge= gives each (a list of row dicts -> 1 or 0 each)."""
+    import pyarrow as pa
+
+    table = con.sql(f"SELECT * FROM {loaded.view}").to_arrow_table()
+    if "verdict" in table.column_names:
+        raise SqlmetricsError(f"{loaded.label}: has a verdict column; judge= judges statements without one. Drop "
+                              "the column, or leave judge= out.")
+    verdicts = _called(judge, "judge", table.to_pylist(), "statements")
+    bad = next((v for v in verdicts if isinstance(v, str) or v not in (0, 1)), None)
+    if bad is not None:
+        raise SqlmetricsError(f"judge= returned {bad!r}: a verdict is 1 or 0 (True or False).")
+    return table.append_column("verdict", pa.array([int(v) for v in verdicts], pa.int64()))
+
+
+def _embedded(con, loaded: Loaded, embed):
+    """The embeddings= rows (an Arrow table) with the vector embed= gives each question's text (a list of strings ->
+    a list of numbers each)."""
+    import pyarrow as pa
+
+    table = con.sql(f"SELECT * FROM {loaded.view}").to_arrow_table()
+    if "question" not in table.column_names or "embedding" in table.column_names:
+        raise SqlmetricsError(f"{loaded.label}: embed= embeds each row's question (its text): give a question column "
+                              f"and no embedding column (columns: {', '.join(table.column_names)}).")
+    texts = table.column("question").to_pylist()
+    if None in texts:
+        raise SqlmetricsError(f"{loaded.label}, row {texts.index(None) + 1}: the question is empty; embed= needs its "
+                              "text.")
+    vectors = _called(embed, "embed", [str(t) for t in texts], "questions")
+    try:
+        array = pa.array([[float(x) for x in v] for v in vectors], pa.list_(pa.float64()))
+    except (TypeError, ValueError):
+        raise SqlmetricsError("embed= returned something other than a list of numbers for a question.") from None
+    return table.append_column("embedding", array)
+
+
+def _called(function, name: str, items: list, what: str) -> list:
+    """The caller's function over all the items at once, one result per item."""
+    try:
+        out = list(function(items))
+    except Exception as e:  # the caller's code: any failure is theirs, named so
+        raise SqlmetricsError(f"{name}= failed on {len(items)} {what}: {type(e).__name__}: {e}") from e
+    if len(out) != len(items):
+        raise SqlmetricsError(f"{name}= returned {len(out)} results for {len(items)} {what}: give one per item, in "
+                              "order.")
+    return out
+
+
+def _only(columns: dict, role: str) -> dict:
+    return {role: columns[role]} if role in columns else {}
+
+
 def _table_columns(o: Settings) -> tuple[dict, dict]:
     """columns= maps both tables wherever the role exists; qrels_columns= overrides it for the qrels."""
     columns = dict(o.columns or {})
@@ -445,6 +497,32 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
             h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
             inputs.append(h)
             history = _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
+        verdicts = None
+        if o.verdicts is not None:  # the judged statements: the query as the qrels name it, statement and verdict
+            roles = {**_only(qrels_columns, "query_id"), "doc_id": "statement", "relevance": "verdict"}
+            if o.judge is not None:  # no verdict yet (statement stands in for it while loading): the judge's
+                v = load(con, o.verdicts, "qrels", {**roles, "relevance": "statement"}, what="verdicts")
+                inputs.append(v)
+                v = load(con, _judged(con, v, o.judge), "qrels", roles, what="verdicts (judged by judge=)")
+            else:
+                v = load(con, o.verdicts, "qrels", roles, what="verdicts")
+            inputs.append(v)
+            checks.check_verdicts(con, v)
+            verdicts = _source(v.view, {"query_id": v.columns["query_id"], **{c: c for c in VERDICT_COLUMNS}})
+        embeddings = None
+        if o.embeddings is not None:  # the question embeddings: the query as the qrels name it, generated, ...
+            roles = {**_only(qrels_columns, "query_id"), "doc_id": "generated", "relevance": "generated"}
+            e = load(con, o.embeddings, "qrels", roles, what="embeddings")
+            inputs.append(e)
+            if o.embed is not None:  # the questions' texts: embed= gives their vectors
+                e = load(con, _embedded(con, e, o.embed), "qrels", roles, what="embeddings (embedded by embed=)")
+                inputs.append(e)
+            vector, noncommittal = checks.check_embeddings(con, e)
+            source = _source(e.view, {"query_id": e.columns["query_id"], "generated": "generated",
+                                      **{c: c for c in (*vector, *noncommittal)}})
+            if not noncommittal:  # optional here: no generation judged the answer noncommittal
+                source = dataclasses.replace(source, constants={"noncommittal": 0})
+            embeddings = Embeddings(source, "function" if vector == ("embedding",) else "long")
         runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -459,7 +537,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
-                              history=history).sql(READ)
+                              history=history, verdicts=verdicts, embeddings=embeddings).sql(READ)
         step("computing measures")
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")

@@ -1129,13 +1129,14 @@ def _named_tuples(con, items: Iterator, kind: str, what: str, columns: dict | No
 
 
 def load(con, obj, kind: str, columns: dict | None = None, name: str | None = None, fmt: str | None = None,
-         own_columns: bool = False, layout: str | None = None, glob: bool = False) -> Loaded:
+         own_columns: bool = False, layout: str | None = None, glob: bool = False, what: str | None = None) -> Loaded:
     """Register one qrels or run input as a view on `con`. columns: {role: column} for this table's roles;
     own_columns: the mapping was given for this table alone (qrels_columns=), so a TREC file refuses it;
     layout: the fields of a TREC text file when they are not kind's (TREC_FIELDS, e.g. 'qrels_jg');
-    glob: a name holding * ? [ ] { }, or a folder, is a pattern of Parquet files (else it is one file).
+    glob: a name holding * ? [ ] { }, or a folder, is a pattern of Parquet files (else it is one file);
+    what: the input's name in messages, when it is not the kind's (e.g. 'verdicts', read as qrels are).
     A run whose doc_id column is a list (one row per query) is unnested: see _unnested."""
-    loaded = _load(con, obj, kind, columns, name, fmt, own_columns, layout, glob)
+    loaded = _load(con, obj, kind, columns, name, fmt, own_columns, layout, glob, what)
     return _unnested(con, loaded) if kind == "run" and _column_type(con, loaded, "doc_id").endswith("[]") else loaded
 
 
@@ -1186,8 +1187,8 @@ def _unnested(con, loaded: Loaded) -> Loaded:
 
 
 def _load(con, obj, kind: str, columns: dict | None, name: str | None, fmt: str | None, own_columns: bool,
-          layout: str | None, glob: bool) -> Loaded:
-    what = kind if name is None else f"run {name!r}"
+          layout: str | None, glob: bool, what: str | None = None) -> Loaded:
+    what = what or (kind if name is None else f"run {name!r}")
     if isinstance(obj, (str, Path)):
         text = str(obj)
         if isinstance(obj, str) and text.startswith(IR_DATASETS):

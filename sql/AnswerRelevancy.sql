@@ -1,0 +1,15 @@
+-- measure: AnswerRelevancy
+-- description: RAGAS answer relevancy: the mean cosine similarity between the embedding of the question asked and the embeddings of the N questions generated from the answer (embeddings=); 0 when every generation judged the answer noncommittal.
+-- reference: RAGAS answer_relevancy (ResponseRelevancy): (1/N) sum_i cos(E_gi, E_o), times 0 when all N generations are noncommittal
+-- rows: embeddings
+-- empty: null
+-- range: -1..1
+-- example: qrels: q1 d1 1 run: q1 d1 0.9 embeddings: q1 0 1;0 0, q1 1 0.6;0.8 0, q1 2 1;1 0, q1 3 0;2 0 => 0.4357022604
+-- example: qrels: q1 d1 1, q2 d2 1 run: q1 d1 0.9, q2 d2 0.8 embeddings: q1 0 3;4 0, q1 1 3;4 1, q1 2 4;3 1, q2 0 3;4 0, q2 1 3;4 1, q2 2 4;3 0 => 0.49
+-- example: qrels: q1 d1 1, q2 d2 1 run: q1 d1 0.9 embeddings: q1 0 1;0;0 0, q1 1 -2;0;0 0, q2 0 1;1;1 0 => -1
+-- note: Example 1: the question asked is (1, 0); the generated ones (0.6, 0.8), (1, 1) and (0, 2) have cosines
+--   0.6, 1/sqrt(2) and 0: their mean is (0.6 + 0.7071067812) / 3. Example 2: q1's two generations both judge
+--   the answer noncommittal: 0; q2's one does: not zeroed (as RAGAS, which zeroes only when all do), cosines 1
+--   and 24/25, mean 0.98; (0 + 0.98) / 2. Example 3: the cosine of opposite vectors is -1; q2 has no generated
+--   question: no value, left out of the mean.
+AVG(cosine) * (1 - MIN(noncommittal))

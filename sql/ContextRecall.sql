@@ -1,0 +1,11 @@
+-- measure: ContextRecall
+-- description: RAGAS context recall: the share of the reference answer's claims that can be attributed to the retrieved context, from the judged statements (verdicts=) of the query whose statement_of is 'reference'.
+-- reference: RAGAS context_recall (LLM-judged, against a reference answer)
+-- rows: verdicts
+-- empty: null
+-- range: 0..1
+-- example: qrels: q1 d1 1, q2 d2 1 run: q1 d1 0.9, q2 d2 0.8 verdicts: q1 reference 1, q1 reference 0, q1 answer 0, q2 reference 0, q2 reference 0, q2 reference 1, q2 reference 1 => 1/2
+-- example: qrels: q1 d1 1, q2 d2 1 run: q1 d1 0.9, q2 d2 0.8 verdicts: q1 reference 1, q2 answer 1 => 1
+-- note: Example 1: q1's reference has two claims, one attributable (1/2); q2's four, two attributable (1/2).
+--   Example 2: q2 has no reference claim: no value, left out of the mean.
+AVG(CASE WHEN statement_of = 'reference' THEN verdict END)

@@ -1,0 +1,14 @@
+-- measure: ContextUtilization
+-- description: RAGAS context utilization: context precision with each retrieved chunk judged useful to the generated answer instead of relevant to the reference: pass those verdicts as the qrels (query, chunk, 1 or 0).
+-- reference: RAGAS context_utilization (LLMContextPrecisionWithoutReference, without its 1e-10 smoothing)
+-- body: ContextPrecision
+-- kind: rag
+-- param k: cutoff = none
+-- param rel: level
+-- at: k
+-- range: 0..1
+-- example: qrels: q1 c1 0, q1 c2 1, q1 c3 1 run: q1 c1 0.9, q1 c2 0.8, q1 c3 0.7 => 7/12
+-- example: @2 qrels: q1 c1 0, q1 c2 1, q1 c3 1 run: q1 c1 0.9, q1 c2 0.8, q1 c3 0.7 => 1/2
+-- note: Example 1: the answer used the chunks at ranks 2 and 3: (1/2 + 2/3) / 2 = 7/12. Example 2: within the
+--   top 2 only rank 2 counts: 1/2. The same formula as ContextPrecision: the judgments given as qrels decide
+--   which it is, so evaluate the two in separate calls (reference verdicts, answer verdicts).

@@ -1,0 +1,15 @@
+-- measure: Faithfulness
+-- description: RAGAS faithfulness: the share of the answer's claims that the retrieved context supports, from the judged statements (verdicts=) of the query whose statement_of is 'answer'.
+-- reference: RAGAS faithfulness (Es, James, Espinosa-Anke and Schockaert, RAGAS: Automated Evaluation of Retrieval Augmented Generation, EACL 2024 demos)
+-- rows: verdicts
+-- empty: null
+-- range: 0..1
+-- example: qrels: q1 d1 1, q2 d2 1 run: q1 d1 0.9, q2 d2 0.8 verdicts: q1 answer 1, q1 answer 1, q1 answer 0, q1 reference 0, q2 answer 1, q2 context 0 => 5/6
+-- example: qrels: q1 d1 1, q2 d2 1 run: q1 d1 0.9 verdicts: q1 answer 0, q2 answer 1, q2 answer 0 => 1/4
+-- example: qrels: q1 d1 1 run: q1 d1 0.9 verdicts: q1 reference 1, q1 context 1 => null
+-- note: Example 1: q1's answer has three claims, two supported (2/3); q2's one claim is supported (1): the mean
+--   is 5/6. The reference's and the context's statements are other measures'. Example 2: the verdicts are the
+--   query's, whatever was retrieved for it: q2 has none retrieved and still scores 1/2; (0 + 1/2) / 2.
+--   A query whose answer has no judged claim has no value (RAGAS gives NaN), and the mean leaves it out
+--   (example 3: no query has a value).
+AVG(CASE WHEN statement_of = 'answer' THEN verdict END)
