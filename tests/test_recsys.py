@@ -160,7 +160,7 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
 # ------------------------------------------------------------------------------- rating and classification
 
 RATING_MEASURES = ["RMSE", "MAE", "RSquared", "ExplainedVariance"]
-CLASS_MEASURES = ["AUC", "GAUC", "LogLoss"]
+CLASS_MEASURES = ["AUC", "GAUC", "UserAUC", "LogLoss"]
 
 
 def rated(seed: int, binary: bool, users=25, items=40):
@@ -178,14 +178,15 @@ def rated(seed: int, binary: bool, users=25, items=40):
             pd.DataFrame(pred, columns=["userID", "itemID", "prediction"]))
 
 
-def gauc(truth: pd.DataFrame, pred: pd.DataFrame) -> float:
-    """Per-user roc_auc_score weighted by the user's pairs, over users with both classes (Zhou et al. 2018)."""
+def gauc(truth: pd.DataFrame, pred: pd.DataFrame, weighted: bool = True) -> float:
+    """Per-user roc_auc_score weighted by the user's pairs (Zhou et al. 2018), or each user alike (UserAUC),
+    over users with both classes."""
     pairs = truth.merge(pred, on=["userID", "itemID"])
     areas, weights = [], []
     for _, user in pairs.groupby("userID"):
         if user["rating"].nunique() == 2:
             areas.append(roc_auc_score(user["rating"], user["prediction"]))
-            weights.append(len(user))
+            weights.append(len(user) if weighted else 1)
     return float(np.dot(areas, weights) / np.sum(weights))
 
 
@@ -211,10 +212,21 @@ def test_rating_measures_equal_recommenders(seed):
 def test_classification_measures_equal_recommenders_and_gauc(seed):
     truth, pred = rated(seed, binary=True)
     want = {"AUC": python_evaluation.auc(truth, pred), "LogLoss": python_evaluation.logloss(truth, pred),
-            "GAUC": gauc(truth, pred)}
+            "GAUC": gauc(truth, pred), "UserAUC": gauc(truth, pred, weighted=False)}
     results = _evaluate_ratings(truth, pred, CLASS_MEASURES)
     for m in CLASS_MEASURES:
         assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_per_user_areas_weighted_and_not(seed):
+    """Dense grades (each user scored on most of 12 items): many users with both classes, of different sizes."""
+    truth, pred = rated(seed, binary=True, users=40, items=12)
+    want = {"GAUC": gauc(truth, pred), "UserAUC": gauc(truth, pred, weighted=False)}
+    assert abs(want["GAUC"] - want["UserAUC"]) > 1e-3  # the users' weights matter here
+    results = _evaluate_ratings(truth, pred, ["GAUC", "UserAUC"])
+    for m, value in want.items():
+        assert abs(results.aggregate[m] - value) <= TOLERANCE, (m, results.aggregate[m], value)
 
 
 def test_compare_refuses_a_measure_of_the_whole_run():
@@ -248,8 +260,9 @@ def test_each_segment_and_labelled_log_gets_its_own_value():
     log = pred.merge(truth, on=["userID", "itemID"], how="left")  # unlabelled rows: no pair
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # users whose scored items have no grade: no pair
-        results = sqlmetrics.evaluate(None, log, ["AUC", "GAUC", "RMSE"], label="rating",
+        results = sqlmetrics.evaluate(None, log, ["AUC", "GAUC", "UserAUC", "RMSE"], label="rating",
                                       columns={"query_id": "userID", "doc_id": "itemID", "score": "prediction"})
     assert abs(results.aggregate["AUC"] - python_evaluation.auc(truth, pred)) <= TOLERANCE
     assert abs(results.aggregate["GAUC"] - gauc(truth, pred)) <= TOLERANCE
+    assert abs(results.aggregate["UserAUC"] - gauc(truth, pred, weighted=False)) <= TOLERANCE
     assert abs(results.aggregate["RMSE"] - python_evaluation.rmse(truth, pred)) <= TOLERANCE
