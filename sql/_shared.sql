@@ -70,3 +70,10 @@
 --   num_pairs, num_pos        the run's pairs, and those with is_pos = 1
 --   score_rank     the pair's rank among the run's pairs by prediction, ascending; tied scores share their mean rank
 --   user_pairs, user_pos, user_score_rank     the same within the pair's list (user)
+--
+-- Item rows (templates with `rows: items`, per list: statement.py builds them). One row per ranked item of the
+-- list, with rnk and is_rel (1 when its grade reaches the relevance level), and the cosine similarities of
+-- items by co-occurrence (`cooc_`: the item's training users, history=) or by their features (`feature_`, items=),
+-- a pair without a known similarity counting 0:
+--   cooc_sim_above, feature_sim_above    the summed similarity of the item to each item ranked above it
+--   cooc_hist_sim, feature_hist_sim      its mean similarity to the user's training items; NULL when none

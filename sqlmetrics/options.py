@@ -22,7 +22,9 @@ SUBTOPIC_ROLE = "subtopic"
 # The extra roles each qrels format reads.
 FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_ROLES, "qrels_prefs": ("judgment_group",),
                  "subtopics": (SUBTOPIC_ROLE,)}
-ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE)
+# The item features' columns (items=): a list of numbers (vector), a category, or one row per dimension (long form).
+ITEM_ROLES = ("vector", "category", "dimension", "value")
+ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE, *ITEM_ROLES)
 
 TESTS = {
     "student": "paired Student's t-test",
@@ -119,7 +121,7 @@ OPTIONS = (
     Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
            _EVERYWHERE, choices=("float64", "float32")),
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
-           "judgment_group, judgment_subgroup, subtopic, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
+           "judgment_group, judgment_subgroup, subtopic, run_name; vector, category, dimension, value in items=), in both tables wherever the role exists; run_name evaluates every run of the table",
            _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
     Option("list_run", False, "the run has one row per query: doc_id is a list of document ids in rank order, "
            "score (when mapped) the list of their scores; a list position is the rank (read so locally whenever "
@@ -151,6 +153,11 @@ OPTIONS = (
     Option("history", None, "the training interactions (user as query_id, item as doc_id, read as qrels are: "
            "a file, table or data frame; a table's name for another engine) that the measures of a run's "
            "recommendations read (CatalogCoverage, Novelty, GiniIndex, ...)",
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
+    Option("items", None, "the item features that IntraListDiversity and Serendipity compare items by (similarity='features'): "
+           "a file, table or data frame (a table's name for another engine) with the item (doc_id's column) and a "
+           "list of numbers (`vector`), a `category`, or one row per item and dimension (`dimension`, `value`: the "
+           "long form, which rendered SQL reads unless columns= maps vector or category)",
            frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
     Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
            metavar="COLUMN", group="logs"),

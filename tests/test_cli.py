@@ -449,7 +449,7 @@ def test_list(capsys):
 
     code, out, err = run_cli(capsys, "list")
     assert code == 0
-    recsys = {"recommendations", "ratings"}  # a recommender's whole run (history=, rated pairs)
+    recsys = {"recommendations", "ratings", "items"}  # a recommender's run (history=, rated pairs, items=)
     for m in measures().values():
         kind = "recsys" if m.rows in recsys else "ranking"
         assert f"\n{m.name}  [{kind}] ({m.aggregate}, {m.better} is better)" in out

@@ -115,19 +115,29 @@ def history_rows(qrels):
     return [row for row in qrels if row[2] >= 1]
 
 
+def item_rows(qrels, run):
+    """Item features in long form (item, dimension, value) for the item similarities: values of either sign on
+    dimensions whose names differ only in case (apart on a case-insensitive engine only if compared byte-wise);
+    every fourth item has none (its similarities are 0)."""
+    rnd = random.Random(20251126)
+    items = sorted({row[1] for row in (*qrels, *run)})
+    return [(item, dimension, rnd.choice([-1.5, -0.5, 0.25, 1.0, 2.0])) for n, item in enumerate(items) if n % 4
+            for dimension in rnd.sample(["x", "X", "y"], rnd.randint(1, 3))]
+
+
 # Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
 QRELS_COLUMNS = ("topic", "Doc ID", "grade")
 RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
 RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
 SUBTOPICS_COLUMNS = ("topic", "Sub Topic", "Doc ID", "grade")  # subtopic qrels, for the diversity measures
 TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS,
-                 "history": QRELS_COLUMNS}
+                 "history": QRELS_COLUMNS, "items": ("Doc ID", "dimension", "value")}
 TABLES = tuple(TABLE_COLUMNS)
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
            "rank_position": "rank", "subtopic": "Sub Topic"}
 RUNS_MAP = {**COLUMNS, "run_name": "tag"}
 TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text",
-         "Sub Topic": "text"}
+         "Sub Topic": "text", "dimension": "text", "value": "float"}
 
 
 def arrow(rows, columns) -> pa.Table:
@@ -146,8 +156,8 @@ def all_measures(diversity: bool = False) -> list[str]:
     for m in catalogue().values():
         if (m.rows == "subtopics") != diversity:
             continue
-        if m.rows in ("recommendations", "ratings"):
-            continue  # one value per run: test_recommender_measures_equal_duckdb
+        if m.rows in ("recommendations", "ratings", "items"):
+            continue  # history=, items=: test_recommender_measures_equal_duckdb
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -182,11 +192,12 @@ CASES = {
 @pytest.fixture(scope="session")
 def data():
     qrels, run, runs = fixture_rows()
-    subtopics, history = subtopic_rows(qrels), history_rows(qrels)
-    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history},
+    subtopics, history, items = subtopic_rows(qrels), history_rows(qrels), item_rows(qrels, run)
+    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history,
+                     "items": items},
             "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
                       "runs": arrow(runs, RUNS_COLUMNS), "subtopics": arrow(subtopics, SUBTOPICS_COLUMNS),
-                      "history": arrow(history, QRELS_COLUMNS)}}
+                      "history": arrow(history, QRELS_COLUMNS), "items": arrow(items, TABLE_COLUMNS["items"])}}
 
 
 @pytest.fixture(scope="session")
@@ -484,13 +495,15 @@ def _engine_equals_duckdb(engine_name, case, engines, reference, diversity: bool
         assert not bad, "aggregates differ:\n" + "\n".join(bad[:30])
 
 
-RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows in ("recommendations", "ratings")]
+RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows in ("recommendations", "ratings", "items")] + [
+    "IntraListDiversity(similarity='features')@5", "Serendipity(similarity='features',weight='relevant')"]
 
 
 @pytest.mark.parametrize("multi", [False, True], ids=["run", "runs"])
 @pytest.mark.parametrize("engine_name", list(FACTORIES))
 def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
-    """The measures of a whole run (its recommendations, read with history=, and its rated pairs) on every engine."""
+    """The measures of a whole run (its recommendations, read with history=, and its rated pairs) and of the item
+    similarities (by co-occurrence in history=, by the features of items=, long form) on every engine."""
     engine = engines(engine_name)
     qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
     rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score")}
@@ -500,10 +513,10 @@ def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = sqlmetrics.evaluate(data["arrow"]["qrels"], run, RECOMMENDER_MEASURES, columns=rcols,
-                                   qrels_columns=qcols, history=data["arrow"]["history"])
+                                   qrels_columns=qcols, history=data["arrow"]["history"], items=data["arrow"]["items"])
     got = evaluate_on(engine.con, RECOMMENDER_MEASURES, qrels=engine.tables["qrels"],
                       run=engine.tables["runs" if multi else "run"], columns=RUNS_MAP if multi else COLUMNS,
-                      history=engine.tables["history"])
+                      history=engine.tables["history"], items=engine.tables["items"])
     ours, theirs = _rows(got, multi), _rows(want, multi)
     assert sorted(ours) == sorted(theirs), "different lists evaluated"
     bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"

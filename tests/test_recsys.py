@@ -142,7 +142,8 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
     """sqlmetrics/demo/recsys_*.csv are what make_recsys writes; the README's example equals the oracle there."""
     train, test, reco = make_recsys.rows()
     folder = Path(make_recsys.__file__).parent
-    for name, data in (("recsys_train.csv", train), ("recsys_test.csv", test), ("recsys_reco.csv", reco)):
+    for name, data in (("recsys_train.csv", train), ("recsys_test.csv", test), ("recsys_reco.csv", reco),
+                       ("recsys_items.csv", make_recsys.item_rows())):
         shipped = pd.read_csv(folder / name, dtype=str)
         assert [tuple(r) for r in shipped.itertuples(index=False)] == [tuple(map(str, r)) for r in data], name
     history = pd.read_csv(folder / "recsys_train.csv", dtype={"rating": float}).rename(
@@ -155,6 +156,23 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
         want = oracle(history, runs[runs["model"] == name])
         assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
     assert results.aggregate["personal"]["Personalization"] > results.aggregate["popular"]["Personalization"]
+    # The categories as one-hot vectors for Recommenders' item_feature_vector similarity.
+    categories = pd.read_csv(folder / "recsys_items.csv")
+    genres = sorted(set(categories["category"]))
+    features = pd.DataFrame({"itemID": categories["item_id"],
+                             "features": [np.eye(len(genres))[genres.index(g)] for g in categories["category"]]})
+    diversity = "IntraListDiversity(similarity='features')"
+    results = sqlmetrics.evaluate(folder / "recsys_test.csv", folder / "recsys_reco.csv", [diversity],
+                                  columns={"run_name": "model", "query_id": "user_id", "doc_id": "item_id",
+                                           "relevance": "rating"}, items=folder / "recsys_items.csv")
+    for name in ("popular", "personal"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Recommenders' ChainedAssignmentError
+            want = python_evaluation.user_diversity(history, runs[runs["model"] == name][["userID", "itemID"]],
+                                                    item_feature_df=features, item_sim_measure="item_feature_vector",
+                                                    col_item_features="features")["user_diversity"].mean()
+        assert abs(results.aggregate[name][diversity] - want) <= TOLERANCE, name
+    assert results.aggregate["personal"][diversity] < results.aggregate["popular"][diversity]
 
 
 # ------------------------------------------------------------------------------- rating and classification
@@ -266,3 +284,89 @@ def test_each_segment_and_labelled_log_gets_its_own_value():
     assert abs(results.aggregate["GAUC"] - gauc(truth, pred)) <= TOLERANCE
     assert abs(results.aggregate["UserAUC"] - gauc(truth, pred, weighted=False)) <= TOLERANCE
     assert abs(results.aggregate["RMSE"] - python_evaluation.rmse(truth, pred)) <= TOLERANCE
+
+
+# --------------------------------------------------------------------- item similarities (rows: items)
+# Recommenders' user_diversity and user_item_serendipity fill an unknown similarity with 0 by
+# `frame[col].fillna(0, inplace=True)`, which pandas 3 (copy-on-write) no longer applies to the frame: with
+# co-occurrence similarities (where most pairs are unknown) Recommenders 1.2.1 on pandas 3 averages the known
+# pairs only. There the oracle is Recommenders' own similarity table (_get_cooccurrence_similarity) and its
+# pairing, with the fill written out (fill_unknown). With feature vectors every pair is known, and
+# Recommenders' functions are the oracle as they are.
+
+
+def item_features(seed: int, categories: bool, items=60):
+    """Every item's features: a random vector of either sign, or one of 5 categories as a one-hot vector (whose
+    cosine is 1 for the same category, else 0). For sqlmetrics the same frame, with a `category` column instead."""
+    rnd = np.random.default_rng(seed)
+    genres = rnd.integers(0, 5, size=items)
+    vectors = np.eye(5)[genres] if categories else rnd.normal(size=(items, 4))
+    frame = pd.DataFrame({"itemID": [f"i{i}" for i in range(items)], "features": list(vectors)})
+    ours = pd.DataFrame({"itemID": frame["itemID"], "category": [f"g{g}" for g in genres]}) if categories else frame
+    return frame, ours
+
+
+def fill_unknown(frame: pd.DataFrame, similarity: pd.DataFrame) -> pd.Series:
+    """Recommenders' similarity of each (i1, i2) row of frame, 0 when it has none (its fillna(0))."""
+    return frame.merge(similarity, on=["i1", "i2"], how="left")["sim"].fillna(0).to_numpy()
+
+
+def cooccurrence_oracle(history: pd.DataFrame, reco: pd.DataFrame, relevant: pd.Series) -> dict:
+    """{measure: {user: value}} with Recommenders' co-occurrence similarities, unknown ones 0."""
+    similarity = python_evaluation._get_cooccurrence_similarity(history)
+    pairs = python_evaluation._get_pairwise_items(reco[["userID", "itemID"]])
+    pairs = pairs[pairs["i1"] != pairs["i2"]].assign(sim=lambda p: fill_unknown(p, similarity))
+    diversity = 1 - pairs.groupby("userID")["sim"].mean()
+    seen = reco[["userID", "itemID"]].assign(relevant=relevant.to_numpy()).merge(
+        history[["userID", "itemID"]].rename(columns={"itemID": "train"}), on="userID")
+    seen["i1"], seen["i2"] = seen[["itemID", "train"]].min(axis=1), seen[["itemID", "train"]].max(axis=1)
+    per_item = seen.assign(sim=fill_unknown(seen, similarity)).groupby(["userID", "itemID"]).agg(
+        sim=("sim", "mean"), relevant=("relevant", "first"))
+    unexpected = 1 - per_item["sim"]
+    return {"IntraListDiversity": diversity.to_dict(),
+            "Serendipity": unexpected.groupby("userID").mean().to_dict(),
+            "Serendipity(weight=relevant)": (unexpected * per_item["relevant"]).groupby("userID").mean().to_dict()}
+
+
+def features_oracle(history: pd.DataFrame, reco: pd.DataFrame, relevant: pd.Series, features: pd.DataFrame) -> dict:
+    """{measure: {user: value}}: Recommenders' user_diversity and user_serendipity with item_feature_vector."""
+    given = dict(item_feature_df=features, item_sim_measure="item_feature_vector", col_item_features="features")
+    reco = reco[["userID", "itemID"]].assign(relevant=relevant.to_numpy())
+    per_user = lambda frame, column: frame.set_index("userID")[column].to_dict()  # noqa: E731
+    return {
+        "IntraListDiversity(similarity=features)": per_user(python_evaluation.user_diversity(
+            history, reco[["userID", "itemID"]], **given), "user_diversity"),
+        "Serendipity(similarity=features)": per_user(python_evaluation.user_serendipity(
+            history, reco[["userID", "itemID"]], **given), "user_serendipity"),
+        "Serendipity(similarity=features,weight=relevant)": per_user(python_evaluation.user_serendipity(
+            history, reco, col_relevance="relevant", **given), "user_serendipity"),
+    }
+
+
+def _check_per_user(results, want: dict):
+    """Each user's value (null where Recommenders has no row for the user) and the mean over users."""
+    for m, by_user in want.items():
+        assert by_user and all(np.isfinite(v) for v in by_user.values()), m
+        got = dict(zip(results.per_query.column("query_id").to_pylist(), results.per_query.column(m).to_pylist()))
+        assert {u for u, v in got.items() if v is not None} == set(by_user), m
+        assert all(abs(got[u] - v) <= TOLERANCE for u, v in by_user.items()), m
+        assert abs(results.aggregate[m] - np.mean(list(by_user.values()))) <= TOLERANCE, m
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("categories", [False, True], ids=["vectors", "categories"])
+def test_diversity_and_serendipity_equal_recommenders(seed, categories):
+    history, reco, test = generated(seed)
+    # Some recommended items are relevant: weight=relevant differs from every item counting.
+    test = pd.concat([test, reco[["userID", "itemID"]].iloc[::3].assign(rating=1)]).drop_duplicates(["userID", "itemID"])
+    relevant = pd.Series([(u, i) in set(zip(test["userID"], test["itemID"])) for u, i in zip(reco["userID"], reco["itemID"])],
+                         dtype=float)
+    features, ours = item_features(seed, categories)
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Recommenders' ChainedAssignmentError (above); users without a test item
+        want = {**cooccurrence_oracle(history, reco, relevant), **features_oracle(history, reco, relevant, features)}
+        results = sqlmetrics.evaluate(test, reco, list(want), history=history.assign(rating=1), items=ours,
+                                      columns={**columns, "score": "prediction"},
+                                      qrels_columns={**columns, "relevance": "rating"})
+    _check_per_user(results, want)

@@ -25,7 +25,7 @@ value is an error naming the file and line):
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | positions | subtopics | recommendations | ratings
+    rows: ranking | preferences | positions | subtopics | recommendations | ratings | items
                                            what the body aggregates (default ranking): the ranked rows of a
                                            list, its preferences' rows, its subtopic rows (diversity measures),
                                            one row per position 1..1000 (cwl_eval's depth) whether a
@@ -35,7 +35,9 @@ value is an error naming the file and line):
                                            once) over the whole run: one row per item it recommends, with the
                                            item's counts in the run and in the training interactions
                                            (history=), or one row per run row with a grade (its score the
-                                           prediction); sql/_shared.sql lists the columns of each kind of row
+                                           prediction); `items`: one row per ranked item of a list, with its
+                                           similarities to the items above it and to the user's training
+                                           items; sql/_shared.sql lists the columns of each kind of row
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -47,14 +49,15 @@ value is an error naming the file and line):
     ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
-    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] => VALUE
+    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] [items: I DIM V, ...] => VALUE
                                            required, repeatable: a hand-computed value of this measure with
                                            PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
                                            tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
                                            a/b, or null). A `rows: subtopics` template's qrels entries
                                            are `Q S D G` (query, subtopic, document, grade); `history:` lists
                                            the training interactions (user, item) that `rows:
-                                           recommendations` measures read
+                                           recommendations` and `rows: items` measures read, `items:` the
+                                           item features in long form (item, dimension, value)
 
 `sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
 """
@@ -81,7 +84,7 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")
-ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings")
+ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "items")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -138,6 +141,7 @@ class Example:
     run: tuple  # ((query, doc, score), ...)
     value: str  # as written: a decimal, a fraction a/b, or null
     history: tuple = ()  # ((user, item), ...): the training interactions, for `rows: recommendations`
+    items: tuple = ()  # ((item, dimension, value), ...): the item features in long form, for `rows: items`
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,7 @@ class Measure:
     @property
     def kind(self) -> str:
         """What it evaluates (`sqlmetrics list`): ranked lists, or a recommender's whole run (recsys)."""
-        return "recsys" if self.rows in ("recommendations", "ratings") else "ranking"
+        return "recsys" if self.rows in ("recommendations", "ratings", "items") else "ranking"
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,8 @@ _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", 
 _NAMED = ("param", "window", "ideal", "ideal_running", "ideal_suffix")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
-_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?\s*=>\s*(?P<value>\S+)$")
+_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?"
+                      r"(?:\s+items:\s*(?P<items>.+?))?\s*=>\s*(?P<value>\S+)$")
 _VALUE = re.compile(r"^(null|-?\d+(\.\d+)?|-?\d+/\d+)$")
 _ALIAS_TAG = re.compile(r"^(?P<pattern>.+?)\s*\((?P<tool>[\w-]+)\)$")
 
@@ -280,7 +285,12 @@ class _Reader:
             raise self.fail(line, "example: each history entry is `user item`.")
         if not _VALUE.match(m.group("value")):
             raise self.fail(line, f"example: the value {m.group('value')!r} is not a decimal, a fraction a/b or null.")
-        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history)
+        items = tuple(tuple(entry.split()) for entry in (m.group("items") or "").split(",") if entry.strip())
+        if any(len(row) != 3 for row in items):
+            raise self.fail(line, "example: each items entry is `item dimension value` (a category: `item genre 1`).")
+        items = tuple((item, dimension, self.number(line, value, "example items entry")) for item, dimension, value in items)
+        return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history,
+                       items)
 
     def read(self) -> Measure:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))

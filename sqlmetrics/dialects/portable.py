@@ -41,9 +41,9 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
         # Name the output columns: the reader sees what comes out, and MySQL can turn the keys into text.
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
     # Ids compare as bytes (segment values too: they are part of the list key).
-    id_roles = {*ID_ROLES, "subtopic", *options.segment_key}
-    # subtopic_judgments: only with subtopic qrels; history_rows: only for the recommender measures
-    for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows"):
+    id_roles = {*ID_ROLES, "subtopic", "dimension", *options.segment_key}  # dimension: of the item features
+    # subtopic_judgments: only with subtopic qrels; history_rows, feature_vectors: only for the recommender measures
+    for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows", "feature_vectors"):
         select = _cte(tree, cte_name)
         for item in select.expressions if select is not None else ():
             if isinstance(item, exp.Alias) and item.alias in id_roles:

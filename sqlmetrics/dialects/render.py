@@ -18,7 +18,7 @@ from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import column_identifier, table_reference
-from ..options import RENDER, check_log_options, resolve, role_columns, signature
+from ..options import ITEM_ROLES, RENDER, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..statement import Shape, Source, build_statement, check_subtopics
@@ -180,6 +180,16 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     if o.history is not None:  # the training interactions: a table with the qrels' user and item columns
         history = Source(table_reference(o.history, d, fold),
                          {r: column_identifier(qrels_map[r], d, fold) for r in ("query_id", "doc_id")})
+    items = None
+    if o.items is not None:  # the item features: the qrels' item column, and the long form unless columns= says
+        features = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES} or \
+            {"dimension": "dimension", "value": "value"}
+        if "vector" in features and not info.unnest:
+            raise SqlmetricsError(f"items= with a vector column: {info.name} has no UNNEST ... WITH ORDINALITY; give the "
+                                  "item features in long form there (columns dimension and value), or render for "
+                                  f"{', '.join(UNNEST_DIALECTS)}.")
+        items = Source(table_reference(o.items, d, fold),
+                       {r: column_identifier(c, d, fold) for r, c in {"doc_id": qrels_map["doc_id"], **features}.items()})
     tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query,
-                           history)
+                           history, items)
     return portable(tree, info, options, calls, per_query), calls
