@@ -370,3 +370,70 @@ def test_diversity_and_serendipity_equal_recommenders(seed, categories):
                                       columns={**columns, "score": "prediction"},
                                       qrels_columns={**columns, "relevance": "rating"})
     _check_per_user(results, want)
+
+
+def _similarities(items, measures, **options):
+    """measures over a small run, its items compared by their features (items=)."""
+    run = {"u1": {"i1": 3.0, "i2": 2.0, "i3": 1.0}}
+    return sqlmetrics.evaluate({"u1": {"i2": 1}}, run, measures, items=items, **options).aggregate
+
+
+def test_item_features_in_every_form_give_the_same_similarities():
+    """i1 (1, 0), i2 (1, 1), i3 (0, 2): as vectors, in long form, and (cosine 1 or 0) as categories."""
+    vectors = pd.DataFrame({"item": ["i1", "i2", "i3"], "embedding": [[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]]})
+    long = pd.DataFrame({"item": ["i1", "i2", "i2", "i3"], "dimension": ["a", "a", "b", "b"], "value": [1, 1, 1, 2.0]})
+    measure = "IntraListDiversity(similarity=features)"
+    want = 1 - np.sqrt(2) / 3
+    assert abs(_similarities(vectors, [measure])[measure] - want) <= TOLERANCE
+    assert abs(_similarities(long, [measure])[measure] - want) <= TOLERANCE
+    renamed = vectors.rename(columns={"embedding": "emb"})
+    assert abs(_similarities(renamed, [measure], columns={"vector": "emb"})[measure] - want) <= TOLERANCE
+    categories = pd.DataFrame({"item": ["i1", "i2", "i3"], "genre": ["a", "a", "b"]})
+    assert abs(_similarities(categories, [measure])[measure] - 2 / 3) <= TOLERANCE
+
+
+def test_item_features_are_checked():
+    measure = ["IntraListDiversity(similarity=features)"]
+    with pytest.raises(SqlmetricsError, match="items="):
+        sqlmetrics.evaluate({"u1": {"i2": 1}}, {"u1": {"i1": 2.0, "i2": 1.0}}, measure)
+    with pytest.raises(SqlmetricsError, match="history="):
+        sqlmetrics.render(["Serendipity(similarity=features)"], items="item_features")
+    both = pd.DataFrame({"item": ["i1"], "category": ["a"], "vector": [[1.0]]})
+    with pytest.raises(SqlmetricsError, match="one list column of numbers"):
+        _similarities(both, measure)
+    with pytest.raises(SqlmetricsError, match="not a list of numbers"):
+        _similarities(pd.DataFrame({"item": ["i1"], "vector": [1.0]}), measure)
+    with pytest.raises(SqlmetricsError, match="long form"):
+        sqlmetrics.render(measure, dialect="sqlite", items="item_features", columns={"vector": "embedding"})
+
+
+def test_vectors_as_postgres_arrays():
+    """items= as a PostgreSQL table with a DOUBLE PRECISION[] column equals the same vectors read locally."""
+    from conftest import postgres_connection
+
+    history, reco, test = (frame.rename(columns=str.lower) for frame in generated(2))  # as PostgreSQL folds names
+    features = item_features(2, categories=False)[0].rename(columns=str.lower)
+    measures = ["IntraListDiversity(similarity=features)@3", "Serendipity(similarity=features)"]
+    columns = {"query_id": "userid", "doc_id": "itemid"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sqlmetrics.evaluate(test, reco, measures, history=history.assign(rating=1), items=features,
+                                   columns={**columns, "score": "prediction"},
+                                   qrels_columns={**columns, "relevance": "rating"}).aggregate
+    with postgres_connection() as con:
+        con.execute("CREATE TEMP TABLE items (itemid TEXT, features DOUBLE PRECISION[])")
+        con.cursor().executemany("INSERT INTO items VALUES (%s, %s)",
+                                 [(i, [float(x) for x in f]) for i, f in zip(features["itemid"], features["features"])])
+        for name, frame in (("history", history), ("qrels", test.assign(rating=1)), ("reco", reco)):
+            cols = list(frame.columns)
+            con.execute(f"CREATE TEMP TABLE {name} ({', '.join(f'{c} TEXT' for c in cols)})")
+            con.cursor().executemany(f"INSERT INTO {name} VALUES ({', '.join(['%s'] * len(cols))})",
+                                     [tuple(map(str, r)) for r in frame.itertuples(index=False)])
+        con.execute('ALTER TABLE qrels ALTER COLUMN rating TYPE DOUBLE PRECISION USING rating::double precision')
+        con.execute('ALTER TABLE reco ALTER COLUMN prediction TYPE DOUBLE PRECISION USING prediction::double precision')
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = sqlmetrics.evaluate("qrels", "reco", measures, engine=con, history="history", items="items",
+                                      columns={**columns, "score": "prediction", "vector": "features"},
+                                      qrels_columns={**columns, "relevance": "rating"}).aggregate
+    assert all(abs(got[m] - want[m]) <= TOLERANCE for m in measures), (got, want)
