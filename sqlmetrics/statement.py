@@ -942,8 +942,8 @@ def _subtopic_ctes(options: Shape, plan: Plan) -> list:
 # of each list, with the summed cosine similarity of the item to the items ranked above it in the list, and its
 # mean cosine similarity to the user's training items. An item's vector is its features (items=, space
 # `feature`) or the users who had it in training (history=, space `cooc`: cosine of co-occurrence counts, as
-# Recommenders' item_cooccurrence_count). Vectors are rows (item, dimension, value); a pair missing a vector or
-# a shared dimension has similarity 0. Only the pairs the lists need are compared, each distinct pair once.
+# Recommenders' item_cooccurrence_count). Vectors are rows (item, dimension, value); a pair with an item without
+# a vector (or a zero vector) has similarity 0. Only the pairs the lists need are compared.
 ITEM_SPACES = ("feature", "cooc")
 ITEM_FEATURE_COLUMNS = {"feature_sim_above", "feature_hist_sim"}
 ITEM_HISTORY_COLUMNS = {"cooc_sim_above", "cooc_hist_sim", "feature_hist_sim"}
@@ -964,7 +964,7 @@ _ITEM_SPACE = [
                  "JOIN {s}_norms AS nb ON nb.doc_id = p.item_b GROUP BY p.item_a, p.item_b"),
 ]
 # Each list item's similarities to the items above it (summed) and to the user's history (their mean).
-_ITEM_ROLLUP = ("SELECT {k}, p.rnk, {values} FROM {pairs} AS p {joins} GROUP BY {k}, p.rnk")
+_ITEM_ROLLUP = "SELECT {k}, p.rnk, {values} FROM {pairs} AS p {joins} GROUP BY {k}, p.rnk"
 _ITEM_ROWS = ("SELECT {k_i}, i.rnk, i.is_rel{columns} FROM item_base AS i LEFT JOIN item_above AS a ON {on_a_i} "
               "AND a.rnk = i.rnk{history}")
 
@@ -978,19 +978,18 @@ def _item_vectors(items: Source) -> exp.Select:
         raise SqlmetricsError(f"items= has the item features as {', '.join(sorted(roles - {'doc_id'})) or 'nothing'}: "
                               "give one list column of numbers (vector), one category column, or the long form "
                               "(dimension, value), besides the item.")
-    def item(value, sql_type):
-        return exp.cast(value, _type(sql_type), copy=False)
+
+    def select(doc_id, dimension, value) -> exp.Select:
+        return exp.select(*(exp.alias_(exp.cast(e, _type(t), copy=False), name, copy=False) for e, t, name in
+                            ((doc_id, "VARCHAR", "doc_id"), (dimension, "VARCHAR", "dimension"), (value, "DOUBLE", "value"))))
 
     if forms[0] == {"vector"}:  # an element's position is its dimension
-        return _unnested_from(exp.select(exp.alias_(item(exp.column(items.columns["doc_id"].copy(), LISTS[0]), "VARCHAR"), "doc_id"),
-                                         exp.alias_(item(exp.column(LISTS[3], LISTS[1]), "VARCHAR"), "dimension"),
-                                         exp.alias_(item(exp.column(LISTS[2], LISTS[1]), "DOUBLE"), "value")),
+        doc_id = exp.column(items.columns["doc_id"].copy(), LISTS[0])
+        return _unnested_from(select(doc_id, exp.column(LISTS[3], LISTS[1]), exp.column(LISTS[2], LISTS[1])),
                               items.table, items.columns["vector"])
     dimension, value = (items.value("category"), exp.Literal.number(1)) if forms[0] == {"category"} else \
         (items.value("dimension"), items.value("value"))
-    return exp.select(exp.alias_(item(items.value("doc_id"), "VARCHAR"), "doc_id"),
-                      exp.alias_(item(dimension, "VARCHAR"), "dimension"),
-                      exp.alias_(item(value, "DOUBLE"), "value")).from_(items.table.copy(), copy=False)
+    return select(items.value("doc_id"), dimension, value).from_(items.table.copy(), copy=False)
 
 
 def _item_ctes(options: Shape, plan: Plan, items: Source | None) -> list:

@@ -57,7 +57,8 @@ def item_rows() -> list:
 
 def main() -> None:
     train, test, reco = rows()
-    for name, header, data in (("recsys_items.csv", ("item_id", "category"), item_rows()),("recsys_train.csv", ("user_id", "item_id", "rating"), train),
+    for name, header, data in (("recsys_items.csv", ("item_id", "category"), item_rows()),
+                               ("recsys_train.csv", ("user_id", "item_id", "rating"), train),
                                ("recsys_test.csv", ("user_id", "item_id", "rating"), test),
                                ("recsys_reco.csv", ("model", "user_id", "item_id", "score"), reco)):
         with open(FOLDER / name, "w", newline="", encoding="utf-8") as f:

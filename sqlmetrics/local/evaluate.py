@@ -441,7 +441,8 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None) -> Results:
         items = None
         if o.items is not None:  # the item features: the item (read as the qrels' doc_id) and its features
             mapped = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES}
-            i = load(con, o.items, "items", {**{r: c for r, c in qrels_columns.items() if r == "doc_id"}, **mapped})
+            item = {"doc_id": qrels_columns["doc_id"]} if "doc_id" in qrels_columns else {}
+            i = load(con, o.items, "items", {**item, **mapped})
             inputs.append(i)
             if "vector" in i.columns and not _types(con, i.view)[i.columns["vector"]].endswith("]"):
                 raise SqlmetricsError(f"{i.label}: the vector column {i.columns['vector']!r} is not a list of numbers; "
