@@ -153,12 +153,14 @@ OPTIONS = (
     Option("history", None, "the training interactions (user as query_id, item as doc_id, read as qrels are: "
            "a file, table or data frame; a table's name for another engine) that the measures of a run's "
            "recommendations read (CatalogCoverage, Novelty, GiniIndex, ...)",
-           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD}), metavar="TABLE",
+           group="recommenders"),
     Option("items", None, "the item features that IntraListDiversity and Serendipity compare items by (similarity='features'): "
            "a file, table or data frame (a table's name for another engine) with the item (doc_id's column) and a "
            "list of numbers (`vector`), a `category`, or one row per item and dimension (`dimension`, `value`: the "
            "long form, which rendered SQL reads unless columns= maps vector or category)",
-           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD}), metavar="TABLE",
+           group="recommenders"),
     Option("label", None, "the run's column holding each document's grade (with qrels=None)", _LOGS,
            metavar="COLUMN", group="logs"),
     Option("relevance", None, "a grade computed from the run's columns, e.g. '2*purchased + clicked', or "

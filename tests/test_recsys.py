@@ -437,3 +437,22 @@ def test_vectors_as_postgres_arrays():
                                       columns={**columns, "score": "prediction", "vector": "features"},
                                       qrels_columns={**columns, "relevance": "rating"}).aggregate
     assert all(abs(got[m] - want[m]) <= TOLERANCE for m in measures), (got, want)
+
+
+def test_compare_tests_the_per_user_measures():
+    """Diversity and serendipity have a value per user: compare() tests them, reading history= and items=."""
+    history, reco, test = generated(4)
+    other = reco.assign(prediction=-reco["prediction"]).iloc[::2]
+    features, ours = item_features(4, categories=True)
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    measures = ["IntraListDiversity(similarity=features)", "Serendipity"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = sqlmetrics.compare(test, {"a": reco, "b": other}, measures, history=history.assign(rating=1),
+                                    items=ours, columns={**columns, "score": "prediction"},
+                                    qrels_columns={**columns, "relevance": "rating"})
+        want = sqlmetrics.evaluate(test, reco, measures, history=history.assign(rating=1), items=ours,
+                                   columns={**columns, "score": "prediction"},
+                                   qrels_columns={**columns, "relevance": "rating"}).aggregate
+    text = report.to_markdown() if hasattr(report, "to_markdown") else str(report)
+    assert all(m in text for m in measures) and f"{want['Serendipity']:.4f}" in text
