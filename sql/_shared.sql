@@ -81,3 +81,10 @@
 -- generated from the list's query's answer, with:
 --   cosine         the cosine similarity of its embedding with the question asked's
 --   noncommittal   1 when that generation judged the answer noncommittal, else 0
+--
+-- Item rows (templates with `rows: items`, per list: statement.py builds them). One row per ranked item of the
+-- list, with rnk and is_rel (1 when its grade reaches the relevance level), and the cosine similarities of
+-- items by co-occurrence (`cooc_`: the item's training users, history=) or by their features (`feature_`, items=),
+-- a pair without a known similarity counting 0:
+--   cooc_sim_above, feature_sim_above    the summed similarity of the item to each item ranked above it
+--   cooc_hist_sim, feature_hist_sim      its mean similarity to the user's training items; NULL when none

@@ -24,7 +24,9 @@ FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_RO
                  "subtopics": (SUBTOPIC_ROLE,)}
 # The columns of a RAG pipeline's judged statements (verdicts=) beside its query id, named so in every table.
 VERDICT_COLUMNS = ("statement_of", "verdict")
-ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE)
+# The item features' columns (items=): a list of numbers (vector), a category, or one row per dimension (long form).
+ITEM_ROLES = ("vector", "category", "dimension", "value")
+ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE, *ITEM_ROLES)
 
 TESTS = {
     "student": "paired Student's t-test",
@@ -121,7 +123,7 @@ OPTIONS = (
     Option("score_precision", "float64", "float32 rounds scores as trec_eval <= 9.0.8 and pytrec_eval do",
            _EVERYWHERE, choices=("float64", "float32")),
     Option("columns", None, "the column playing a role (query_id, doc_id, relevance, score, rank_position, "
-           "judgment_group, judgment_subgroup, subtopic, run_name), in both tables wherever the role exists; run_name evaluates every run of the table",
+           "judgment_group, judgment_subgroup, subtopic, run_name; vector, category, dimension, value in items=), in both tables wherever the role exists; run_name evaluates every run of the table",
            _EVERYWHERE, kind="mapping", flags=("--column",), metavar="ROLE=NAME"),
     Option("list_run", False, "the run has one row per query: doc_id is a list of document ids in rank order, "
            "score (when mapped) the list of their scores; a list position is the rank (read so locally whenever "
@@ -154,7 +156,14 @@ OPTIONS = (
     Option("history", None, "the training interactions (user as query_id, item as doc_id, read as qrels are: "
            "a file, table or data frame; a table's name for another engine) that the measures of a run's "
            "recommendations read (CatalogCoverage, Novelty, GiniIndex, ...)",
-           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE", group="recommenders"),
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD}), metavar="TABLE",
+           group="recommenders"),
+    Option("items", None, "the item features that IntraListDiversity and Serendipity compare items by (similarity='features'): "
+           "a file, table or data frame (a table's name for another engine) with the item (doc_id's column) and a "
+           "list of numbers (`vector`), a `category`, or one row per item and dimension (`dimension`, `value`: the "
+           "long form, which rendered SQL reads unless columns= maps vector or category)",
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD}), metavar="TABLE",
+           group="recommenders"),
     Option("verdicts", None, "a RAG pipeline's judged statements that Faithfulness, ContextRecall and "
            "ContextRelevancy read: one row per statement with query_id (as the qrels name it), statement (a claim or "
            "sentence), statement_of ('answer': a claim of the answer, supported by the context or not; 'reference': "
@@ -166,8 +175,9 @@ OPTIONS = (
            "the qrels name it), generated (0: the question asked; 1, 2, ...: the questions generated from the answer), "
            "embedding (a list or array of numbers) or, in long form, one row per dimension with dimension and value, "
            "and noncommittal (1 when that generation judged the answer noncommittal, else 0; optional locally): a file, "
-           "table or data frame; for another engine a table's name, with an array on DuckDB and PostgreSQL and the "
-           "long form elsewhere", frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE",
+           "table or data frame; for another engine a table's name, with an array where it unnests one WITH ORDINALITY "
+           "(DuckDB, PostgreSQL, Trino, Presto, Athena) and the long form elsewhere",
+           frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE",
            group="RAG"),
     Option("judge", None, "a function judging statements: given the verdicts= rows (a list of dicts: query_id, "
            "statement, statement_of and any other columns, such as the answer or the context), it returns a verdict, 1 "

@@ -209,12 +209,7 @@ class Source:
         select = exp.select(*items)
         if not self.lists:
             return select.from_(self.table.copy(), copy=False)
-        lists = exp.alias_(self.table.copy(), LISTS[0], table=True, copy=False)
-        unnest = exp.Unnest(expressions=[exp.column(self.columns["doc_id"].copy(), LISTS[0])],
-                            alias=exp.TableAlias(this=exp.to_identifier(LISTS[1]),
-                                                 columns=[exp.to_identifier(LISTS[2])]),
-                            offset=exp.to_identifier(LISTS[3]))
-        return select.from_(lists, copy=False).join(unnest, join_type="CROSS", copy=False)
+        return _unnested_from(select, self.table, self.columns["doc_id"])
 
     def value(self, role: str) -> exp.Expression:
         """The role's value in a row of the source (of the unnested source, for lists)."""
@@ -252,26 +247,42 @@ class Embeddings:
     form: str
 
 
+def _unnested_from(select: exp.Select, table: exp.Table, array: exp.Identifier) -> exp.Select:
+    """select FROM table CROSS JOIN UNNEST(array) WITH ORDINALITY, under the LISTS names."""
+    lists = exp.alias_(table.copy(), LISTS[0], table=True, copy=False)
+    unnest = exp.Unnest(expressions=[exp.column(array.copy(), LISTS[0])],
+                        alias=exp.TableAlias(this=exp.to_identifier(LISTS[1]), columns=[exp.to_identifier(LISTS[2])]),
+                        offset=exp.to_identifier(LISTS[3]))
+    return select.from_(lists, copy=False).join(unnest, join_type="CROSS", copy=False)
+
+
 def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool,
-                    history: Source | None = None, verdicts: Source | None = None,
+                    history: Source | None = None, items: Source | None = None, verdicts: Source | None = None,
                     embeddings: Embeddings | None = None) -> exp.Select:
     """The whole evaluation as one statement (a sqlglot tree; generate it for any dialect).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
     relevance expression), and everything per query (R, the ideal ranking) is per list instead.
     history: the training interactions (query_id as the user, doc_id as the item), which the measures of the
-    whole run's recommendations (rows: recommendations) read.
+    whole run's recommendations (rows: recommendations) read, and the similarities of items by co-occurrence
+    and to a user's history (rows: items).
+    items: the item features (doc_id as the item; vector, category, or dimension and value), which the
+    similarities of items by their features read (rows: items).
     verdicts: the judged statements of a RAG pipeline (query_id, statement_of, verdict), which the RAG measures
     (rows: verdicts) read, one query's statements for each of its lists; embeddings: the question embeddings
     AnswerRelevancy (rows: embeddings) reads, alike.
     """
     options.check()
     _check_rag(plan, options, verdicts, embeddings)
-    if plan.recommendations and history is None:
-        raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, ...) read the "
-                              "training interactions: pass history= (--history on the command line), a table of "
-                              "user and item read as qrels are.")
-    if (plan.recommendations or plan.ratings) and options.judgment_groups:
+    if (plan.recommendations or plan.item_columns & ITEM_HISTORY_COLUMNS) and history is None:
+        raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, serendipity, "
+                              "diversity by co-occurrence, ...) read the training interactions: pass history= "
+                              "(--history on the command line), a table of user and item read as qrels are.")
+    if plan.item_columns & ITEM_FEATURE_COLUMNS and items is None:
+        raise SqlmetricsError("similarity='features' compares items by their features: pass items= (--items on the "
+                              "command line), a table of the item and a vector, a category, or dimension and value "
+                              "columns; or take similarity='cooccurrence' (the training interactions, history=).")
+    if (plan.recommendations or plan.ratings or plan.items) and options.judgment_groups:
         raise SqlmetricsError("the measures of a whole run (recommendations, ratings) take qrels_format='qrels', "
                               "not 'qrels_jg'.")
     if plan.ratings and options.ties == "rank":
@@ -379,7 +390,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     # LEAD gives 0 past the end where others give NULL, and MariaDB's takes no default: hence COALESCE.
     partition = _cols(key)
     ctes.append(("ranking", exp.select(
-        *_cols([*key, "relevance", *(["doc_id"] if plan.subtopics else [])]),
+        *_cols([*key, "relevance", *(["doc_id"] if plan.subtopics or plan.items else [])]),
         exp.alias_(_window(exp.func("ROW_NUMBER"), partition, order), "rnk", copy=False),
         exp.alias_(exp.func("COALESCE", _window(exp.func("LEAD", exp.Literal.number(1)), partition, order),
                             exp.Literal.number(0)), "has_next", copy=False)).from_("judged_run", copy=False)))
@@ -411,8 +422,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     values = []
     for out, e, empty in plan.values:
         if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings \
-                or out in plan.verdicts or out in plan.embeddings:
-            continue  # aggregated over pref_rows, subtopic_rows, rec_items, rating_rows, verdict_rows or
+                or out in plan.items or out in plan.verdicts or out in plan.embeddings:
+            continue  # aggregated over pref_rows, subtopic_rows, item_rows, rec_items, rating_rows, verdict_rows or
             # embedding_rows, below
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
@@ -464,11 +475,19 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         ctes.append(("subtopic_values", exp.select(*_cols(key), *subs).from_("subtopic_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
         joined.append(("subtopic_values", plan.subtopics, key))
+    if plan.recommendations or plan.item_columns & ITEM_HISTORY_COLUMNS:
+        ctes.append(("history_rows", history.select({"query_id": "VARCHAR", "doc_id": "VARCHAR"})))
+    if plan.items:
+        ctes += _item_ctes(options, plan, items)
+        values = [exp.alias_(fixed(e, _by(["rnk"])), out, copy=False) for out, e, _ in plan.values if out in plan.items]
+        ctes.append(("item_values", exp.select(*_cols(key), *values).from_("item_rows", copy=False)
+                     .group_by(*_cols(key), copy=False)))
+        joined.append(("item_values", plan.items, key))
     # The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
     # or its rated pairs (rows: ratings), on each of its lists.
     run_key = [*options.run_key, *options.segment_key]
     for outs, rows_ctes, rows, order in (
-            (plan.recommendations, lambda: _recommendation_ctes(options, history), "rec_items", ["doc_id"]),
+            (plan.recommendations, lambda: _recommendation_ctes(options), "rec_items", ["doc_id"]),
             (plan.ratings, lambda: _rating_ctes(options), "rating_rows", ["query_id", "doc_id"])):
         if not outs:
             continue
@@ -846,7 +865,7 @@ def _join_on(a: str, b: str, columns, nullable) -> str:
                         for c in columns)
 
 
-def _recommendation_ctes(options: Shape, history: Source) -> list:
+def _recommendation_ctes(options: Shape) -> list:
     """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment."""
     run_key = [*options.run_key, *options.segment_key]
     on = lambda a, b, columns: _join_on(a, b, columns, options.segment_key)  # noqa: E731
@@ -857,8 +876,7 @@ def _recommendation_ctes(options: Shape, history: Source) -> list:
             "join_n": f"JOIN rec_run_lists AS n ON {on('n', 'c', run_key)}" if run_key else
                       "CROSS JOIN rec_run_lists AS n",
             "part": partition, "part_": partition + " " if partition else ""}
-    rows = history.select({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
-    return [("history_rows", rows), *((name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS)]
+    return [(name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS]
 
 
 # The run's rated pairs (rows: ratings, sql/_shared.sql lists their columns): each run row with a grade, its
@@ -1015,3 +1033,89 @@ def _subtopic_ctes(options: Shape, plan: Plan) -> list:
         positions = _POSITIONS_PART.format(positions=numbers, **fill)
     ctes += [(name, sql.format(ideal=ideal, positions=positions, **fill)) for name, sql in _SUBTOPIC_ROWS]
     return [(name, _parse_ours(sql)) for name, sql in ctes]
+
+
+# Item similarities (templates with `rows: items`, sql/_shared.sql lists their columns): one row per ranked item
+# of each list, with the summed cosine similarity of the item to the items ranked above it in the list, and its
+# mean cosine similarity to the user's training items. An item's vector is its features (items=, space
+# `feature`) or the users who had it in training (history=, space `cooc`: cosine of co-occurrence counts, as
+# Recommenders' item_cooccurrence_count). Vectors are rows (item, dimension, value); a pair with an item without
+# a vector (or a zero vector) has similarity 0. Only the pairs the lists need are compared.
+ITEM_SPACES = ("feature", "cooc")
+ITEM_FEATURE_COLUMNS = {"feature_sim_above", "feature_hist_sim"}
+ITEM_HISTORY_COLUMNS = {"cooc_sim_above", "cooc_hist_sim", "feature_hist_sim"}
+_ITEM_VECTORS = {"cooc": "SELECT DISTINCT doc_id, query_id AS dimension, CAST(1 AS DOUBLE) AS value FROM history_rows"}
+_ITEM_PAIRS = [
+    ("item_base", "SELECT {k}, doc_id, rnk, CASE WHEN relevance >= {level} THEN 1 ELSE 0 END AS is_rel "
+                  "FROM ranking{depth}"),
+    ("item_list_pairs", "SELECT {k_b}, b.rnk, a.doc_id AS item_a, b.doc_id AS item_b FROM item_base AS a "
+                        "JOIN item_base AS b ON {on_a_b} AND a.rnk < b.rnk"),
+]
+_ITEM_HISTORY_PAIRS = ("item_history_pairs", "SELECT {k_i}, i.rnk, i.doc_id AS item_a, h.doc_id AS item_b "
+                                             "FROM item_base AS i JOIN history_rows AS h ON h.query_id = i.query_id")
+_ITEM_SPACE = [
+    ("{s}_norms", "SELECT doc_id, SQRT(SUM(value * value)) AS norm FROM {s}_vectors GROUP BY doc_id"),
+    ("{s}_sims", "SELECT p.item_a, p.item_b, SUM(va.value * vb.value) / NULLIF(MAX(na.norm) * MAX(nb.norm), 0) AS sim "
+                 "FROM item_pairs AS p JOIN {s}_vectors AS va ON va.doc_id = p.item_a JOIN {s}_vectors AS vb "
+                 "ON vb.doc_id = p.item_b AND vb.dimension = va.dimension JOIN {s}_norms AS na ON na.doc_id = p.item_a "
+                 "JOIN {s}_norms AS nb ON nb.doc_id = p.item_b GROUP BY p.item_a, p.item_b"),
+]
+# Each list item's similarities to the items above it (summed) and to the user's history (their mean).
+_ITEM_ROLLUP = "SELECT {k}, p.rnk, {values} FROM {pairs} AS p {joins} GROUP BY {k}, p.rnk"
+_ITEM_ROWS = ("SELECT {k_i}, i.rnk, i.is_rel{columns} FROM item_base AS i LEFT JOIN item_above AS a ON {on_a_i} "
+              "AND a.rnk = i.rnk{history}")
+
+
+def _item_vectors(items: Source) -> exp.Select:
+    """The item features as rows (doc_id, dimension, value): a vector's elements by position, a category as
+    one dimension of value 1, or the long form as it is."""
+    roles = set(items.columns)
+    forms = [form for form in ({"vector"}, {"category"}, {"dimension", "value"}) if form <= roles]
+    if len(forms) != 1 or roles - {"doc_id", *forms[0]}:
+        raise SqlmetricsError(f"items= has the item features as {', '.join(sorted(roles - {'doc_id'})) or 'nothing'}: "
+                              "give one list column of numbers (vector), one category column, or the long form "
+                              "(dimension, value), besides the item.")
+
+    def select(doc_id, dimension, value) -> exp.Select:
+        return exp.select(*(exp.alias_(exp.cast(e, _type(t), copy=False), name, copy=False) for e, t, name in
+                            ((doc_id, "VARCHAR", "doc_id"), (dimension, "VARCHAR", "dimension"), (value, "DOUBLE", "value"))))
+
+    if forms[0] == {"vector"}:  # an element's position is its dimension
+        doc_id = exp.column(items.columns["doc_id"].copy(), LISTS[0])
+        return _unnested_from(select(doc_id, exp.column(LISTS[3], LISTS[1]), exp.column(LISTS[2], LISTS[1])),
+                              items.table, items.columns["vector"])
+    dimension, value = (items.value("category"), exp.Literal.number(1)) if forms[0] == {"category"} else \
+        (items.value("dimension"), items.value("value"))
+    return select(items.value("doc_id"), dimension, value).from_(items.table.copy(), copy=False)
+
+
+def _item_ctes(options: Shape, plan: Plan, items: Source | None) -> list:
+    """The CTEs computing each list's item rows (item_rows), after `ranking`: the similarities its measures read."""
+    key = list(options.list_key)
+    on = lambda a, b: _join_on(a, b, key, options.segment_key)  # noqa: E731
+    spaces = [s for s in ITEM_SPACES if plan.item_columns & {f"{s}_sim_above", f"{s}_hist_sim"}]
+    history = bool(plan.item_columns & {f"{s}_hist_sim" for s in spaces})
+    fill = {"k": ", ".join(key), "k_b": ", ".join(f"b.{c}" for c in key), "k_i": ", ".join(f"i.{c}" for c in key),
+            "on_a_b": on("a", "b"), "on_a_i": on("a", "i"), "level": options.relevance_level,
+            "depth": "" if options.depth is None else f" WHERE rnk <= {options.depth}"}
+    ctes = [(name, sql.format(**fill)) for name, sql in [*_ITEM_PAIRS, *([_ITEM_HISTORY_PAIRS] if history else [])]]
+    ctes.append(("item_pairs", "SELECT DISTINCT item_a, item_b FROM item_list_pairs" +
+                 (" UNION SELECT DISTINCT item_a, item_b FROM item_history_pairs" if history else "")))
+    for s in spaces:
+        ctes.append((f"{s}_vectors", _ITEM_VECTORS[s] if s in _ITEM_VECTORS else _item_vectors(items)))
+        ctes += [(name.format(s=s), sql.format(s=s)) for name, sql in _ITEM_SPACE]
+    joins = " ".join(f"LEFT JOIN {s}_sims AS {s} ON {s}.item_a = p.item_a AND {s}.item_b = p.item_b" for s in spaces)
+
+    def rollup(pairs, aggregate, suffix):
+        values = ", ".join(f"{aggregate}(COALESCE({s}.sim, 0)) AS {s}_{suffix}" for s in spaces)
+        return _ITEM_ROLLUP.format(k=", ".join(f"p.{c}" for c in key), values=values, pairs=pairs, joins=joins)
+
+    ctes.append(("item_above", rollup("item_list_pairs", "SUM", "sim_above")))
+    columns = "".join(f", COALESCE(a.{s}_sim_above, 0) AS {s}_sim_above" for s in spaces)
+    joined = ""
+    if history:  # NULL for a user without training items
+        ctes.append(("item_history", rollup("item_history_pairs", "AVG", "hist_sim")))
+        columns += "".join(f", h.{s}_hist_sim" for s in spaces)
+        joined = f" LEFT JOIN item_history AS h ON {on('h', 'i')} AND h.rnk = i.rnk"
+    ctes.append(("item_rows", _ITEM_ROWS.format(columns=columns, history=joined, **fill)))
+    return [(name, sql if isinstance(sql, exp.Expression) else _parse_ours(sql)) for name, sql in ctes]

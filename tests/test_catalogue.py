@@ -159,13 +159,17 @@ def _expected(text: str):
     return float(text), 0.5 * 10 ** -decimals + 1e-12
 
 
-def _sqlite_tables(qrels, run: dict, history: dict | None = None, verdicts: tuple = (), embeddings: tuple = ()):
+def _sqlite_tables(qrels, run: dict, history: dict | None = None, items: tuple = (), verdicts: tuple = (),
+                   embeddings: tuple = ()):
     """qrels: {query: {doc: grade}}, or an example's rows: (query, doc, grade) or, for subtopic qrels,
-    (query, subtopic, doc, grade); history: the training interactions {user: {item: grade}}; verdicts: the
-    judged statements (query, statement_of, verdict); embeddings: (query, generated, vector, noncommittal), in
-    long form (one row per dimension: SQLite has no arrays)."""
+    (query, subtopic, doc, grade); history: the training interactions {user: {item: grade}}; items: the item
+    features in long form, (item, dimension, value) rows; verdicts: the judged statements (query, statement_of,
+    verdict); embeddings: (query, generated, vector, noncommittal), in long form (one row per dimension: SQLite
+    has no arrays)."""
     qrels_rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()] if isinstance(qrels, dict) else qrels
     con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE items (doc_id TEXT, dimension TEXT, value REAL)")
+    con.executemany("INSERT INTO items VALUES (?, ?, ?)", items)
     con.execute("CREATE TABLE history (query_id TEXT, doc_id TEXT, relevance REAL)")
     con.executemany("INSERT INTO history VALUES (?, ?, ?)",
                     [(u, i, g) for u, items in (history or {}).items() for i, g in items.items()])
@@ -216,7 +220,7 @@ def test_examples_on_duckdb_and_sqlite(measure, example):
     (qrels, options), run = _qrels(example.qrels), _as_dicts(example.run)
     want, tolerance = _expected(example.value)
     history = _as_dicts([(u, i, 1) for u, i in example.history])
-    if history:  # the training interactions, for rows: recommendations
+    if history:  # the training interactions, for rows: recommendations and items
         options = {**options, "history": history}
     rows = _verdict_rows(example.verdicts)
     if rows:  # the judged statements, for rows: verdicts
@@ -226,12 +230,14 @@ def test_examples_on_duckdb_and_sqlite(measure, example):
         options = {**options, "embeddings": pa.table({c: [list(e[i]) if c == "embedding" else e[i]
                                                           for e in example.embeddings] for i, c in
                                                        enumerate(("query_id", "generated", "embedding", "noncommittal"))})}
-    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **options).aggregate[example.call]
-    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], engine=_sqlite_tables(example.qrels, run, history,
-                                                                                      example.verdicts, example.embeddings),
-                                    **{**options, **({"history": "history"} if history else {}),
-                                       **({"verdicts": "verdicts"} if rows else {}),
-                                       **({"embeddings": "embeddings"} if example.embeddings else {})}).aggregate[example.call]
+    items = pa.table({role: [r[i] for r in example.items] for i, role in enumerate(("doc_id", "dimension", "value"))})
+    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **options,
+                                    **({"items": items} if example.items else {})).aggregate[example.call]
+    tables = {**({"history": "history"} if history else {}), **({"items": "items"} if example.items else {}),
+              **({"verdicts": "verdicts"} if rows else {}), **({"embeddings": "embeddings"} if example.embeddings else {})}
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], **{**options, **tables},
+                                    engine=_sqlite_tables(example.qrels, run, history, example.items, example.verdicts,
+                                                          example.embeddings)).aggregate[example.call]
     where = f"{measure.path}:{example.line}"
     for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
         if want is None:

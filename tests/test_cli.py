@@ -449,7 +449,7 @@ def test_list(capsys):
 
     code, out, err = run_cli(capsys, "list")
     assert code == 0
-    recsys = {"recommendations", "ratings"}  # a recommender's whole run (history=, rated pairs)
+    recsys = {"recommendations", "ratings", "items"}  # a recommender's run (history=, rated pairs, items=)
     rag = {"ContextPrecision", "ContextUtilization", "Faithfulness", "ContextRecall", "ContextRelevancy",
            "AnswerRelevancy"}
 

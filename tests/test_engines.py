@@ -141,6 +141,16 @@ def embedding_rows():
     return rows
 
 
+def item_rows(qrels, run):
+    """Item features in long form (item, dimension, value) for the item similarities: values of either sign on
+    dimensions whose names differ only in case (apart on a case-insensitive engine only if compared byte-wise);
+    every fourth item has none (its similarities are 0)."""
+    rnd = random.Random(20251126)
+    items = sorted({row[1] for row in (*qrels, *run)})
+    return [(item, dimension, rnd.choice([-1.5, -0.5, 0.25, 1.0, 2.0])) for n, item in enumerate(items) if n % 4
+            for dimension in rnd.sample(["x", "X", "y"], rnd.randint(1, 3))]
+
+
 # Awkward column names: a space and capitals, SQL keywords ("order", "rank"), and none named after its role.
 QRELS_COLUMNS = ("topic", "Doc ID", "grade")
 RUN_COLUMNS = ("topic", "Doc ID", "order", "rank")
@@ -149,7 +159,8 @@ SUBTOPICS_COLUMNS = ("topic", "Sub Topic", "Doc ID", "grade")  # subtopic qrels,
 VERDICTS_COLUMNS = ("topic", "statement", "statement_of", "verdict")  # the query column as the qrels name it
 EMBEDDINGS_COLUMNS = ("topic", "generated", "dimension", "value", "noncommittal")  # long form: any engine
 TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS,
-                 "history": QRELS_COLUMNS, "verdicts": VERDICTS_COLUMNS, "embeddings": EMBEDDINGS_COLUMNS}
+                 "history": QRELS_COLUMNS, "verdicts": VERDICTS_COLUMNS, "embeddings": EMBEDDINGS_COLUMNS,
+                 "items": ("Doc ID", "dimension", "value")}
 TABLES = tuple(TABLE_COLUMNS)
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
            "rank_position": "rank", "subtopic": "Sub Topic"}
@@ -157,12 +168,18 @@ RUNS_MAP = {**COLUMNS, "run_name": "tag"}
 TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text",
          "Sub Topic": "text", "statement": "text", "statement_of": "text", "verdict": "int",
          "generated": "int", "dimension": "int", "value": "float", "noncommittal": "int"}
+# A column whose type differs by table: an item feature's dimension is a name, an embedding's a number.
+TABLE_TYPES = {"items": {"dimension": "text"}}
 
 
-def arrow(rows, columns) -> pa.Table:
+def column_type(table: str, column: str) -> str:
+    return TABLE_TYPES.get(table, {}).get(column, TYPES[column])
+
+
+def arrow(rows, columns, table: str = "") -> pa.Table:
     arrays = {}
     for i, c in enumerate(columns):
-        kind = TYPES[c]
+        kind = column_type(table, c)
         typ = pa.string() if kind == "text" else pa.int64() if kind == "int" else pa.float64()
         arrays[c] = pa.array([r[i] for r in rows], typ)
     return pa.table(arrays)
@@ -175,8 +192,8 @@ def all_measures(diversity: bool = False) -> list[str]:
     for m in catalogue().values():
         if (m.rows == "subtopics") != diversity:
             continue
-        if m.rows in ("recommendations", "ratings"):
-            continue  # one value per run: test_recommender_measures_equal_duckdb
+        if m.rows in ("recommendations", "ratings", "items"):
+            continue  # history=, items=: test_recommender_measures_equal_duckdb
         if m.rows in ("verdicts", "embeddings"):
             continue  # one pipeline's verdicts and embeddings: test_rag_measures_equal_duckdb
         at = m.params.get(m.at) if m.at else None
@@ -215,12 +232,10 @@ def data():
     qrels, run, runs = fixture_rows()
     subtopics, history, verdicts = subtopic_rows(qrels), history_rows(qrels), verdict_rows()
     embeddings = [(q, g, i, x, n) for q, g, vector, n in embedding_rows() for i, x in enumerate(vector, 1)]
-    return {"rows": {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history,
-                     "verdicts": verdicts, "embeddings": embeddings},
-            "arrow": {"qrels": arrow(qrels, QRELS_COLUMNS), "run": arrow(run, RUN_COLUMNS),
-                      "runs": arrow(runs, RUNS_COLUMNS), "subtopics": arrow(subtopics, SUBTOPICS_COLUMNS),
-                      "history": arrow(history, QRELS_COLUMNS), "verdicts": arrow(verdicts, VERDICTS_COLUMNS),
-                      "embeddings": arrow(embeddings, EMBEDDINGS_COLUMNS)}}
+    items = item_rows(qrels, run)
+    rows = {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history,
+            "verdicts": verdicts, "embeddings": embeddings, "items": items}
+    return {"rows": rows, "arrow": {key: arrow(rows[key], cols, key) for key, cols in TABLE_COLUMNS.items()}}
 
 
 @pytest.fixture(scope="session")
@@ -280,7 +295,7 @@ def _create_all(cursor_execute, executemany, data, dialect: str, table_name, pla
     for key, cols in TABLE_COLUMNS.items():
         table = table_name(key)
         cursor_execute(f"DROP TABLE IF EXISTS {table}")
-        defs = ", ".join(f"{_ident(c, dialect)} {_sql_type(TYPES[c], dialect)}" for c in cols)
+        defs = ", ".join(f"{_ident(c, dialect)} {_sql_type(column_type(key, c), dialect)}" for c in cols)
         cursor_execute(f"CREATE TABLE {table} ({defs})")
         executemany(f"INSERT INTO {table} VALUES ({', '.join([placeholder] * len(cols))})", data["rows"][key])
 
@@ -518,13 +533,15 @@ def _engine_equals_duckdb(engine_name, case, engines, reference, diversity: bool
         assert not bad, "aggregates differ:\n" + "\n".join(bad[:30])
 
 
-RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows in ("recommendations", "ratings")]
+RECOMMENDER_MEASURES = [m.name for m in catalogue().values() if m.rows in ("recommendations", "ratings", "items")] + [
+    "IntraListDiversity(similarity='features')@5", "Serendipity(similarity='features',weight='relevant')"]
 
 
 @pytest.mark.parametrize("multi", [False, True], ids=["run", "runs"])
 @pytest.mark.parametrize("engine_name", list(FACTORIES))
 def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
-    """The measures of a whole run (its recommendations, read with history=, and its rated pairs) on every engine."""
+    """The measures of a whole run (its recommendations, read with history=, and its rated pairs) and of the item
+    similarities (by co-occurrence in history=, by the features of items=, long form) on every engine."""
     engine = engines(engine_name)
     qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
     rcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "score")}
@@ -534,10 +551,10 @@ def test_recommender_measures_equal_duckdb(engine_name, multi, engines, data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = sqlmetrics.evaluate(data["arrow"]["qrels"], run, RECOMMENDER_MEASURES, columns=rcols,
-                                   qrels_columns=qcols, history=data["arrow"]["history"])
+                                   qrels_columns=qcols, history=data["arrow"]["history"], items=data["arrow"]["items"])
     got = evaluate_on(engine.con, RECOMMENDER_MEASURES, qrels=engine.tables["qrels"],
                       run=engine.tables["runs" if multi else "run"], columns=RUNS_MAP if multi else COLUMNS,
-                      history=engine.tables["history"])
+                      history=engine.tables["history"], items=engine.tables["items"])
     ours, theirs = _rows(got, multi), _rows(want, multi)
     assert sorted(ours) == sorted(theirs), "different lists evaluated"
     bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"

@@ -38,8 +38,8 @@ def catalogue_calls() -> list:
     for m in measures().values():
         if m.rows == "subtopics":  # diversity measures read subtopic qrels: tests/test_diversity.py
             continue
-        if m.aggregate == "once":
-            continue  # one value per run, over the run's items or rated pairs: tests/test_recsys.py
+        if m.aggregate == "once" or m.rows == "items":
+            continue  # the run's items, rated pairs, or item similarities (history=, items=): tests/test_recsys.py
         if m.rows in ("verdicts", "embeddings"):
             continue  # the query's judged statements or embeddings, not the ranking: tests/test_rag.py
         variants = [""] + [f"({p.name}='{o}')" for p in m.params.values() if p.type == "choice"

@@ -142,7 +142,8 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
     """sqlmetrics/demo/recsys_*.csv are what make_recsys writes; the README's example equals the oracle there."""
     train, test, reco = make_recsys.rows()
     folder = Path(make_recsys.__file__).parent
-    for name, data in (("recsys_train.csv", train), ("recsys_test.csv", test), ("recsys_reco.csv", reco)):
+    for name, data in (("recsys_train.csv", train), ("recsys_test.csv", test), ("recsys_reco.csv", reco),
+                       ("recsys_items.csv", make_recsys.item_rows())):
         shipped = pd.read_csv(folder / name, dtype=str)
         assert [tuple(r) for r in shipped.itertuples(index=False)] == [tuple(map(str, r)) for r in data], name
     history = pd.read_csv(folder / "recsys_train.csv", dtype={"rating": float}).rename(
@@ -155,12 +156,29 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
         want = oracle(history, runs[runs["model"] == name])
         assert all(abs(results.aggregate[name][m] - want[m]) <= TOLERANCE for m in MEASURES), name
     assert results.aggregate["personal"]["Personalization"] > results.aggregate["popular"]["Personalization"]
+    # The categories as one-hot vectors for Recommenders' item_feature_vector similarity.
+    categories = pd.read_csv(folder / "recsys_items.csv")
+    genres = sorted(set(categories["category"]))
+    features = pd.DataFrame({"itemID": categories["item_id"],
+                             "features": [np.eye(len(genres))[genres.index(g)] for g in categories["category"]]})
+    diversity = "IntraListDiversity(similarity='features')"
+    results = sqlmetrics.evaluate(folder / "recsys_test.csv", folder / "recsys_reco.csv", [diversity],
+                                  columns={"run_name": "model", "query_id": "user_id", "doc_id": "item_id",
+                                           "relevance": "rating"}, items=folder / "recsys_items.csv")
+    for name in ("popular", "personal"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Recommenders' ChainedAssignmentError
+            want = python_evaluation.user_diversity(history, runs[runs["model"] == name][["userID", "itemID"]],
+                                                    item_feature_df=features, item_sim_measure="item_feature_vector",
+                                                    col_item_features="features")["user_diversity"].mean()
+        assert abs(results.aggregate[name][diversity] - want) <= TOLERANCE, name
+    assert results.aggregate["personal"][diversity] < results.aggregate["popular"][diversity]
 
 
 # ------------------------------------------------------------------------------- rating and classification
 
 RATING_MEASURES = ["RMSE", "MAE", "RSquared", "ExplainedVariance"]
-CLASS_MEASURES = ["AUC", "GAUC", "LogLoss"]
+CLASS_MEASURES = ["AUC", "GAUC", "UserAUC", "LogLoss"]
 
 
 def rated(seed: int, binary: bool, users=25, items=40):
@@ -178,14 +196,15 @@ def rated(seed: int, binary: bool, users=25, items=40):
             pd.DataFrame(pred, columns=["userID", "itemID", "prediction"]))
 
 
-def gauc(truth: pd.DataFrame, pred: pd.DataFrame) -> float:
-    """Per-user roc_auc_score weighted by the user's pairs, over users with both classes (Zhou et al. 2018)."""
+def gauc(truth: pd.DataFrame, pred: pd.DataFrame, weighted: bool = True) -> float:
+    """Per-user roc_auc_score weighted by the user's pairs (Zhou et al. 2018), or each user alike (UserAUC),
+    over users with both classes."""
     pairs = truth.merge(pred, on=["userID", "itemID"])
     areas, weights = [], []
     for _, user in pairs.groupby("userID"):
         if user["rating"].nunique() == 2:
             areas.append(roc_auc_score(user["rating"], user["prediction"]))
-            weights.append(len(user))
+            weights.append(len(user) if weighted else 1)
     return float(np.dot(areas, weights) / np.sum(weights))
 
 
@@ -211,10 +230,21 @@ def test_rating_measures_equal_recommenders(seed):
 def test_classification_measures_equal_recommenders_and_gauc(seed):
     truth, pred = rated(seed, binary=True)
     want = {"AUC": python_evaluation.auc(truth, pred), "LogLoss": python_evaluation.logloss(truth, pred),
-            "GAUC": gauc(truth, pred)}
+            "GAUC": gauc(truth, pred), "UserAUC": gauc(truth, pred, weighted=False)}
     results = _evaluate_ratings(truth, pred, CLASS_MEASURES)
     for m in CLASS_MEASURES:
         assert abs(results.aggregate[m] - want[m]) <= TOLERANCE, (m, results.aggregate[m], want[m])
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_per_user_areas_weighted_and_not(seed):
+    """Dense grades (each user scored on most of 12 items): many users with both classes, of different sizes."""
+    truth, pred = rated(seed, binary=True, users=40, items=12)
+    want = {"GAUC": gauc(truth, pred), "UserAUC": gauc(truth, pred, weighted=False)}
+    assert abs(want["GAUC"] - want["UserAUC"]) > 1e-3  # the users' weights matter here
+    results = _evaluate_ratings(truth, pred, ["GAUC", "UserAUC"])
+    for m, value in want.items():
+        assert abs(results.aggregate[m] - value) <= TOLERANCE, (m, results.aggregate[m], value)
 
 
 def test_compare_refuses_a_measure_of_the_whole_run():
@@ -248,8 +278,181 @@ def test_each_segment_and_labelled_log_gets_its_own_value():
     log = pred.merge(truth, on=["userID", "itemID"], how="left")  # unlabelled rows: no pair
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # users whose scored items have no grade: no pair
-        results = sqlmetrics.evaluate(None, log, ["AUC", "GAUC", "RMSE"], label="rating",
+        results = sqlmetrics.evaluate(None, log, ["AUC", "GAUC", "UserAUC", "RMSE"], label="rating",
                                       columns={"query_id": "userID", "doc_id": "itemID", "score": "prediction"})
     assert abs(results.aggregate["AUC"] - python_evaluation.auc(truth, pred)) <= TOLERANCE
     assert abs(results.aggregate["GAUC"] - gauc(truth, pred)) <= TOLERANCE
+    assert abs(results.aggregate["UserAUC"] - gauc(truth, pred, weighted=False)) <= TOLERANCE
     assert abs(results.aggregate["RMSE"] - python_evaluation.rmse(truth, pred)) <= TOLERANCE
+
+
+# --------------------------------------------------------------------- item similarities (rows: items)
+# Recommenders' user_diversity and user_item_serendipity fill an unknown similarity with 0 by
+# `frame[col].fillna(0, inplace=True)`, which pandas 3 (copy-on-write) no longer applies to the frame: with
+# co-occurrence similarities (where most pairs are unknown) Recommenders 1.2.1 on pandas 3 averages the known
+# pairs only. There the oracle is Recommenders' own similarity table (_get_cooccurrence_similarity) and its
+# pairing, with the fill written out (fill_unknown). With feature vectors every pair is known, and
+# Recommenders' functions are the oracle as they are.
+
+
+def item_features(seed: int, categories: bool, items=60):
+    """Every item's features: a random vector of either sign, or one of 5 categories as a one-hot vector (whose
+    cosine is 1 for the same category, else 0). For sqlmetrics the same frame, with a `category` column instead."""
+    rnd = np.random.default_rng(seed)
+    genres = rnd.integers(0, 5, size=items)
+    vectors = np.eye(5)[genres] if categories else rnd.normal(size=(items, 4))
+    frame = pd.DataFrame({"itemID": [f"i{i}" for i in range(items)], "features": list(vectors)})
+    ours = pd.DataFrame({"itemID": frame["itemID"], "category": [f"g{g}" for g in genres]}) if categories else frame
+    return frame, ours
+
+
+def fill_unknown(frame: pd.DataFrame, similarity: pd.DataFrame) -> pd.Series:
+    """Recommenders' similarity of each (i1, i2) row of frame, 0 when it has none (its fillna(0))."""
+    return frame.merge(similarity, on=["i1", "i2"], how="left")["sim"].fillna(0).to_numpy()
+
+
+def cooccurrence_oracle(history: pd.DataFrame, reco: pd.DataFrame, relevant: pd.Series) -> dict:
+    """{measure: {user: value}} with Recommenders' co-occurrence similarities, unknown ones 0."""
+    similarity = python_evaluation._get_cooccurrence_similarity(history)
+    pairs = python_evaluation._get_pairwise_items(reco[["userID", "itemID"]])
+    pairs = pairs[pairs["i1"] != pairs["i2"]].assign(sim=lambda p: fill_unknown(p, similarity))
+    diversity = 1 - pairs.groupby("userID")["sim"].mean()
+    seen = reco[["userID", "itemID"]].assign(relevant=relevant.to_numpy()).merge(
+        history[["userID", "itemID"]].rename(columns={"itemID": "train"}), on="userID")
+    seen["i1"], seen["i2"] = seen[["itemID", "train"]].min(axis=1), seen[["itemID", "train"]].max(axis=1)
+    per_item = seen.assign(sim=fill_unknown(seen, similarity)).groupby(["userID", "itemID"]).agg(
+        sim=("sim", "mean"), relevant=("relevant", "first"))
+    unexpected = 1 - per_item["sim"]
+    return {"IntraListDiversity": diversity.to_dict(),
+            "Serendipity": unexpected.groupby("userID").mean().to_dict(),
+            "Serendipity(weight=relevant)": (unexpected * per_item["relevant"]).groupby("userID").mean().to_dict()}
+
+
+def features_oracle(history: pd.DataFrame, reco: pd.DataFrame, relevant: pd.Series, features: pd.DataFrame) -> dict:
+    """{measure: {user: value}}: Recommenders' user_diversity and user_serendipity with item_feature_vector."""
+    given = dict(item_feature_df=features, item_sim_measure="item_feature_vector", col_item_features="features")
+    reco = reco[["userID", "itemID"]].assign(relevant=relevant.to_numpy())
+    per_user = lambda frame, column: frame.set_index("userID")[column].to_dict()  # noqa: E731
+    return {
+        "IntraListDiversity(similarity=features)": per_user(python_evaluation.user_diversity(
+            history, reco[["userID", "itemID"]], **given), "user_diversity"),
+        "Serendipity(similarity=features)": per_user(python_evaluation.user_serendipity(
+            history, reco[["userID", "itemID"]], **given), "user_serendipity"),
+        "Serendipity(similarity=features,weight=relevant)": per_user(python_evaluation.user_serendipity(
+            history, reco, col_relevance="relevant", **given), "user_serendipity"),
+    }
+
+
+def _check_per_user(results, want: dict):
+    """Each user's value (null where Recommenders has no row for the user) and the mean over users."""
+    for m, by_user in want.items():
+        assert by_user and all(np.isfinite(v) for v in by_user.values()), m
+        got = dict(zip(results.per_query.column("query_id").to_pylist(), results.per_query.column(m).to_pylist()))
+        assert {u for u, v in got.items() if v is not None} == set(by_user), m
+        assert all(abs(got[u] - v) <= TOLERANCE for u, v in by_user.items()), m
+        assert abs(results.aggregate[m] - np.mean(list(by_user.values()))) <= TOLERANCE, m
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("categories", [False, True], ids=["vectors", "categories"])
+def test_diversity_and_serendipity_equal_recommenders(seed, categories):
+    history, reco, test = generated(seed)
+    # Some recommended items are relevant: weight=relevant differs from every item counting.
+    test = pd.concat([test, reco[["userID", "itemID"]].iloc[::3].assign(rating=1)]).drop_duplicates(["userID", "itemID"])
+    relevant = pd.Series([(u, i) in set(zip(test["userID"], test["itemID"])) for u, i in zip(reco["userID"], reco["itemID"])],
+                         dtype=float)
+    features, ours = item_features(seed, categories)
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Recommenders' ChainedAssignmentError (above); users without a test item
+        want = {**cooccurrence_oracle(history, reco, relevant), **features_oracle(history, reco, relevant, features)}
+        results = sqlmetrics.evaluate(test, reco, list(want), history=history.assign(rating=1), items=ours,
+                                      columns={**columns, "score": "prediction"},
+                                      qrels_columns={**columns, "relevance": "rating"})
+    _check_per_user(results, want)
+
+
+def _similarities(items, measures, **options):
+    """measures over a small run, its items compared by their features (items=)."""
+    run = {"u1": {"i1": 3.0, "i2": 2.0, "i3": 1.0}}
+    return sqlmetrics.evaluate({"u1": {"i2": 1}}, run, measures, items=items, **options).aggregate
+
+
+def test_item_features_in_every_form_give_the_same_similarities():
+    """i1 (1, 0), i2 (1, 1), i3 (0, 2): as vectors, in long form, and (cosine 1 or 0) as categories."""
+    vectors = pd.DataFrame({"item": ["i1", "i2", "i3"], "embedding": [[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]]})
+    long = pd.DataFrame({"item": ["i1", "i2", "i2", "i3"], "dimension": ["a", "a", "b", "b"], "value": [1, 1, 1, 2.0]})
+    measure = "IntraListDiversity(similarity=features)"
+    want = 1 - np.sqrt(2) / 3
+    assert abs(_similarities(vectors, [measure])[measure] - want) <= TOLERANCE
+    assert abs(_similarities(long, [measure])[measure] - want) <= TOLERANCE
+    renamed = vectors.rename(columns={"embedding": "emb"})
+    assert abs(_similarities(renamed, [measure], columns={"vector": "emb"})[measure] - want) <= TOLERANCE
+    categories = pd.DataFrame({"item": ["i1", "i2", "i3"], "genre": ["a", "a", "b"]})
+    assert abs(_similarities(categories, [measure])[measure] - 2 / 3) <= TOLERANCE
+
+
+def test_item_features_are_checked():
+    measure = ["IntraListDiversity(similarity=features)"]
+    with pytest.raises(SqlmetricsError, match="items="):
+        sqlmetrics.evaluate({"u1": {"i2": 1}}, {"u1": {"i1": 2.0, "i2": 1.0}}, measure)
+    with pytest.raises(SqlmetricsError, match="history="):
+        sqlmetrics.render(["Serendipity(similarity=features)"], items="item_features")
+    both = pd.DataFrame({"item": ["i1"], "category": ["a"], "vector": [[1.0]]})
+    with pytest.raises(SqlmetricsError, match="one list column of numbers"):
+        _similarities(both, measure)
+    with pytest.raises(SqlmetricsError, match="not a list of numbers"):
+        _similarities(pd.DataFrame({"item": ["i1"], "vector": [1.0]}), measure)
+    with pytest.raises(SqlmetricsError, match="long form"):
+        sqlmetrics.render(measure, dialect="sqlite", items="item_features", columns={"vector": "embedding"})
+
+
+def test_vectors_as_postgres_arrays():
+    """items= as a PostgreSQL table with a DOUBLE PRECISION[] column equals the same vectors read locally."""
+    from conftest import postgres_connection
+
+    history, reco, test = (frame.rename(columns=str.lower) for frame in generated(2))  # as PostgreSQL folds names
+    features = item_features(2, categories=False)[0].rename(columns=str.lower)
+    measures = ["IntraListDiversity(similarity=features)@3", "Serendipity(similarity=features)"]
+    columns = {"query_id": "userid", "doc_id": "itemid"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sqlmetrics.evaluate(test, reco, measures, history=history.assign(rating=1), items=features,
+                                   columns={**columns, "score": "prediction"},
+                                   qrels_columns={**columns, "relevance": "rating"}).aggregate
+    with postgres_connection() as con:
+        con.execute("CREATE TEMP TABLE items (itemid TEXT, features DOUBLE PRECISION[])")
+        con.cursor().executemany("INSERT INTO items VALUES (%s, %s)",
+                                 [(i, [float(x) for x in f]) for i, f in zip(features["itemid"], features["features"])])
+        for name, frame in (("history", history), ("qrels", test.assign(rating=1)), ("reco", reco)):
+            cols = list(frame.columns)
+            con.execute(f"CREATE TEMP TABLE {name} ({', '.join(f'{c} TEXT' for c in cols)})")
+            con.cursor().executemany(f"INSERT INTO {name} VALUES ({', '.join(['%s'] * len(cols))})",
+                                     [tuple(map(str, r)) for r in frame.itertuples(index=False)])
+        con.execute('ALTER TABLE qrels ALTER COLUMN rating TYPE DOUBLE PRECISION USING rating::double precision')
+        con.execute('ALTER TABLE reco ALTER COLUMN prediction TYPE DOUBLE PRECISION USING prediction::double precision')
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = sqlmetrics.evaluate("qrels", "reco", measures, engine=con, history="history", items="items",
+                                      columns={**columns, "score": "prediction", "vector": "features"},
+                                      qrels_columns={**columns, "relevance": "rating"}).aggregate
+    assert all(abs(got[m] - want[m]) <= TOLERANCE for m in measures), (got, want)
+
+
+def test_compare_tests_the_per_user_measures():
+    """Diversity and serendipity have a value per user: compare() tests them, reading history= and items=."""
+    history, reco, test = generated(4)
+    other = reco.assign(prediction=-reco["prediction"]).iloc[::2]
+    features, ours = item_features(4, categories=True)
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    measures = ["IntraListDiversity(similarity=features)", "Serendipity"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = sqlmetrics.compare(test, {"a": reco, "b": other}, measures, history=history.assign(rating=1),
+                                    items=ours, columns={**columns, "score": "prediction"},
+                                    qrels_columns={**columns, "relevance": "rating"})
+        want = sqlmetrics.evaluate(test, reco, measures, history=history.assign(rating=1), items=ours,
+                                   columns={**columns, "score": "prediction"},
+                                   qrels_columns={**columns, "relevance": "rating"}).aggregate
+    text = report.to_markdown() if hasattr(report, "to_markdown") else str(report)
+    assert all(m in text for m in measures) and f"{want['Serendipity']:.4f}" in text

@@ -25,7 +25,7 @@ value is an error naming the file and line):
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | positions | subtopics | recommendations | ratings | verdicts | embeddings
+    rows: ranking | preferences | positions | subtopics | recommendations | ratings | items | verdicts | embeddings
                                            what the body aggregates (default ranking): the ranked rows of a
                                            list, its preferences' rows, its subtopic rows (diversity measures),
                                            one row per position 1..1000 (cwl_eval's depth) whether a
@@ -35,13 +35,15 @@ value is an error naming the file and line):
                                            once) over the whole run: one row per item it recommends, with the
                                            item's counts in the run and in the training interactions
                                            (history=), or one row per run row with a grade (its score the
-                                           prediction); or (RAG) the judged statements of the list's query
+                                           prediction); `items`: one row per ranked item of a list, with its
+                                           similarities to the items above it and to the user's training
+                                           items; or (RAG) the judged statements of the list's query
                                            (verdicts=), or the questions generated from its answer, each with
                                            its cosine to the question asked (embeddings=); sql/_shared.sql
                                            lists the columns of each kind of row
     kind: ranking | rag | recsys           what it evaluates, for `sqlmetrics list` (default: recsys for the
-                                           measures of a whole run, rag for rows: verdicts and embeddings,
-                                           else ranking)
+                                           measures of a whole run and rows: items, rag for rows: verdicts
+                                           and embeddings, else ranking)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -53,19 +55,20 @@ value is an error naming the file and line):
     ideal_order: SQL                       what the ideal ranking (ideal_rnk) sorts by, descending (default
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
-    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] [verdicts: Q OF V, ...]
-             [embeddings: Q GENERATED X;Y;... NONCOMMITTAL, ...] => VALUE
+    example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] [items: I DIM V, ...]
+             [verdicts: Q OF V, ...] [embeddings: Q GENERATED X;Y;... NONCOMMITTAL, ...] => VALUE
                                            required, repeatable: a hand-computed value of this measure with
                                            PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
                                            tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
                                            a/b, or null). A `rows: subtopics` template's qrels entries
                                            are `Q S D G` (query, subtopic, document, grade); `history:` lists
                                            the training interactions (user, item) that `rows:
-                                           recommendations` measures read; `verdicts:` the judged statements
-                                           (query, what the statement is of, verdict) that `rows: verdicts` read;
-                                           `embeddings:` the question embeddings (query, 0 for the question asked
-                                           or 1.. for a generated one, the vector's numbers, noncommittal 0 or 1)
-                                           that `rows: embeddings` read
+                                           recommendations` and `rows: items` measures read, `items:` the
+                                           item features in long form (item, dimension, value); `verdicts:`
+                                           the judged statements (query, what the statement is of, verdict)
+                                           that `rows: verdicts` read; `embeddings:` the question embeddings
+                                           (query, 0 for the question asked or 1.. for a generated one, the
+                                           vector's numbers, noncommittal 0 or 1) that `rows: embeddings` read
 
 `sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
 """
@@ -92,7 +95,8 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")
-ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "verdicts", "embeddings")
+ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "items", "verdicts",
+        "embeddings")
 KINDS = ("ranking", "rag", "recsys")
 # What a judged statement (rows: verdicts) is of: the answer's claims (checked against the retrieved context),
 # the reference answer's claims (attributable to the context or not), the context's sentences (relevant to the
@@ -154,6 +158,7 @@ class Example:
     run: tuple  # ((query, doc, score), ...)
     value: str  # as written: a decimal, a fraction a/b, or null
     history: tuple = ()  # ((user, item), ...): the training interactions, for `rows: recommendations`
+    items: tuple = ()  # ((item, dimension, value), ...): the item features in long form, for `rows: items`
     verdicts: tuple = ()  # ((query, statement_of, verdict), ...): the judged statements, for `rows: verdicts`
     embeddings: tuple = ()  # ((query, generated, (x, y, ...), noncommittal), ...): for `rows: embeddings`
 
@@ -185,11 +190,11 @@ class Measure:
     @property
     def kind(self) -> str:
         """What it evaluates (`sqlmetrics list`): ranked lists, a RAG pipeline's answers and contexts (rag), or a
-        recommender's whole run (recsys)."""
+        recommender's whole run or its items (recsys)."""
         if self.kind_of:
             return self.kind_of
-        return {"recommendations": "recsys", "ratings": "recsys", "verdicts": "rag", "embeddings": "rag"}.get(
-            self.rows, "ranking")
+        return {"recommendations": "recsys", "ratings": "recsys", "items": "recsys", "verdicts": "rag",
+                "embeddings": "rag"}.get(self.rows, "ranking")
 
 
 @dataclass(frozen=True)
@@ -207,7 +212,9 @@ _SINGLE = ("measure", "description", "reference", "at", "aliases", "aggregate", 
 _NAMED = ("param", "window", "ideal", "ideal_running", "ideal_suffix")
 _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
-_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?(?:\s+verdicts:\s*(?P<verdicts>.+?))?(?:\s+embeddings:\s*(?P<embeddings>.+?))?\s*=>\s*(?P<value>\S+)$")
+_EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?"
+                      r"(?:\s+items:\s*(?P<items>.+?))?(?:\s+verdicts:\s*(?P<verdicts>.+?))?"
+                      r"(?:\s+embeddings:\s*(?P<embeddings>.+?))?\s*=>\s*(?P<value>\S+)$")
 _VALUE = re.compile(r"^(null|-?\d+(\.\d+)?|-?\d+/\d+)$")
 _ALIAS_TAG = re.compile(r"^(?P<pattern>.+?)\s*\((?P<tool>[\w-]+)\)$")
 
@@ -315,8 +322,12 @@ class _Reader:
                                       "GENERATED 0 (the question asked) or more, NONCOMMITTAL 0 or 1.")
             vector = tuple(self.number(line, x, "example embedding") for x in fields[2].split(";"))
             embeddings.append((fields[0], int(fields[1]), vector, int(fields[3])))
+        items = tuple(tuple(entry.split()) for entry in (m.group("items") or "").split(",") if entry.strip())
+        if any(len(row) != 3 for row in items):
+            raise self.fail(line, "example: each items entry is `item dimension value` (a category: `item genre 1`).")
+        items = tuple((item, dimension, self.number(line, value, "example items entry")) for item, dimension, value in items)
         return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history,
-                       tuple((q, of, int(v)) for q, of, v in verdicts), tuple(embeddings))
+                       items, tuple((q, of, int(v)) for q, of, v in verdicts), tuple(embeddings))
 
     def read(self) -> Measure:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))

@@ -1,5 +1,6 @@
 """Write the recommender demo: recsys_train.csv, recsys_test.csv and recsys_reco.csv (user_id, item_id, and
-rating or score), for the README's "Recommender measures" example.
+rating or score), and recsys_items.csv (item_id, category: its item group), for the README's "Recommender
+measures" example.
 
     python -m sqlmetrics.demo.make_recsys      (fixed seed: the files are the same on every run)
 
@@ -49,9 +50,15 @@ def rows(seed: int = SEED) -> tuple[list, list, list]:
     return train, test, reco
 
 
+def item_rows() -> list:
+    """Each item's category: the item group a user's hidden taste prefers."""
+    return [(f"i{i:03d}", f"g{i % GROUPS}") for i in range(ITEMS)]
+
+
 def main() -> None:
     train, test, reco = rows()
-    for name, header, data in (("recsys_train.csv", ("user_id", "item_id", "rating"), train),
+    for name, header, data in (("recsys_items.csv", ("item_id", "category"), item_rows()),
+                               ("recsys_train.csv", ("user_id", "item_id", "rating"), train),
                                ("recsys_test.csv", ("user_id", "item_id", "rating"), test),
                                ("recsys_reco.csv", ("model", "user_id", "item_id", "score"), reco)):
         with open(FOLDER / name, "w", newline="", encoding="utf-8") as f:

@@ -18,11 +18,15 @@ from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import column_identifier, table_reference
-from ..options import RENDER, VERDICT_COLUMNS, check_log_options, resolve, role_columns, signature
+from ..options import ITEM_ROLES, RENDER, VERDICT_COLUMNS, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..statement import Embeddings, Shape, Source, build_statement, check_subtopics
-from .info import UNNEST_DIALECTS, DialectInfo, dialect_info
+from .info import DIALECTS, UNNEST_DIALECTS, DialectInfo, dialect_info
+
+# The engines whose arrays the RAG embeddings and the item feature vectors are read as (UNNEST ... WITH
+# ORDINALITY, counted from 1); elsewhere those tables are given in long form (dimension, value).
+ARRAYS = ("ordinality",)
 from .portable import portable
 
 def _clean(text) -> str:
@@ -189,13 +193,23 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
                            **{r: column_identifier(r, d, fold) for r in VERDICT_COLUMNS}})
     embeddings = None
     if o.embeddings is not None:  # an array column where the engine has arrays (and UNNEST), the long form elsewhere
-        form = "function" if info.name == "duckdb" else "unnest" if info.unnest else "long"
+        form = "function" if info.name == "duckdb" else "unnest" if info.unnest in ARRAYS else "long"
         vector = ("embedding",) if form != "long" else ("dimension", "value")
         embeddings = Embeddings(Source(table_reference(o.embeddings, d, fold),
                                        {"query_id": column_identifier(qrels_map["query_id"], d, fold),
                                         **{r: column_identifier(r, d, fold)
                                            for r in ("generated", "noncommittal", *vector)}}),
                                 form)
+    items = None
+    if o.items is not None:  # the item features: the qrels' item column, and the long form unless columns= says
+        features = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES} or \
+            {"dimension": "dimension", "value": "value"}
+        if "vector" in features and info.unnest not in ARRAYS:
+            raise SqlmetricsError(f"items= with a vector column: {info.name} has no UNNEST ... WITH ORDINALITY; give the "
+                                  "item features in long form there (columns dimension and value), or render for "
+                                  f"{', '.join(n for n, i in DIALECTS.items() if i.unnest in ARRAYS)}.")
+        items = Source(table_reference(o.items, d, fold),
+                       {r: column_identifier(c, d, fold) for r, c in {"doc_id": qrels_map["doc_id"], **features}.items()})
     tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query,
-                           history, verdicts, embeddings)
+                           history=history, items=items, verdicts=verdicts, embeddings=embeddings)
     return portable(tree, info, options, calls, per_query), calls

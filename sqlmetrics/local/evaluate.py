@@ -19,7 +19,8 @@ from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import FORMAT_GROUPS, GROUP_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, VERDICT_COLUMNS, Settings
+from ..options import (FORMAT_GROUPS, GROUP_ROLES, ITEM_ROLES, QRELS_ROLES, RUN_ROLES, SUBTOPIC_ROLE, VERDICT_COLUMNS,
+                       Settings)
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
 from ..results import Results
@@ -28,7 +29,7 @@ from sqlglot import exp
 from ..statement import READ, Embeddings, Shape, Source, aggregate_sql, build_statement, check_subtopics
 from . import checks
 from .output import process_folder
-from .readers import Loaded, _first_line, _fresh, _numbered, damaged, load
+from .readers import Loaded, _first_line, _fresh, _numbered, _types, damaged, load
 
 
 def fetch_arrow(con, query: str, names: list):
@@ -523,6 +524,16 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
             if not noncommittal:  # optional here: no generation judged the answer noncommittal
                 source = dataclasses.replace(source, constants={"noncommittal": 0})
             embeddings = Embeddings(source, "function" if vector == ("embedding",) else "long")
+        items = None
+        if o.items is not None:  # the item features: the item (read as the qrels' doc_id) and its features
+            mapped = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES}
+            item = {"doc_id": qrels_columns["doc_id"]} if "doc_id" in qrels_columns else {}
+            i = load(con, o.items, "items", {**item, **mapped})
+            inputs.append(i)
+            if "vector" in i.columns and not _types(con, i.view)[i.columns["vector"]].endswith("]"):
+                raise SqlmetricsError(f"{i.label}: the vector column {i.columns['vector']!r} is not a list of numbers; "
+                                      "give a list (or array) per item, or the long form (dimension, value).")
+            items = _source(i.view, i.columns)
         runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
@@ -537,7 +548,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
-                              history=history, verdicts=verdicts, embeddings=embeddings).sql(READ)
+                              history=history, items=items, verdicts=verdicts, embeddings=embeddings).sql(READ)
         step("computing measures")
         try:
             con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")

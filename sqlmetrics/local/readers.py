@@ -29,7 +29,7 @@ from sqlglot import exp
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from ..options import GROUP_ROLES, QRELS_ROLES, SUBTOPIC_ROLE
+from ..options import GROUP_ROLES, ITEM_ROLES, QRELS_ROLES, SUBTOPIC_ROLE
 from ..statement import LISTS, Source
 from .databases import DATABASE_FILES, copy_into, copy_table
 
@@ -47,6 +47,9 @@ KNOWN_NAMES = {
     "judgment_subgroup": ("judgment_subgroup", "jsg"),
     "subtopic": ("subtopic", "subtopic_id", "iteration"),  # ir_measures keeps a subtopic in `iteration`
 }
+# The item features' columns (items=, kind "items"); the item is found as doc_id is.
+ITEM_NAMES = {"vector": ("vector", "embedding", "features"), "category": ("category", "genre"),
+              "dimension": ("dimension", "dim"), "value": ("value",)}
 # A name that is no candidate when the other one is present. PyTerrier's frames carry both: `docid` is
 # Terrier's internal number and `docno` the collection's id; `query` is the query's text, `qid` its id.
 SHADOWED_BY = {"docid": "docno", "query": "qid"}
@@ -915,8 +918,9 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
     present = list(types)
     lower = {c.lower(): c for c in present}
     # The judgment group and subtopic are optional: read only by the qrels_format that says when one is missing.
-    roles = (*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE) if kind == "qrels" else RANKING_ROLES
-    required = ("query_id", "doc_id", "relevance") if kind == "qrels" else ("query_id", "doc_id")
+    roles = {"qrels": (*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE), "items": ("doc_id", *ITEM_ROLES)}.get(kind, RANKING_ROLES)
+    required = {"qrels": ("query_id", "doc_id", "relevance"), "items": ("doc_id",)}.get(kind, ("query_id", "doc_id"))
+    names = {**KNOWN_NAMES, **ITEM_NAMES}
     columns = dict(columns or {})
     if kind == "run" and "run_name" in columns:
         roles = ("run_name", *roles)
@@ -932,7 +936,7 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
                 )
             mapping[role] = columns[role]
             continue
-        found = [lower[n] for n in KNOWN_NAMES[role] if n in lower and SHADOWED_BY.get(n) not in lower]
+        found = [lower[n] for n in names[role] if n in lower and SHADOWED_BY.get(n) not in lower]
         if role == "relevance" and kind == "qrels" and set(lower) in GRADE_NAMED_SCORE:
             found = [lower["score"]]
         if len(found) == 1:

@@ -1,0 +1,28 @@
+-- measure: IntraListDiversity
+-- description: Intra-list diversity of a user's recommendations: 1 - the mean cosine similarity of the pairs of items in the list (the top k); items compared by the users who had them in training (history=, similarity='cooccurrence') or by their features (items=, similarity='features'): vectors, or categories, where it is the share of pairs of different categories; the mean over the users whose list has a pair.
+-- reference: Microsoft Recommenders python_evaluation.user_diversity and diversity (Ziegler et al., Improving Recommendation Lists Through Topic Diversification, WWW 2005; co-occurrence cosine as in Zhang et al., Auralist, WSDM 2012)
+-- param similarity: choice = cooccurrence
+--   cooccurrence: cooc_sim_above
+--   features: feature_sim_above
+-- param k: cutoff = none
+-- at: k
+-- rows: items
+-- empty: null
+-- range: 0..2
+-- example: (similarity=features) qrels: u1 i2 1, u2 i4 1 run: u1 i1 0.9, u1 i2 0.8, u1 i3 0.7, u2 i1 0.6, u2 i4 0.5 items: i1 g1 1, i2 g1 1, i3 g2 1, i4 g2 1 => 5/6
+-- example: (similarity=features)@2 qrels: u1 i2 1, u2 i4 1 run: u1 i1 0.9, u1 i2 0.8, u1 i3 0.7, u2 i1 0.6, u2 i4 0.5 items: i1 g1 1, i2 g1 1, i3 g2 1, i4 g2 1 => 1/2
+-- example: (similarity=features) qrels: u1 i2 1, u2 i1 1 run: u1 i1 0.9, u1 i2 0.8, u1 i3 0.7, u2 i1 0.5 items: i1 x 1, i2 x 1, i2 y 1, i3 y 2 => 0.5285954792
+-- example: qrels: u1 i2 1, u2 i4 1 run: u1 i1 0.9, u1 i2 0.8, u1 i3 0.7, u2 i2 0.6, u2 i4 0.5 history: u3 i1, u3 i2, u4 i1, u4 i3, u5 i2 => 0.7988155365
+-- note: Pairs of a list's items, each pair once; a pair whose similarity is unknown (an item without features,
+--   two items no training user shares) counts with similarity 0, as Recommenders' fillna(0) intends. A list of
+--   one item has no pair: null, and the mean leaves it out (Recommenders has no row for that user). The sum
+--   over pairs is each item's summed similarity to the items ranked above it; the pairs within the top k are
+--   those of the items ranked k or better (their count: the sum of rnk - 1).
+--   Example 1: categories; u1 {i1 g1, i2 g1, i3 g2}: one pair of three alike, 2/3; u2 {i1 g1, i4 g2}: 1;
+--   mean 5/6. Example 2: the top 2, u1's one pair alike: 0, u2: 1. Example 3: vectors i1 (1, 0), i2 (1, 1),
+--   i3 (0, 2) in long form (missing dimensions are 0): cosines 1/sqrt 2, 0, 1/sqrt 2: 1 - sqrt(2)/3; u2's one
+--   item: null. Example 4: the training users of i1 {u3, u4}, i2 {u3, u5}, i3 {u4}: u1's cosines 1/2,
+--   1/sqrt 2, 0: 1 - (1/2 + 1/sqrt 2)/3; u2 {i2, i4}: i4 has no training user: 1. Feature vectors of either
+--   sign may have a negative cosine: the value then passes 1.
+1 - CAST(SUM(CASE WHEN rnk <= :k THEN :similarity ELSE 0 END) AS DOUBLE)
+  / NULLIF(SUM(CASE WHEN rnk <= :k THEN rnk - 1 ELSE 0 END), 0)

@@ -1,0 +1,26 @@
+-- measure: Serendipity
+-- description: Serendipity of a user's recommendations as Recommenders defines it: the mean over the list's items (the top k) of 1 - the item's mean cosine similarity to the user's training items (history=), times its relevance (every item: 1, or weight=relevant: 1 when the item's test grade reaches the relevance level, else 0); items compared by co-occurrence in training (similarity='cooccurrence') or by their features (items=, similarity='features'); the mean over the users with training items.
+-- reference: Microsoft Recommenders python_evaluation.user_item_serendipity, user_serendipity and serendipity (Zhang et al., Auralist, WSDM 2012; col_relevance: weight=relevant)
+-- param similarity: choice = cooccurrence
+--   cooccurrence: cooc_hist_sim
+--   features: feature_hist_sim
+-- param weight: choice = one
+--   one: 1
+--   relevant: is_rel
+-- param k: cutoff = none
+-- at: k
+-- rows: items
+-- empty: null
+-- range: 0..2
+-- example: qrels: u1 i2 1, u2 i3 1 run: u1 i2 0.9, u1 i3 0.8, u2 i3 0.7 history: u1 i1, u2 i1, u2 i2, u3 i2, u3 i3 => 0.6982233047
+-- example: (weight=relevant) qrels: u1 i2 1, u2 i3 1 run: u1 i2 0.9, u1 i3 0.8, u2 i3 0.7 history: u1 i1, u2 i1, u2 i2, u3 i2, u3 i3 => 0.4482233047
+-- example: @1 qrels: u1 i2 1, u2 i3 1 run: u1 i2 0.9, u1 i3 0.8, u2 i3 0.7 history: u1 i1, u2 i1, u2 i2, u3 i2, u3 i3 => 0.5732233047
+-- example: (similarity=features) qrels: u1 i2 1, u4 i2 1 run: u1 i2 0.9, u1 i3 0.8, u4 i2 0.5 history: u1 i1 items: i1 g1 1, i2 g1 1, i3 g2 1 => 1/2
+-- note: An item's similarity to each training item of its user, averaged (a pair whose similarity is unknown
+--   counts 0, as Recommenders' fillna(0) intends). A user without training items has no value, and the mean
+--   leaves them out (Recommenders joins them away). Example 1: the training users of i1 {u1, u2}, i2 {u2, u3},
+--   i3 {u3}; u1 (trained on i1): i2's cosine 1/2, i3's 0: (1/2 + 1)/2; u2 (i1, i2): i3's cosines 0 and
+--   1/sqrt 2: 1 - 1/(2 sqrt 2); the mean of both. Example 2: only u1's i2 and u2's i3 are relevant:
+--   (1/4 + 1 - 1/(2 sqrt 2))/2. Example 3: the top 1: (1/2 + 1 - 1/(2 sqrt 2))/2. Example 4: categories; u1's
+--   i2 is like i1, i3 is not: 1/2; u4 has no training items.
+AVG(CASE WHEN rnk <= :k THEN (1 - :similarity) * :weight END)
