@@ -171,13 +171,10 @@ class Plan:
     greedy_alphas: set = field(default_factory=set)
     recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once
     ratings: set = field(default_factory=set)  # the output columns aggregated over the run's rated pairs, once
-<<<<<<< HEAD
     verdicts: set = field(default_factory=set)  # the output columns aggregated over the query's judged statements
     embeddings: set = field(default_factory=set)  # the output columns aggregated over the query's generated questions
-=======
     items: set = field(default_factory=set)  # the output columns aggregated over each list's items (similarities)
     item_columns: set = field(default_factory=set)  # the columns those read (which similarities to compute)
->>>>>>> recsys3
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -225,22 +222,15 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
         # Aggregated over rows of their own kind (statement.py builds them): no shared columns to resolve.
-<<<<<<< HEAD
-        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "verdicts", "embeddings"):
-=======
-        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "items"):
->>>>>>> recsys3
+        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts", "embeddings"):
             body = _bind_placeholders(_parse(m.body), call)
             plan.values.append((out, body, m.empty))
             plan.aggregates.append((out, m.aggregate))
             {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
-<<<<<<< HEAD
-             "ratings": plan.ratings, "verdicts": plan.verdicts, "embeddings": plan.embeddings}[m.rows].add(out)
-=======
-             "ratings": plan.ratings, "items": plan.items}[m.rows].add(out)
+             "ratings": plan.ratings, "items": plan.items, "verdicts": plan.verdicts,
+             "embeddings": plan.embeddings}[m.rows].add(out)
             if m.rows == "items":
                 plan.item_columns.update(c.name for c in body.find_all(exp.Column))
->>>>>>> recsys3
             if m.rows == "subtopics" and call.values.get("k") is not None:
                 plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
             if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):
