@@ -87,14 +87,23 @@ WITH judgments AS (
   FROM verdict_rows
   GROUP BY
     query_id
+), embedding_input AS (
+  SELECT
+    CAST(sqlm_lists.question_id AS VARCHAR) AS query_id,
+    CAST(sqlm_lists.generated AS BIGINT) AS generated,
+    CAST(sqlm_lists.noncommittal AS DOUBLE) AS noncommittal,
+    CAST(sqlm_items.sqlm_pos AS BIGINT) AS rank_position,
+    CAST(sqlm_items.sqlm_doc AS DOUBLE) AS doc_id
+  FROM rag.eval.question_embeddings AS sqlm_lists
+  CROSS JOIN UNNEST(sqlm_lists.embedding) WITH ORDINALITY AS sqlm_items(sqlm_doc, sqlm_pos)
 ), embedding_long AS (
   SELECT
-    CAST(question_id AS VARCHAR) AS query_id,
-    CAST(generated AS BIGINT) AS generated,
-    CAST(noncommittal AS DOUBLE) AS noncommittal,
-    CAST(dimension AS BIGINT) AS dimension,
-    CAST("value" AS DOUBLE) AS value
-  FROM rag.eval.question_embeddings
+    query_id,
+    generated,
+    noncommittal,
+    rank_position AS dimension,
+    doc_id AS value
+  FROM embedding_input
 ), embedding_norms AS (
   SELECT
     query_id,
