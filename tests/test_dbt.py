@@ -9,20 +9,24 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import duckdb
+import jinja2
 import pytest
 
 import sqlmetrics
 from sqlmetrics.dialects import dbt as package
+from sqlmetrics.dialects import render
 from sqlmetrics.plan import column_name
 
 from conftest import unavailable
 
 PROJECT = Path(__file__).parent / "dbt_project"
+PACKAGE = Path(__file__).parents[1] / package.PACKAGE
 # The seeds hold a judged query the run misses and a ranked query without judgments, on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::sqlmetrics.SqlmetricsWarning")
 
@@ -44,7 +48,7 @@ def built(tmp_path_factory):
     work = tmp_path_factory.mktemp("dbt")
     project = work / "project"
     shutil.copytree(PROJECT, project)
-    (project / "packages.yml").write_text(f"packages:\n  - local: {package.PACKAGE}\n")
+    (project / "packages.yml").write_text(f"packages:\n  - local: {PACKAGE}\n")
     database = work / "example.duckdb"
     measures = _every_measure()
     env = {**os.environ, "SQLMETRICS_DBT_DATABASE": str(database), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
@@ -72,10 +76,14 @@ def _same(got, want) -> bool:
     return math.isclose(got, want, rel_tol=0, abs_tol=1e-12)
 
 
-def test_means_equal_evaluate(built):
+@pytest.mark.parametrize("model, options", [
+    ("means", {}),
+    ("means_intersection_level_2", {"queries": "intersection", "relevance_level": 2}),
+])
+def test_means_equal_evaluate(built, model, options):
     database, measures, seeds = built
-    table = _table(database, "means")
-    want = _expected(seeds, measures).aggregate
+    table = _table(database, model)
+    want = _expected(seeds, measures, **options).aggregate
     assert len(next(iter(table.values()))) == 1
     assert sorted(table) == sorted(column_name(m) for m in measures)
     wrong = {m: (table[column_name(m)][0], want[m]) for m in measures if not _same(table[column_name(m)][0], want[m])}
@@ -106,3 +114,30 @@ def test_one_measure_macro_called_directly(built):
     assert dict(zip(table["query_id"], table["ndcg_at_3"])) == pytest.approx(
         dict(zip(want["query_id"], want["nDCG@3"])), abs=1e-12, rel=0)
 
+
+
+# ------------------------------------------------------------------ every adapter's macro, rendered by Jinja
+# dbt runs here on DuckDB only; for the other adapters, each macro body rendered with Jinja (as dbt does) must be
+# render()'s statement for those options, the layout aside (a cutoff's stand-in wraps lines elsewhere).
+def _macro(name: str, adapter: str) -> str:
+    text = (PACKAGE / "macros" / "measures" / f"{name}.sql").read_text()
+    start = text.index("{%% macro %s__%s(qrels, run, options) %%}" % (adapter, name))
+    return text[text.index("%}", start) + 2:text.index("{% endmacro %}", start)]
+
+
+def _layout_free(sql: str) -> str:
+    return re.sub(r"\s+", "", sql)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapter", package.ADAPTERS)
+@pytest.mark.parametrize("name, k", [("nDCG", None), ("nDCG", 5), ("P", 10), ("Bpref", None), ("INST", None),
+                                     ("RBP", 3)])
+@pytest.mark.parametrize("per_query, queries, level", [(False, "qrels", 1), (True, "intersection", 2),
+                                                       (True, "qrels", 3), (False, "intersection", 1)])
+def test_each_adapter_macro_is_the_rendered_statement(adapter, name, k, per_query, queries, level):
+    body = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(_macro(name, adapter))
+    got = body.render(qrels="my_qrels", run="my_run", options=[k, per_query, queries, level])
+    want = render([name if k is None else f"{name}@{k}"], dialect=package.ADAPTERS[adapter], qrels="my_qrels",
+                  run="my_run", per_query=per_query, queries=queries, relevance_level=level, header=False)
+    assert _layout_free(got) == _layout_free(want)

@@ -1,6 +1,6 @@
 """The dbt package in `dbt/sqlmetrics/`, generated from `sql/`: one macro per measure and `evaluate`.
 
-    python -m sqlmetrics.dialects.dbt            # rewrite dbt/sqlmetrics/ (after changing sql/)
+    python -m sqlmetrics.dialects.dbt            # rewrite dbt/sqlmetrics/ (after changing sql/), from the checkout
     python -m sqlmetrics.dialects.dbt --check    # exit 1 when the shipped package is not what sql/ gives
 
 A measure's macro holds render()'s statements for each dbt adapter, as they are: nothing of statement.py is
@@ -28,7 +28,7 @@ from .render import render
 # which evaluate's joins need.
 ADAPTERS = {"duckdb": "duckdb", "postgres": "postgres", "snowflake": "snowflake", "bigquery": "bigquery",
             "databricks": "databricks"}
-PACKAGE = Path(__file__).resolve().parents[2] / "dbt" / "sqlmetrics"
+PACKAGE = Path("dbt") / "sqlmetrics"  # in the repository, from its top folder
 
 # Stand-ins rendered in place of what a macro takes. The tables: plain names no dialect quotes. The numbers:
 # values no template writes, checked against a real value (CHECK) before they are trusted.
@@ -249,7 +249,7 @@ from
 """
 
 
-def write(root: Path = PACKAGE) -> None:
+def write(root: Path) -> None:
     files = package_files()
     for old in root.glob("macros/measures/*.sql"):
         if old.relative_to(root).as_posix() not in files:
@@ -260,7 +260,7 @@ def write(root: Path = PACKAGE) -> None:
         path.write_text(text)
 
 
-def stale(root: Path = PACKAGE) -> list:
+def stale(root: Path) -> list:
     """The package's files that differ from what sql/ gives now (missing, changed or left over)."""
     files = package_files()
     shipped = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} if root.is_dir() else set()
@@ -269,18 +269,20 @@ def stale(root: Path = PACKAGE) -> list:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == ["--check"]:
-        differ = stale()
-        if differ:
-            print(f"dbt/sqlmetrics/ is not what sql/ gives ({', '.join(differ)}): run "
-                  "`python -m sqlmetrics.dialects.dbt`.", file=sys.stderr)
-            return 1
-        return 0
-    if argv:
-        print("usage: python -m sqlmetrics.dialects.dbt [--check]", file=sys.stderr)
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    roots = [a for a in args if a != "--check"]
+    root = (Path(roots[0]) if roots else Path(".")) / PACKAGE
+    if len(roots) > 1 or not root.parent.parent.joinpath("sql").is_dir():
+        print("usage: python -m sqlmetrics.dialects.dbt [--check] [CHECKOUT], in a checkout of sqlmetrics (it has "
+              "sql/ and writes dbt/sqlmetrics/)", file=sys.stderr)
         return 2
-    write()
+    if check:
+        differ = stale(root)
+        if differ:
+            print(f"{root} is stale ({', '.join(differ)}): run `python -m sqlmetrics.dialects.dbt`.", file=sys.stderr)
+        return 1 if differ else 0
+    write(root)
     return 0
 
 
