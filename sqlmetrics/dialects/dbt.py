@@ -102,7 +102,7 @@ def _cutoffs(name: str, measure) -> tuple:
             continue
         try:
             _statement("duckdb", name, CUTOFF if k else None, False, QUERIES[0], 1)
-        except SqlmetricsError:  # a measure that needs a cutoff (P, R, ...)
+        except SqlmetricsError:  # no statement without a cutoff: the measure needs one (P, R, ...)
             continue
         found.append(k)
     return tuple(found)
