@@ -76,12 +76,12 @@
     {%- if at and not (k.isdigit() and k | int > 0) -%}
       {{ exceptions.raise_compiler_error("sqlmetrics.evaluate: '" ~ text ~ "': the cutoff after @ is a positive whole number") }}
     {%- endif -%}
+    {%- set sql = context['sqlmetrics'][macro](qrels, run, k | int if at else none, per_query,
+                                               options.get('queries', 'qrels'), options.get('relevance_level', 1)) -%}
     {%- set column = cut.replace('{k}', k | int | string) if at else plain -%}
     {%- if column in parts | map(attribute='column') -%}
       {{ exceptions.raise_compiler_error("sqlmetrics.evaluate: '" ~ text ~ "' is listed twice") }}
     {%- endif -%}
-    {%- set sql = context['sqlmetrics'][macro](qrels, run, k | int if at else none, per_query,
-                                               options.get('queries', 'qrels'), options.get('relevance_level', 1)) -%}
     {%- do parts.append({'column': column, 'sql': sql}) -%}
   {%- endfor -%}
   {%- if parts | length == 1 -%}
