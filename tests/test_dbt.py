@@ -143,7 +143,6 @@ def test_one_measure_macro_called_directly(built):
         dict(zip(want["query_id"], want["nDCG@3"])), abs=tolerance, rel=0)
 
 
-
 @pytest.mark.parametrize("call, message", [
     ("evaluate(ref('qrels'), ref('run'), ['nDCG@10', 'MAP'])", "unknown measure 'MAP': the package has AP,"),
     ("evaluate(ref('qrels'), ref('run'), ['nDCG@ten'])", "'nDCG@ten': the cutoff after @ is a positive whole number"),
@@ -157,9 +156,10 @@ def test_bad_arguments_are_compilation_errors(built, call, message):
     done = run_dbt("compile", "--inline", "{{ sqlmetrics.%s }}" % call)
     assert done.returncode != 0 and message in done.stdout, done.stdout[-3000:]
 
+
 # ------------------------------------------------------------------ every adapter's macro, rendered by Jinja
-# dbt runs here on DuckDB only; for the other adapters, each macro body rendered with Jinja (as dbt does) must be
-# render()'s statement for those options, the layout aside (a cutoff's stand-in wraps lines elsewhere).
+# dbt runs here on DuckDB and PostgreSQL; for every adapter, each macro body rendered with Jinja (as dbt does) must
+# be render()'s statement for those options, the layout aside (a cutoff's stand-in wraps lines elsewhere).
 def _macro(name: str, adapter: str) -> str:
     text = (PACKAGE / "macros" / "measures" / f"{name}.sql").read_text()
     start = text.index("{%% macro %s__%s(qrels, run, options) %%}" % (adapter, name))
