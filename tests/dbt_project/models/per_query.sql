@@ -1,0 +1,1 @@
+{{ sqlmetrics.evaluate(ref('qrels'), ref('run'), var('measures'), {'per_query': true}) }}
