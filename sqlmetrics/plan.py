@@ -171,6 +171,7 @@ class Plan:
     greedy_alphas: set = field(default_factory=set)
     recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once
     ratings: set = field(default_factory=set)  # the output columns aggregated over the run's rated pairs, once
+    overlap: set = field(default_factory=set)  # the output columns aggregated over overlap rows (Compat)
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -218,12 +219,12 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
         # Aggregated over rows of their own kind (statement.py builds them): no shared columns to resolve.
-        if m.rows in ("preferences", "subtopics", "recommendations", "ratings"):
+        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "overlap"):
             body = _bind_placeholders(_parse(m.body), call)
             plan.values.append((out, body, m.empty))
             plan.aggregates.append((out, m.aggregate))
             {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
-             "ratings": plan.ratings}[m.rows].add(out)
+             "ratings": plan.ratings, "overlap": plan.overlap}[m.rows].add(out)
             if m.rows == "subtopics" and call.values.get("k") is not None:
                 plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
             if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):

@@ -25,13 +25,16 @@ value is an error naming the file and line):
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
-    rows: ranking | preferences | positions | subtopics | recommendations | ratings
+    rows: ranking | preferences | positions | subtopics | recommendations | ratings | overlap
                                            what the body aggregates (default ranking): the ranked rows of a
                                            list, its preferences' rows, its subtopic rows (diversity measures),
+                                           its overlap rows (one per depth 1..max(length, relevant documents):
+                                           how much its top and its ideal ranking's top have in common),
                                            one row per position 1..1000 (cwl_eval's depth) whether a
-                                           document is there or not: rnk, and relevance (NULL when the
-                                           position is empty or its document unjudged; its windows run over
-                                           these rows, which also carry the collection columns), or (aggregate:
+                                           document is there or not: rnk, relevance (NULL when the
+                                           position is empty or its document unjudged) and num_ret (read
+                                           MAX(num_ret): NULL when the list ranks nothing); its windows run over
+                                           these rows, which also carry the collection columns, or (aggregate:
                                            once) over the whole run: one row per item it recommends, with the
                                            item's counts in the run and in the training interactions
                                            (history=), or one row per run row with a grade (its score the
@@ -81,7 +84,7 @@ PARAM_TYPES = {
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")
-ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings")
+ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "overlap")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
