@@ -29,6 +29,7 @@ import warnings
 
 import ir_measures
 import numpy as np
+import pyarrow as pa
 import pytest
 from cwl.cwl_eval import RankingMaker
 from ir_measures import Qrel, ScoredDoc
@@ -347,6 +348,13 @@ def test_compat_nonpositive_scores():
     assert compat_oracle(qrels, run)["1"]["Compat"] == pytest.approx(want_irm, abs=TOL)
     shifted = {"1": {d: v + 10 for d, v in run["1"].items()}}
     assert compat_oracle(qrels, shifted)["1"]["Compat"] == pytest.approx(want_here, abs=TOL)
+
+
+def test_compat_refuses_judgment_groups():
+    """Each list has one ideal ranking: judgment groups (qrels_format='qrels_jg') are refused, by name."""
+    qrels = pa.table({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [1, 0], "judgment_group": ["g1", "g2"]})
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="Compat .*qrels_jg"):
+        sqlmetrics.evaluate(qrels, {"1": {"a": 1.0}}, ["Compat"], qrels_format="qrels_jg")
 
 
 # ------------------------------------------------------------------------------------------ torchmetrics
