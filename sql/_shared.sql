@@ -20,7 +20,9 @@
 --
 -- Position rows (templates with `rows: positions`, cwl_eval's measures normalised over its 1000 ranks): one row
 -- per position 1..1000 of every list, a document there or not, with rnk, relevance (NULL for an empty
--- position or an unjudged document) and the collection columns; the template's windows run over them.
+-- position or an unjudged document), num_ret (the list's length on the positions of its ranked rows, NULL on
+-- the others: read it as MAX(num_ret), NULL for a list with no ranked document) and the collection columns;
+-- the template's windows run over them.
 --
 -- Preference rows (templates with `rows: preferences`, trec_eval's prefs_* measures; statement.py builds
 -- them). A judgment group's preferences are the pairs of its documents at different levels within one of
@@ -52,6 +54,12 @@
 --   ideal_alpha   'ideal': the alpha of its greedy ideal ranking (NULL elsewhere)
 --   ideal_gain    'ideal': the gain of the ideal ranking's document at that position (0 elsewhere)
 --   subtopics     the query's subtopics with a relevant document (ndeval's actual subtopics)
+--
+-- Overlap rows (templates with `rows: overlap`, ir_measures' Compat; statement.py builds them): one row per depth
+-- rnk = 1..D of each list, D the larger of its length and num_rel (its relevant judgments: graded at least the
+-- relevance level), with overlap_count, how many documents the list's top rnk and its ideal ranking's top rnk
+-- share. The ideal ranking is the list's own: the relevant judgments by grade, equal grades in the list's order,
+-- the unretrieved ones after them. A list with no row (nothing ranked, nothing relevant) takes the empty value.
 --
 -- Recommendation rows (templates with `rows: recommendations`, one value per run: statement.py builds them).
 -- One row per item the run recommends (its lists pooled: every list of the run, judged or not), with:

@@ -175,6 +175,7 @@ class Plan:
     embeddings: set = field(default_factory=set)  # the output columns aggregated over the query's generated questions
     items: set = field(default_factory=set)  # the output columns aggregated over each list's items (similarities)
     item_columns: set = field(default_factory=set)  # the columns those read (which similarities to compute)
+    overlap: set = field(default_factory=set)  # the output columns aggregated over overlap rows (Compat)
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
 
@@ -222,13 +223,14 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
         # Aggregated over rows of their own kind (statement.py builds them): no shared columns to resolve.
-        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts", "embeddings"):
+        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts", "embeddings",
+                      "overlap"):
             body = _bind_placeholders(_parse(m.body), call)
             plan.values.append((out, body, m.empty))
             plan.aggregates.append((out, m.aggregate))
             {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
              "ratings": plan.ratings, "items": plan.items, "verdicts": plan.verdicts,
-             "embeddings": plan.embeddings}[m.rows].add(out)
+             "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
             if m.rows == "items":
                 plan.item_columns.update(c.name for c in body.find_all(exp.Column))
             if m.rows == "subtopics" and call.values.get("k") is not None:

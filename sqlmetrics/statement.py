@@ -17,6 +17,8 @@ Shape of the statement (CTEs, in order):
     lists        the lists to average (queries="qrels": every run x every judged query)
     [position_*] for `rows: positions` templates: every list x positions 1..1000 with the judged rows there,
                  their windows, and position_values, one row per list (_position_ctes)
+    [overlap_*]  for `rows: overlap` templates (Compat): every list's depths 1..D with how much its top and its
+                 ideal ranking's top share (_overlap_ctes), aggregated in overlap_values, joined beside list_values
     list_values  one GROUP BY over lists x judged_ranking: every measure is one aggregate expression
 
 With judgment groups (Shape.judgment_groups, qrels_format='qrels_jg'), the judgments carry
@@ -292,6 +294,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         raise ValueError("judgment groups come from qrels")  # a caller's bug: evaluate() refuses it first
     if options.subtopics and (options.labels or qrels is None):
         raise ValueError("subtopics come from qrels")  # a caller's bug: evaluate() and render() refuse it first
+    if plan.overlap and options.judgment_groups:
+        raise SqlmetricsError("Compat compares each list with its ideal ranking: it takes qrels_format='qrels', not "
+                              "'qrels_jg'.")
     if plan.preferences and options.judgment_groups:
         raise SqlmetricsError("the prefs_* measures compare preferences (qrels_format='qrels', 'prefs' or 'qrels_prefs'), "
                               "not qrels_format='qrels_jg'.")
@@ -390,7 +395,7 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     # LEAD gives 0 past the end where others give NULL, and MariaDB's takes no default: hence COALESCE.
     partition = _cols(key)
     ctes.append(("ranking", exp.select(
-        *_cols([*key, "relevance", *(["doc_id"] if plan.subtopics or plan.items else [])]),
+        *_cols([*key, "relevance", *(["doc_id"] if plan.subtopics or plan.items or plan.overlap else [])]),
         exp.alias_(_window(exp.func("ROW_NUMBER"), partition, order), "rnk", copy=False),
         exp.alias_(exp.func("COALESCE", _window(exp.func("LEAD", exp.Literal.number(1)), partition, order),
                             exp.Literal.number(0)), "has_next", copy=False)).from_("judged_run", copy=False)))
@@ -422,9 +427,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     values = []
     for out, e, empty in plan.values:
         if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings \
-                or out in plan.items or out in plan.verdicts or out in plan.embeddings:
-            continue  # aggregated over pref_rows, subtopic_rows, item_rows, rec_items, rating_rows, verdict_rows or
-            # embedding_rows, below
+                or out in plan.items or out in plan.verdicts or out in plan.embeddings or out in plan.overlap:
+            continue  # aggregated over pref_rows, subtopic_rows, item_rows, rec_items, rating_rows, verdict_rows,
+            # embedding_rows or overlap_rows, below
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
             continue
@@ -483,6 +488,13 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
         ctes.append(("item_values", exp.select(*_cols(key), *values).from_("item_rows", copy=False)
                      .group_by(*_cols(key), copy=False)))
         joined.append(("item_values", plan.items, key))
+    if plan.overlap:
+        ctes += _overlap_ctes(options, key)
+        overlaps = [exp.alias_(fixed(e, _by(["rnk"])), out, copy=False)
+                    for out, e, _ in plan.values if out in plan.overlap]
+        ctes.append(("overlap_values", exp.select(*_cols(key), *overlaps).from_("overlap_rows", copy=False)
+                     .group_by(*_cols(key), copy=False)))
+        joined.append(("overlap_values", plan.overlap, key))
     # The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
     # or its rated pairs (rows: ratings), on each of its lists.
     run_key = [*options.run_key, *options.segment_key]
@@ -530,9 +542,10 @@ POSITION_DIGITS = 3  # rows: positions gives each list the positions 1..10^3 (cw
 
 def _position_ctes(plan: Plan, options: Shape, key: list) -> list:
     """Templates with `rows: positions`: each list's positions 1..1000, judged or not, filled or not, with the
-    judgment of the document there (NULL when none), their windows, and their values (position_values, one
-    row per list). The positions are 1 + the numbers written with POSITION_DIGITS digits, a digits table
-    cross-joined with itself: not every engine has generate_series, nor column names on a VALUES alias."""
+    judgment of the document there (NULL when none) and the list's length where a ranked row is, their windows,
+    and their values (position_values, one row per list). The positions are 1 + the numbers written with
+    POSITION_DIGITS digits, a digits table cross-joined with itself: not every engine has generate_series, nor
+    column names on a VALUES alias."""
     digits = exp.union(*(exp.select(exp.alias_(exp.Literal.number(d), "d", copy=False)) for d in range(10)),
                        distinct=False)
     tables = [f"digit_{i}" for i in range(POSITION_DIGITS)]
@@ -544,7 +557,7 @@ def _position_ctes(plan: Plan, options: Shape, key: list) -> list:
     for table in tables[1:]:
         numbers = numbers.join(exp.to_table("position_digits").as_(table), join_type="CROSS", copy=False)
     rows = exp.select(*_cols(key, "lists"), _c("rnk", "position_numbers"), _c("relevance", "judged_ranking"),
-                      *_cols(plan.collection, "collection")) \
+                      _c("num_ret", "judged_ranking"), *_cols(plan.collection, "collection")) \
         .from_("lists", copy=False).join("position_numbers", join_type="CROSS", copy=False)
     if plan.collection:
         rows = rows.join("collection", join_type="CROSS", copy=False)
@@ -567,6 +580,48 @@ def _position_ctes(plan: Plan, options: Shape, key: list) -> list:
     group = [*_cols(key), *_cols(plan.collection)]
     return ctes + [("position_values", exp.select(*_cols(key), *values).from_(ctes[-1][0], copy=False)
                     .group_by(*group, copy=False))]
+
+
+# Overlap rows (rows: overlap, ir_measures' Compat): how much a list's top i and its ideal ranking's top i have in
+# common, for each depth i from 1 to D = max(the list's length, its relevant documents). The ideal ranking is the
+# list's own: the relevant judgments by grade, equal grades in the list's order, the unretrieved ones last (the
+# ideal ranking consistent with the qrels that agrees most with the list). A relevant retrieved document is in
+# both tops from depth max(its rank, its ideal rank) on: overlap_events counts the documents entering at each
+# depth, overlap_rows runs their sum down the depths. The depths are the list's ranks, and past its end the ideal
+# ranks up to the relevant count: no table of numbers, and no limit on D.
+_OVERLAP = [
+    ("overlap_judged", "SELECT {k_l}, j.doc_id, j.relevance, r.rnk FROM lists AS l JOIN judgments AS j "
+                       "ON {on_j_l} AND j.relevance >= {level} LEFT JOIN ranking AS r ON {on_r_l} "
+                       "AND r.doc_id = j.doc_id{depth_r}"),
+    ("overlap_ideal", "SELECT {k}, rnk, ROW_NUMBER() OVER (PARTITION BY {k} ORDER BY relevance DESC, "
+                      "CASE WHEN rnk IS NULL THEN 1 ELSE 0 END, rnk, doc_id) AS irnk FROM overlap_judged"),
+    ("overlap_events", "SELECT {k}, CASE WHEN rnk > irnk THEN rnk ELSE irnk END AS at_depth, COUNT(*) AS events "
+                       "FROM overlap_ideal WHERE NOT rnk IS NULL "
+                       "GROUP BY {k}, CASE WHEN rnk > irnk THEN rnk ELSE irnk END"),
+    ("overlap_sizes", "SELECT {k_l}, COALESCE(n.list_len, 0) AS list_len, COALESCE(c.rel_count, 0) AS rel_count "
+                      "FROM lists AS l LEFT JOIN (SELECT {k}, MAX(num_ret) AS list_len FROM judged_ranking "
+                      "GROUP BY {k}) AS n ON {on_n_l} LEFT JOIN (SELECT {k}, COUNT(*) AS rel_count FROM overlap_ideal "
+                      "GROUP BY {k}) AS c ON {on_c_l}"),
+    ("overlap_depths", "SELECT {k}, rnk AS at_depth FROM ranking{depth_where} UNION ALL SELECT {k_i}, i.irnk FROM "
+                       "overlap_ideal AS i JOIN overlap_sizes AS s ON {on_s_i} WHERE i.irnk > s.list_len"),
+    ("overlap_rows", "SELECT {k_d}, d.at_depth AS rnk, s.rel_count AS num_rel, SUM(COALESCE(e.events, 0)) OVER "
+                     "(PARTITION BY {k_d} ORDER BY d.at_depth ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
+                     "AS overlap_count "
+                     "FROM overlap_depths AS d JOIN overlap_sizes AS s ON {on_s_d} LEFT JOIN overlap_events AS e "
+                     "ON {on_e_d} AND e.at_depth = d.at_depth"),
+]
+
+
+def _overlap_ctes(options: Shape, key: list) -> list:
+    """The CTEs computing each list's overlap rows (overlap_rows), after `lists`."""
+    on = lambda a, b, columns=key: _join_on(a, b, columns, options.segment_key)  # noqa: E731
+    fill = {"k": ", ".join(key), **{f"k_{t}": ", ".join(f"{t}.{c}" for c in key) for t in "lid"},
+            "on_j_l": on("j", "l", key if options.labels else ["query_id"]), "on_r_l": on("r", "l"),
+            "on_n_l": on("n", "l"), "on_c_l": on("c", "l"), "on_s_i": on("s", "i"), "on_s_d": on("s", "d"),
+            "on_e_d": on("e", "d"), "level": options.relevance_level,
+            "depth_r": "" if options.depth is None else f" AND r.rnk <= {options.depth}",
+            "depth_where": "" if options.depth is None else f" WHERE rnk <= {options.depth}"}
+    return [(name, _parse_ours(sql.format(**fill))) for name, sql in _OVERLAP]
 
 
 def _lists(options: Shape, key: list) -> exp.Select:

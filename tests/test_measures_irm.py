@@ -1,5 +1,7 @@
-"""Accuracy, NumRet(rel=), ERR@k, BPM, NERR8, NERR9, NERR10, NERR11, INSQ, INST, SDCG against ir_measures 0.4.3's own providers; FallOut and
-AUROC against torchmetrics' definitions written here in NumPy / scikit-learn; ranx's bpref (slow).
+"""Accuracy, NumRet(rel=), ERR@k, BPM, NERR8, NERR9, NERR10, NERR11, INSQ, INST, SDCG, Compat against ir_measures
+0.4.3's own providers; FallOut and AUROC against torchmetrics' definitions written here in NumPy / scikit-learn;
+ranx's bpref (slow); the C/W/L residuals (BPMResid, ..., SDCGResid) against cwl_eval's own residuals, which
+ir_measures does not report.
 
 Per-query values on small seeded random collections whose scores tie often, to 1e-9 (gdeval's printed
 ERR to its 5 decimals), plus a hand-computed case. Oracle behaviour these tests rely on (read in the
@@ -27,8 +29,11 @@ import warnings
 
 import ir_measures
 import numpy as np
+import pyarrow as pa
 import pytest
+from cwl.cwl_eval import RankingMaker
 from ir_measures import Qrel, ScoredDoc
+from ir_measures.providers.cwl_eval import CwlEvaluator, IrmQrelHandler
 from sklearn.metrics import roc_auc_score
 
 import sqlmetrics
@@ -231,6 +236,61 @@ def test_cwl_past_1000_ranks():
     compare(ours(qrels, run, measures), expected, "ranks past 1000")
 
 
+# The residuals (best case minus worst case) against cwl_eval's own, which ir_measures' provider does not report.
+CWL_RESIDUALS = {"BPMResid(max_rel=4)@5": "BPM(max_rel=4)@5", "BPMResid(T=2,min_rel=1,max_rel=3)@10":
+                 "BPM(T=2,min_rel=1,max_rel=3)@10", "BPMResid(T=0.5,max_rel=2)@1200": "BPM(T=0.5,max_rel=2)@1200",
+                 "NERR8Resid(max_rel=4)@5": "NERR8(max_rel=4)@5", "NERR8Resid(min_rel=1,max_rel=3)@20":
+                 "NERR8(min_rel=1,max_rel=3)@20", "NERR9Resid(max_rel=4)@5": "NERR9(max_rel=4)@5",
+                 "NERR9Resid(max_rel=2)@20": "NERR9(max_rel=2)@20", "NERR10Resid(max_rel=4)": "NERR10(max_rel=4)",
+                 "NERR10Resid(p=0.5,min_rel=1,max_rel=3)": "NERR10(p=0.5,min_rel=1,max_rel=3)",
+                 "NERR11Resid(max_rel=4)": "NERR11(max_rel=4)", "NERR11Resid(T=0.5,min_rel=1,max_rel=3)":
+                 "NERR11(T=0.5,min_rel=1,max_rel=3)", "INSQResid(max_rel=4)": "INSQ(max_rel=4)",
+                 "INSQResid(T=2.5,max_rel=2)": "INSQ(T=2.5,max_rel=2)", "INSTResid(max_rel=4)": "INST(max_rel=4)",
+                 "INSTResid(T=0.5,max_rel=1)": "INST(T=0.5,max_rel=1)", "INSTResid(T=3,min_rel=1,max_rel=3)":
+                 "INST(T=3,min_rel=1,max_rel=3)", "SDCGResid(max_rel=4)@5": "SDCG(max_rel=4)@5",
+                 "SDCGResid(max_rel=1)@1200": "SDCG(max_rel=1)@1200"}
+
+
+def cwl_residuals(measures: dict, qrels, run) -> dict:
+    """{qid: {our string: cwl_eval's residual expected utility}}; measures: {our string: ir_measures string}.
+    The rankings are built as ir_measures' cwl_eval provider builds them (its qrels handler: grades clipped and
+    scaled by min_rel and max_rel; 1000 positions), in our tie order, and each cwl_eval metric is asked for its
+    residuals (cwl_eval -r). A qrels query the run does not rank, which cwl_eval never sees, is 0 (every
+    measure's value there)."""
+    out: dict = {q: dict.fromkeys(measures, 0.0) for q in qrels}
+    for name, spec in measures.items():
+        measure = ir_measures.parse_measure(spec)
+        handler = IrmQrelHandler(None, measure["min_rel"], measure["max_rel"])
+        for q, docs in qrels.items():
+            for d, g in docs.items():
+                handler.put_value(q, d, max(g, 0))
+        for q in set(qrels) & set(run):
+            maker = RankingMaker(q, handler, min_gain=0.0, max_gain=1.0, cost_dict=None, max_cost=1.0, min_cost=1.0,
+                                 max_n=1000)
+            for d in ordered(run[q]):
+                maker.add(d, "_")
+            metric = CwlEvaluator._irm_convert_to_measure(None, measure)
+            metric.residuals = True
+            metric.measure(maker.get_ranking())
+            out[q][name] = float(metric.residual_expected_utility)
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_grade", [1, 4])
+def test_cwl_residuals(seed, max_grade):
+    """Unjudged documents, tied scores (the ranking is handed to cwl_eval in our order), runs shorter and longer
+    than the judged set, a query never retrieved ("0"), one with nothing relevant ("nil"), and a ranking past
+    cwl_eval's 1000 positions ("long")."""
+    qrels, run = collection(seed, max_grade=max_grade)
+    qrels["nil"], run["nil"] = {"d1": 0, "d2": -1}, {"d1": 2.0, "x": 1.0}
+    qrels["0"] = {"d1": 1}
+    qrels["long"] = {f"d{i:04d}": i % (max_grade + 1) for i in range(0, 1100, 7)}
+    run["long"] = {f"d{i:04d}": float(-i) for i in range(1050)}
+    context = f"qrels={qrels}\nrun={run}"
+    compare(ours(qrels, run, CWL_RESIDUALS), cwl_residuals(CWL_RESIDUALS, qrels, run), context)
+
+
 def test_bpm_threshold_is_exact():
     """Six gains of 1/3 reach T = 2 exactly at rank 6: the reader stops there, (6/3)/6. cwl_eval's float
     sum is 1.9999999999999998 < 2, so it reads on to k = 10: 2/10 (the documented difference)."""
@@ -241,6 +301,60 @@ def test_bpm_threshold_is_exact():
         warnings.simplefilter("ignore")
         assert irm(ir_measures.cwl_eval, {measure: measure}, qrels, run)["1"][measure] == pytest.approx(0.2, abs=TOL)
     assert ours(qrels, run, [measure])["1"][measure] == pytest.approx(1 / 3, abs=TOL)
+
+
+# ir_measures' Compat sorts the run by score, ties by doc id ascending (ties='docid_asc' here), and orders the
+# ideal ranking's equal grades by the run's scores, ties in the qrels' order: the qrels are given by doc id.
+COMPAT = {"Compat": "Compat", "Compat(p=0.8)": "Compat(p=0.8)", "Compat(p=0.5,normalize=False)":
+          "Compat(p=0.5,normalize=False)", "Compat(p=0.99)": "Compat(p=0.99)", "Compat(normalize=False)":
+          "Compat(normalize=False)"}
+
+
+def compat_oracle(qrels, run) -> dict:
+    """ir_measures' compat provider on qrels listed by doc id within a query; a qrels query the run does not
+    rank is 0 (ir_measures' default there)."""
+    by_id = {q: dict(sorted(docs.items(), key=lambda item: item[0].encode())) for q, docs in qrels.items()}
+    expected = {q: dict.fromkeys(COMPAT, 0.0) for q in qrels}
+    for q, values in irm(ir_measures.compat, COMPAT, by_id, run).items():
+        expected[q].update(values)
+    return expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_grade", [1, 4])
+def test_compat(seed, max_grade):
+    """Score ties, graded and binary qrels, unjudged documents, a query with nothing relevant ("nil"), one not
+    ranked ("0"), and one whose run and relevant set both pass 1000 documents ("long"; its relevant set is
+    longer than its run). Scores are made positive, an order-preserving shift: see
+    test_compat_nonpositive_scores."""
+    qrels, run = collection(seed, max_grade=max_grade)
+    qrels["nil"], run["nil"] = {"d1": 0, "d2": -1}, {"d1": 2.0, "x": 1.0}
+    qrels["0"] = {"d1": 1}
+    qrels["long"] = {f"d{i:04d}": 1 + i % max_grade for i in range(0, 2600, 2)}
+    run["long"] = {f"d{i:04d}": float(i % 7) for i in range(1200)}
+    run = {q: {d: v + 10 for d, v in docs.items()} for q, docs in run.items()}
+    compare(ours(qrels, run, COMPAT, ties="docid_asc"), compat_oracle(qrels, run), f"qrels={qrels}\nrun={run}")
+
+
+def test_compat_nonpositive_scores():
+    """Pinned difference: ir_measures gives an unretrieved relevant document score 0 in its ideal ranking, so with
+    run scores below 0 it places unretrieved d3 and d4 above retrieved d1 (-1) among the grade-1 documents, where
+    the ideal ranking here puts the retrieved ones first, as ir_measures does on the same run shifted to positive
+    scores. Run: d2 (0, unjudged), d1 (-1); relevant d1, d3, d4."""
+    qrels, run = {"1": {"d1": 1, "d3": 1, "d4": 1}}, {"1": {"d2": 0.0, "d1": -1.0}}
+    want_here = (0.95 / 2 + 0.95 ** 2 / 3) / (1 + 0.95 + 0.95 ** 2)  # ideal d1, d3, d4: d1 in both tops from depth 2
+    want_irm = (0.95 ** 2 / 3) / (1 + 0.95 + 0.95 ** 2)  # ideal d3, d4, d1: d1 in both tops from depth 3
+    assert ours(qrels, run, ["Compat"])["1"]["Compat"] == pytest.approx(want_here, abs=TOL)
+    assert compat_oracle(qrels, run)["1"]["Compat"] == pytest.approx(want_irm, abs=TOL)
+    shifted = {"1": {d: v + 10 for d, v in run["1"].items()}}
+    assert compat_oracle(qrels, shifted)["1"]["Compat"] == pytest.approx(want_here, abs=TOL)
+
+
+def test_compat_refuses_judgment_groups():
+    """Each list has one ideal ranking: judgment groups (qrels_format='qrels_jg') are refused, by name."""
+    qrels = pa.table({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [1, 0], "judgment_group": ["g1", "g2"]})
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="Compat .*qrels_jg"):
+        sqlmetrics.evaluate(qrels, {"1": {"a": 1.0}}, ["Compat"], qrels_format="qrels_jg")
 
 
 # ------------------------------------------------------------------------------------------ torchmetrics

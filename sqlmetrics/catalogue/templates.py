@@ -26,12 +26,16 @@ value is an error naming the file and line):
                                            its params declared alike here): the file has no SQL of its own
                                            and changes what else it says (aggregate, aliases, examples)
     rows: ranking | preferences | positions | subtopics | recommendations | ratings | items | verdicts | embeddings
+          | overlap
                                            what the body aggregates (default ranking): the ranked rows of a
                                            list, its preferences' rows, its subtopic rows (diversity measures),
+                                           its overlap rows (one per depth 1..max(length, relevant documents):
+                                           how much its top and its ideal ranking's top have in common),
                                            one row per position 1..1000 (cwl_eval's depth) whether a
-                                           document is there or not: rnk, and relevance (NULL when the
-                                           position is empty or its document unjudged; its windows run over
-                                           these rows, which also carry the collection columns), or (aggregate:
+                                           document is there or not: rnk, relevance (NULL when the
+                                           position is empty or its document unjudged) and num_ret (read
+                                           MAX(num_ret): NULL when the list ranks nothing); its windows run over
+                                           these rows, which also carry the collection columns, or (aggregate:
                                            once) over the whole run: one row per item it recommends, with the
                                            item's counts in the run and in the training interactions
                                            (history=), or one row per run row with a grade (its score the
@@ -96,7 +100,7 @@ PARAM_TYPES = {
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")
 ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "items", "verdicts",
-        "embeddings")
+        "embeddings", "overlap")
 KINDS = ("ranking", "rag", "recsys")
 # What a judged statement (rows: verdicts) is of: the answer's claims (checked against the retrieved context),
 # the reference answer's claims (attributable to the context or not), the context's sentences (relevant to the

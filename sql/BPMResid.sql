@@ -1,0 +1,36 @@
+-- measure: BPMResid
+-- description: BPM's residual (cwl_eval's, with -r): how much it could still rise if every unjudged document, and every empty position of cwl_eval's 1000, gained the most.
+-- reference: cwl_eval 1.0.12's residual expected utility (best case minus worst case) of BPM(T=..., min_rel=..., max_rel=...)@k (Zhang et al. 2017)
+-- param k: cutoff
+-- param T: number = 1
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- at: k
+-- aggregate: mean
+-- better: lower
+-- range: 0..1
+-- example: (max_rel=2)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/8
+-- example: (max_rel=2,T=0.5)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
+-- note: Gains as the measure's own (ir_measures' cwl_eval provider): grade g (negative as 0) clipped to [min_rel,
+--   max_rel], gain = (g - min_rel) / (max_rel - min_rel); max_rel defaults to the qrels' largest grade.
+-- note: cwl_eval's residual is the measure's best case minus its worst case, over its 1000 positions (rows:
+--   positions): an unjudged document, and an empty position past the run's end, gains 0 in the worst case (the
+--   measure's reported value) and 1 in the best case (cwl_gain_hi). A judged query the run does not rank scores
+--   0, as for every measure (cwl_eval, reading the run, never sees it).
+-- note: The reader reads position i <= min(k, 1000) while the gain above it is below T (see BPM, whose exact
+--   sums in units of 1 / (max_rel - min_rel) are kept: bpm_units is a position's gain in those units, the
+--   best case's bpm_units_hi counts max_rel - min_rel for an unjudged or empty position); the value is the
+--   gain read per position read. Example 1 (T = 1): worst case 3/8 (BPM's example); best case, d5 gains 1:
+--   1/2 + 0 + 1 reaches T at rank 3: 3/2 / 3 = 1/2; residual 1/8. Example 2 (T = 0.5): d1 reaches T in both
+--   cases: 0.
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+-- window cwl_gain_hi: CASE WHEN relevance IS NULL THEN 1 ELSE cwl_gain END
+-- window bpm_units: CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END
+-- window bpm_units_hi: CASE WHEN relevance IS NULL THEN CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) ELSE bpm_units END
+-- window bpm_units_before: COALESCE(SUM(bpm_units) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window bpm_units_before_hi: COALESCE(SUM(bpm_units_hi) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+CASE WHEN MAX(num_ret) > 0 THEN
+  (SUM(CASE WHEN rnk <= :k AND bpm_units_before_hi < :T * CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN cwl_gain_hi ELSE 0 END) / SUM(CASE WHEN rnk <= :k AND bpm_units_before_hi < :T * CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN 1 ELSE 0 END))
+    - (SUM(CASE WHEN rnk <= :k AND bpm_units_before < :T * CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN cwl_gain ELSE 0 END) / SUM(CASE WHEN rnk <= :k AND bpm_units_before < :T * CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE) THEN 1 ELSE 0 END))
+ELSE 0 END

@@ -1,0 +1,36 @@
+-- measure: INSTResid
+-- description: INST's residual (cwl_eval's, with -r): how much it could still rise if every unjudged document, and every empty position of cwl_eval's 1000, gained the most.
+-- reference: cwl_eval 1.0.12's residual expected utility (best case minus worst case) of INST(T=..., min_rel=..., max_rel=...) (Moffat, Bailey, Scholer & Thomas 2015)
+-- param T: number = 1
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- aggregate: mean
+-- better: lower
+-- range: 0..1
+-- example: (max_rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0.1975348394
+-- example: (max_rel=1,T=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
+-- note: Gains as the measure's own (ir_measures' cwl_eval provider): grade g (negative as 0) clipped to [min_rel,
+--   max_rel], gain = (g - min_rel) / (max_rel - min_rel); max_rel defaults to the qrels' largest grade.
+-- note: cwl_eval's residual is the measure's best case minus its worst case, over its 1000 positions (rows:
+--   positions): an unjudged document, and an empty position past the run's end, gains 0 in the worst case (the
+--   measure's reported value) and 1 in the best case (cwl_gain_hi). A judged query the run does not rank scores
+--   0, as for every measure (cwl_eval, reading the run, never sees it).
+-- note: INST's continuation reads the gain so far (see INST): the best case has windows of its own (_hi). There,
+--   every empty position gains 1 and the weights P_i fall geometrically; a weight below e^-700 (1e-304, where
+--   the first weight is 1) counts as 0, as PostgreSQL raises an error where EXP underflows.
+--   Example 1 (T = 1): worst case 0.30678... (INST's example); best case, d5 at rank 3 and every position
+--   after d3 gain 1, multiplied out over the 1000 positions: 0.50432..., residual 0.19753... Example 2
+--   (T = 0.5): d1 gains 1, the reader stops there in both cases: 0.
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+-- window inst_gain_through: SUM(cwl_gain) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- window inst_zero_before: COALESCE(SUM(CASE WHEN rnk + 2 * :T - 1 - inst_gain_through = 0 THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window inst_log_before: COALESCE(SUM(CASE WHEN rnk + 2 * :T - 1 - inst_gain_through = 0 THEN 0 ELSE 2 * (LN(ABS(rnk + 2 * :T - 1 - inst_gain_through)) - LN(rnk + 2 * :T - inst_gain_through)) END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window cwl_gain_hi: CASE WHEN relevance IS NULL THEN 1 ELSE cwl_gain END
+-- window inst_gain_through_hi: SUM(cwl_gain_hi) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- window inst_zero_before_hi: COALESCE(SUM(CASE WHEN rnk + 2 * :T - 1 - inst_gain_through_hi = 0 THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window inst_log_before_hi: COALESCE(SUM(CASE WHEN rnk + 2 * :T - 1 - inst_gain_through_hi = 0 THEN 0 ELSE 2 * (LN(ABS(rnk + 2 * :T - 1 - inst_gain_through_hi)) - LN(rnk + 2 * :T - inst_gain_through_hi)) END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+CASE WHEN MAX(num_ret) > 0 THEN
+  (SUM((CASE WHEN inst_zero_before_hi > 0 OR inst_log_before_hi < -700 THEN 0 ELSE EXP(inst_log_before_hi) END) * cwl_gain_hi) / SUM((CASE WHEN inst_zero_before_hi > 0 OR inst_log_before_hi < -700 THEN 0 ELSE EXP(inst_log_before_hi) END)))
+    - (SUM((CASE WHEN inst_zero_before > 0 OR inst_log_before < -700 THEN 0 ELSE EXP(inst_log_before) END) * cwl_gain) / SUM((CASE WHEN inst_zero_before > 0 OR inst_log_before < -700 THEN 0 ELSE EXP(inst_log_before) END)))
+ELSE 0 END

@@ -1,0 +1,33 @@
+-- measure: NERR8Resid
+-- description: NERR8's residual (cwl_eval's, with -r): how much it could still rise if every unjudged document, and every empty position of cwl_eval's 1000, gained the most.
+-- reference: cwl_eval 1.0.12's residual expected utility (best case minus worst case) of NERR8(min_rel=..., max_rel=...)@k (Azzopardi, Mackenzie & Moffat 2021)
+-- param k: cutoff
+-- param min_rel: level = 0
+-- param max_rel: grade = max
+-- rows: positions
+-- at: k
+-- aggregate: mean
+-- better: lower
+-- range: 0..1
+-- example: (max_rel=2)@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/10
+-- example: (max_rel=2)@2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
+-- note: Gains as the measure's own (ir_measures' cwl_eval provider): grade g (negative as 0) clipped to [min_rel,
+--   max_rel], gain = (g - min_rel) / (max_rel - min_rel); max_rel defaults to the qrels' largest grade.
+-- note: cwl_eval's residual is the measure's best case minus its worst case, over its 1000 positions (rows:
+--   positions): an unjudged document, and an empty position past the run's end, gains 0 in the worst case (the
+--   measure's reported value) and 1 in the best case (cwl_gain_hi). A judged query the run does not rank scores
+--   0, as for every measure (cwl_eval, reading the run, never sees it).
+-- note: P_i = Q_i, the product of (1 - gain_j) over j < i, for i <= min(k, 1000), 0 after (see NERR8); the
+--   value is sum P_i gain_i / sum P_i. Example 1: worst case 2/5 (NERR8's example); best case, d5 at rank 3
+--   gains 1: P = 1, 1/2, 1/2, 0, gain read 1/2 + 1/2 over 2: 1/2, residual 1/10. Example 2: the top 2 is
+--   judged: 0.
+-- window cwl_gain: (CASE WHEN relevance IS NULL OR :max_rel <= :min_rel THEN 0 WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END >= :max_rel THEN :max_rel - :min_rel WHEN CASE WHEN relevance > 0 THEN relevance ELSE 0 END <= :min_rel THEN 0 ELSE CASE WHEN relevance > 0 THEN relevance ELSE 0 END - :min_rel END) / CAST(CASE WHEN :max_rel > :min_rel THEN :max_rel - :min_rel ELSE 1 END AS DOUBLE)
+-- window q_zero_before: COALESCE(SUM(CASE WHEN cwl_gain >= 1 THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window q_log_before: COALESCE(SUM(CASE WHEN cwl_gain >= 1 THEN 0 ELSE LN(1 - cwl_gain) END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window cwl_gain_hi: CASE WHEN relevance IS NULL THEN 1 ELSE cwl_gain END
+-- window q_zero_before_hi: COALESCE(SUM(CASE WHEN cwl_gain_hi >= 1 THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+-- window q_log_before_hi: COALESCE(SUM(CASE WHEN cwl_gain_hi >= 1 THEN 0 ELSE LN(1 - cwl_gain_hi) END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+CASE WHEN MAX(num_ret) > 0 THEN
+  (SUM(CASE WHEN rnk <= :k THEN (CASE WHEN q_zero_before_hi > 0 THEN 0 ELSE EXP(q_log_before_hi) END) * cwl_gain_hi ELSE 0 END) / SUM(CASE WHEN rnk <= :k THEN (CASE WHEN q_zero_before_hi > 0 THEN 0 ELSE EXP(q_log_before_hi) END) ELSE 0 END))
+    - (SUM(CASE WHEN rnk <= :k THEN (CASE WHEN q_zero_before > 0 THEN 0 ELSE EXP(q_log_before) END) * cwl_gain ELSE 0 END) / SUM(CASE WHEN rnk <= :k THEN (CASE WHEN q_zero_before > 0 THEN 0 ELSE EXP(q_log_before) END) ELSE 0 END))
+ELSE 0 END
