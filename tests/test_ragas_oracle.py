@@ -6,7 +6,7 @@ each query's value must equal RAGAS's score.
 
 Differences, accounted for here:
 - context precision and utilization: RAGAS divides by (relevant chunks + 1e-10); sqlmetrics by the relevant
-  chunks (0 without any, as RAGAS's 0 / 1e-10): the two differ by at most 1e-10 relative, within the tolerance.
+  chunks (0 without any, as RAGAS's 0 / 1e-10): the two differ by at most 1e-10 relative; the test undoes it.
 - answer relevancy when the model generated no question at all (every generation an empty string): RAGAS's
   collections metric returns 0.0; sqlmetrics has no generated question row for the query, hence no value
   (RAGAS's legacy ragas.metrics.answer_relevancy gives NaN there). Pinned below.
@@ -58,9 +58,9 @@ def per_query(samples: list, measures, **tables) -> dict:
     return {r["query_id"]: r for r in res.per_query.to_pylist()}
 
 
-def assert_equal(got, want, where):
+def assert_equal(got, want, where, tolerance=1e-9):
     assert (got is None) == (want is None), (where, got, want)
-    assert want is None or math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9), (where, got, want)
+    assert want is None or math.isclose(got, want, rel_tol=tolerance, abs_tol=tolerance), (where, got, want)
 
 
 @pytest.mark.parametrize("measure, metric, of", [("Faithfulness", "faithfulness", "answer"),
@@ -80,14 +80,17 @@ def test_judged_statement_shares_equal_ragas(ragas, measure, metric, of):
 @pytest.mark.parametrize("measure, metric", [("ContextPrecision", "context_precision"),
                                               ("ContextUtilization", "context_utilization")])
 def test_context_precision_over_chunk_verdicts_equals_ragas(ragas, measure, metric):
-    """The chunks in RAGAS's order are the run (rank 1 first), their verdicts the qrels."""
+    """The chunks in RAGAS's order are the run (rank 1 first), their verdicts the qrels; RAGAS's score with its
+    1e-10 smoothing undone (x (relevant + 1e-10) / relevant) equals sqlmetrics' to 1e-13."""
     samples = ragas[metric]
     qrels = {qid(i): {f"c{r}": v for r, v in enumerate(s["verdicts"])} for i, s in enumerate(samples)}
     run = {qid(i): {f"c{r}": 1 - r / 10 for r in range(len(s["verdicts"]))} for i, s in enumerate(samples)}
     values = per_query(samples, [measure], qrels=qrels, run=run)
     assert any(not any(s["verdicts"]) for s in samples) and any(s["score"] not in (0, 1) for s in samples)
     for i, sample in enumerate(samples):
-        assert_equal(values[qid(i)][measure], sample["score"], (metric, i, sample))
+        relevant = sum(sample["verdicts"])
+        unsmoothed = sample["score"] * (relevant + 1e-10) / relevant if relevant else sample["score"]
+        assert_equal(values[qid(i)][measure], unsmoothed, (metric, i, sample), tolerance=1e-13)
 
 
 def test_answer_relevancy_equals_ragas(ragas):
