@@ -11,5 +11,6 @@
 --   0.6, 1/sqrt(2) and 0: their mean is (0.6 + 0.7071067812) / 3. Example 2: q1's two generations both judge
 --   the answer noncommittal: 0; q2's one does: not zeroed (as RAGAS, which zeroes only when all do), cosines 1
 --   and 24/25, mean 0.98; (0 + 0.98) / 2. Example 3: the cosine of opposite vectors is -1; q2 has no generated
---   question: no value, left out of the mean.
+--   question: no value, left out of the mean (RAGAS 0.4's AnswerRelevancy says 0 when the model generated no
+--   question, its legacy answer_relevancy NaN).
 AVG(cosine) * (1 - MIN(noncommittal))

@@ -3,7 +3,8 @@ the question embeddings (embeddings=, `rows: embeddings`) a RAG pipeline writes,
 computed here in plain Python and numpy from the same rows.
 
 RAGAS itself is not a test dependency: installing it (0.4.3) would downgrade `rich`, which the project keeps, and
-its measures call a language model through async prompts whose parsed answers are the verdicts this table holds.
+its measures call a language model through async prompts whose parsed answers are the verdicts this table holds
+(tests/test_ragas_oracle.py runs it in a venv of its own, with a scripted model).
 What RAGAS computes after the model has judged is the share of true verdicts per question (faithfulness:
 supported claims / the answer's claims; context recall: attributed claims / the reference's claims; context
 relevancy: relevant sentences / the context's sentences), NaN when there is nothing to judge: `ragas_share` below;
