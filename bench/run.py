@@ -431,6 +431,8 @@ def issue18(args) -> None:
             print(f"{tool}: {why}", file=sys.stderr)
     jobs = [j for j in jobs if j[0] not in skipped]
     warm_inputs({(TOOLS[t].fmt, size) for t, _, size in jobs})
+    # The commit measured: the one checked out when the session starts.
+    commit = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     cpu_start = cpu_seconds()
     records: dict = {j: [] for j in jobs}
     for rep in range(args.repeat):  # interleaved: every job once, then every job again
@@ -480,7 +482,6 @@ def issue18(args) -> None:
     machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
     env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
                other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
-    commit = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     report = {"preset": "issue18", "repeat": args.repeat, "sizes": sizes, "meta": metas, "env": env,
               "commit": commit.stdout.strip(), "skipped": skipped, "rows": out_rows,
               "runs": {name(j): s for j, s in summary.items()}}
