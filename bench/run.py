@@ -378,6 +378,15 @@ def environment() -> dict:
             "versions": versions, "when": datetime.now().strftime("%Y-%m-%d %H:%M")}
 
 
+def session_environment(cpu_start: tuple) -> dict:
+    """environment(), and the CPU time other processes used since cpu_start (a cpu_seconds())."""
+    env = environment()
+    machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
+    env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
+               other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
+    return env
+
+
 def cpu_seconds() -> tuple[float, float, float]:
     """(CPU seconds the whole machine has been busy, CPU seconds of this process and its children, clock)."""
     with open("/proc/stat") as f:
@@ -478,10 +487,7 @@ def issue18(args) -> None:
               f"peak {row['peak_mb'] or 0:,.0f} MB" + "".join(
                   f"; {ref['ratio']:.2f}{'x' if ref['kind'] == 'x' else 'x faster than'} {ref['reference']}"
                   if "ratio" in ref else f"; {ref['reference']}: {ref['status']}" for ref in row["references"]))
-    env = environment()
-    machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
-    env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
-               other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
+    env = session_environment(cpu_start)
     report = {"preset": "issue18", "repeat": args.repeat, "sizes": sizes, "meta": metas, "env": env,
               "commit": commit.stdout.strip(), "skipped": skipped, "rows": out_rows,
               "runs": {name(j): s for j, s in summary.items()}}
@@ -570,10 +576,7 @@ def main() -> None:
     for set_name, mset in msets.items():
         results[set_name] = (mset, {t.name: summarise([r for r in records if r["tool"] == t.name and r["set"] == set_name], args)
                                     for t in tools})
-    env = environment()
-    machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
-    env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
-               other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
+    env = session_environment(cpu_start)
     md = render(meta, results, args, skipped, env)
     print(md)
     out = BENCH / "results"
