@@ -6,6 +6,12 @@ Every (tool, measure set, repetition) is a fresh `python bench/tools.py ...` (or
 process, so each has its own peak RSS (ru_maxrss from wait4) and cold start. Reports medians, the peak
 RSS, each tool's time relative to sqlmetrics, and whether the tools agree on the aggregate numbers.
 Results: a markdown table (printed, and bench/results/<size>-<timestamp>.md) and the raw records (.json).
+
+    python bench/run.py --issue18 --size M --small S [--large L]
+
+measures every row of issue 18's table in one session instead (see ISSUE18): each figure as a ratio to its
+reference from the same session, with peak memory, printed and written to bench/results/issue18-<timestamp>.json;
+`python bench/table.py that.json` puts it in the README.
 """
 from __future__ import annotations
 
@@ -64,7 +70,8 @@ M_20 = [
     ("Success@10", "success_10", "hit_rate@10", "Success@10"),
     ("IPrec@0.5", "iprec_at_recall_0.50", None, "IPrec@0.5"),  # ranx.evaluate does not expose it
 ]
-MEASURE_SETS = {"standard": M_STANDARD, "20": M_20}
+M_ONE = [("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10")]
+MEASURE_SETS = {"standard": M_STANDARD, "20": M_20, "1": M_ONE}
 SPELLING = {"sqlmetrics": 0, "trec": 1, "ranx": 2, "ir_measures": 3}
 
 
@@ -96,12 +103,22 @@ TOOLS = {t.name: t for t in [
          note="ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC)"),
     Tool("duckdb-floor-join", "duckdb-floor-join", "parquet", "sqlmetrics", anchor=False,
          note="the ranking pass LEFT JOIN the qrels"),
+    Tool("sqlmetrics-cli-trec", "cli", "trec", "sqlmetrics", anchor=False,
+         note="`sqlmetrics eval -f json` on TREC text; time = process wall"),
+    Tool("trec_eval", "trec_eval", "trec", "trec", note="the trec_eval command on PATH (C); time = process wall"),
+    Tool("python-start", "start", "trec", "sqlmetrics", anchor=False, note="`python -c pass`: the interpreter alone"),
+    Tool("sqlmetrics-spark", "sqlmetrics-spark", "parquet", "sqlmetrics", anchor=False,
+         note="evaluate(engine=spark): Spark local over run-parts/ (8 Parquet files); evaluate_seconds is Spark's"),
 ]}
-DEFAULT_TOOLS = [n for n in TOOLS if n != "ranx-nocache"]  # "all"; ranx-nocache costs a full JIT per run
+# "all"; ranx-nocache costs a full JIT per run, python-start is only a reference for issue 18's table, and
+# Spark takes minutes even at S (a JVM, and a plan per common table expression).
+DEFAULT_TOOLS = [n for n in TOOLS if n not in ("ranx-nocache", "python-start", "sqlmetrics-spark")]
+TREC_EVAL = shutil.which("trec_eval")
 REFERENCES = ["sqlmetrics", "sqlmetrics-trec", "pytrec_eval", "ir_measures"]  # for the agreement check
 IMPORT_CHECK = {"sqlmetrics": "import sqlmetrics; sqlmetrics.evaluate", "pytrec_eval": "import pytrec_eval",
                 "ranx": "import ranx", "ranx-parquet": "import ranx, pandas", "ir_measures": "import ir_measures",
-                "duckdb-floor": "import duckdb", "duckdb-floor-join": "import duckdb"}
+                "duckdb-floor": "import duckdb", "duckdb-floor-join": "import duckdb",
+                "sqlmetrics-spark": "import pyspark, shutil; assert shutil.which('java'), 'no java'"}
 
 
 def preflight(tool: Tool) -> str | None:
@@ -110,6 +127,10 @@ def preflight(tool: Tool) -> str | None:
         if not CLI:
             return "no `sqlmetrics` command next to this Python or on PATH"
         cmd = [CLI, "eval", "--help"]
+    elif tool.worker == "trec_eval":
+        return None if TREC_EVAL else "no trec_eval command on PATH"
+    elif tool.worker == "start":
+        return None
     else:
         cmd = [PY, "-c", IMPORT_CHECK[tool.worker]]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -175,6 +196,21 @@ def parse_cli(stdout: str, names: dict) -> dict:
         return agg
 
 
+def trec_eval_measures(names) -> list:
+    """trec_eval's -m arguments for its output names: P_10 and P_5 -> -m P.5,10; iprec_at_recall_0.50 -> -m
+    iprec_at_recall (all its levels, 0.50 among them); map -> -m map."""
+    params: dict = {}
+    for name in names:
+        family, _, k = name.rpartition("_")
+        if family and k.isdigit():
+            params.setdefault(family, []).append(k)
+        elif name.startswith("iprec_at_recall_"):
+            params.setdefault("iprec_at_recall", [])
+        else:
+            params.setdefault(name, [])
+    return [a for f, ks in params.items() for a in ("-m", f + ("." + ",".join(ks) if ks else ""))]
+
+
 def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
     col = SPELLING[tool.spelling]
     names = {m[0]: m[col] for m in mset if m[col] is not None}
@@ -187,6 +223,10 @@ def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
             cmd = [CLI, "eval", qrels, run, "-f", "json", *(a for n in names.values() for a in ("-m", n))]
             if os.environ.get("SQLMETRICS_BENCH_MEMORY_LIMIT"):
                 cmd += ["--memory-limit", os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"]]
+        elif tool.worker == "trec_eval":
+            cmd = [TREC_EVAL, *trec_eval_measures(names.values()), qrels, run]
+        elif tool.worker == "start":
+            cmd = [PY, "-c", "pass"]
         else:
             cmd = [PY, str(BENCH / "tools.py"), tool.worker, qrels, run, json.dumps(names)]
         r = run_child(cmd, env, args.timeout, int(args.max_rss_gb * 1024 * 1024))
@@ -196,7 +236,7 @@ def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
     elif r["returncode"] != 0:
         rec["status"] = "error"
         rec["error"] = (r["stderr"].strip().splitlines() or [f"exit {r['returncode']}"])[-1][:300]
-    elif tool.worker == "cli":
+    elif tool.worker in ("cli", "trec_eval", "start"):  # a command: its time is the whole process's
         rec.update(seconds=r["wall"], aggregate=parse_cli(r["stdout"], names))
     else:
         rec.update(json.loads(r["stdout"].strip().splitlines()[-1]))
@@ -338,6 +378,15 @@ def environment() -> dict:
             "versions": versions, "when": datetime.now().strftime("%Y-%m-%d %H:%M")}
 
 
+def session_environment(cpu_start: tuple) -> dict:
+    """environment(), and the CPU time other processes used since cpu_start (a cpu_seconds())."""
+    env = environment()
+    machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
+    env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
+               other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
+    return env
+
+
 def cpu_seconds() -> tuple[float, float, float]:
     """(CPU seconds the whole machine has been busy, CPU seconds of this process and its children, clock)."""
     with open("/proc/stat") as f:
@@ -348,9 +397,126 @@ def cpu_seconds() -> tuple[float, float, float]:
     return busy / os.sysconf("SC_CLK_TCK"), ours, time.perf_counter()
 
 
+# Issue 18's table: (work, the figure, its references, peak-memory bound MB or None, seconds bound or
+# None). The figure and each reference are (tool, measure set, size): "main" is --size, "small" --small,
+# "large" --large and "spark" --spark (a row is left out without its size); a job shared by rows runs once
+# per repetition. A reference's "x" bound: figure/reference at most that (<= 1.2x the bare pass); its
+# "faster" bound: reference/figure at least that (>= 5x faster than pytrec_eval).
+ISSUE18 = [
+    ("{main}, Parquet, 20 measures, Python API", ("sqlmetrics", "20", "main"),
+     [("duckdb-floor", "20", "main", "x", 1.2), ("pytrec_eval", "20", "main", "faster", 5)], 600, None),
+    ("{main}, Parquet, 1 measure (nDCG@10), Python API", ("sqlmetrics", "1", "main"),
+     [("duckdb-floor", "20", "main", "x", None)], None, None),
+    ("{main}, TREC text, 20 measures, `sqlmetrics eval`", ("sqlmetrics-cli-trec", "20", "main"),
+     [("pytrec_eval", "20", "main", "faster", 4), ("trec_eval", "20", "main", "faster", 3)], None, None),
+    ("{large}, Parquet, 20 measures, Python API", ("sqlmetrics", "20", "large"),
+     [("pytrec_eval", "20", "large", "faster", 6)], 2048, None),
+    ("{main}, 20 measures vs 1 (Parquet, Python API)", ("sqlmetrics", "20", "main"),
+     [("sqlmetrics", "1", "main", "x", 1.3)], None, None),
+    ("{small} end to end: `sqlmetrics eval`, TREC text, 20 measures", ("sqlmetrics-cli-trec", "20", "small"),
+     [("python-start", "20", "small", "x", None)], None, 0.4),
+    ("{spark}, 20 measures on Spark local (engine=), partitioned Parquet; files to numbers, session start "
+     "excluded", ("sqlmetrics-spark", "20", "spark"), [("sqlmetrics", "20", "spark", "x", None)], None, None),
+]
+# Spark's row is timed in-process (evaluate_seconds, else the files-to-numbers `median`): its JVM start
+# would otherwise be most of the figure. Every other figure is the whole process's wall time.
+IN_PROCESS = {"sqlmetrics-spark"}
+
+
+def issue18(args) -> None:
+    sizes = {"main": args.size, "small": args.small, "large": args.large, "spark": args.spark}
+    rows = [(work.format(**sizes), (fig[0], fig[1], sizes[fig[2]]), [(t, m, sizes[z], *b) for t, m, z, *b in refs],
+             *bounds) for work, fig, refs, *bounds in ISSUE18 if sizes[fig[2]] is not None]
+    jobs = list(dict.fromkeys(j for _, fig, refs, _, _ in rows for j in [fig, *(ref[:3] for ref in refs)]))
+    metas, skipped = {}, {}
+    for key in dict.fromkeys(j[2] for j in jobs):
+        data = BENCH / "data" / key
+        if not (data / "meta.json").exists():
+            sys.exit(f"{data} has no data: run `python bench/generate.py {key}`")
+        metas[key] = json.loads((data / "meta.json").read_text())
+    for tool in dict.fromkeys(j[0] for j in jobs):
+        if why := preflight(TOOLS[tool]):
+            skipped[tool] = f"missing ({why})"
+            print(f"{tool}: {why}", file=sys.stderr)
+    jobs = [j for j in jobs if j[0] not in skipped]
+    warm_inputs({(TOOLS[t].fmt, size) for t, _, size in jobs})
+    # The commit measured: the one checked out when the session starts.
+    commit = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    cpu_start = cpu_seconds()
+    records: dict = {j: [] for j in jobs}
+    for rep in range(args.repeat):  # interleaved: every job once, then every job again
+        for tool, mset, size in jobs:
+            rec = run_once(TOOLS[tool], BENCH / "data" / size, MEASURE_SETS[mset], args)
+            records[(tool, mset, size)].append(rec)
+            shown = fmt_s(rec["wall"]) + " s" if rec["status"] == "ok" else rec["status"]
+            print(f"[{rep + 1}/{args.repeat}] {tool:20} {mset:>3} measures {size:>3} {shown:>10}  "
+                  f"{rec['maxrss_mb']:,.0f} MB {rec.get('error', '')}", file=sys.stderr)
+    summary = {j: summarise(recs, args) for j, recs in records.items()}
+
+    def name(job):
+        return f"{job[0]}, {job[1]} measure{'s' if job[1] != '1' else ''}, {job[2]}"
+
+    out_rows = []
+    for work, fig, refs, peak_mb, seconds_bound in rows:
+        in_process = fig[0] in IN_PROCESS
+
+        def seconds(s):
+            return s.get("evaluate_seconds", s.get("median")) if in_process else s.get("wall")
+        f = summary.get(fig, {})
+        row = {"work": work, "size": fig[2], "figure": name(fig), "seconds": seconds(f), "peak_mb": f.get("maxrss_mb"),
+               "peak_bound_mb": peak_mb, "seconds_bound": seconds_bound, "status": f.get("status", skipped.get(fig[0])),
+               "timed": "in-process" if in_process else "process wall", "references": []}
+        if "per_query_max_difference" in f.get("extra", {}):  # Spark's per-query values against DuckDB's
+            row["per_query_max_difference"] = f["extra"]["per_query_max_difference"]
+        for tool, mset, size, kind, bound in refs:
+            r = summary.get((tool, mset, size), {})
+            ref = {"reference": name((tool, mset, size)), "seconds": seconds(r), "peak_mb": r.get("maxrss_mb"),
+                   "kind": kind, "bound": bound, "status": r.get("status", skipped.get(tool))}
+            if row["seconds"] and ref["seconds"]:
+                ratio = row["seconds"] / ref["seconds"] if kind == "x" else ref["seconds"] / row["seconds"]
+                ref["ratio"] = ratio
+                if bound is not None:
+                    ref["met"] = ratio <= bound if kind == "x" else ratio >= bound
+            row["references"].append(ref)
+        if peak_mb is not None and row["peak_mb"] is not None:
+            row["peak_met"] = row["peak_mb"] <= peak_mb
+        if seconds_bound is not None and row["seconds"] is not None:
+            row["seconds_met"] = row["seconds"] <= seconds_bound
+        out_rows.append(row)
+        print(f"{row['work']}: {fmt_s(row['seconds']) + ' s' if row['seconds'] else row['status']}, "
+              f"peak {row['peak_mb'] or 0:,.0f} MB" + "".join(
+                  f"; {ref['ratio']:.2f}{'x' if ref['kind'] == 'x' else 'x faster than'} {ref['reference']}"
+                  if "ratio" in ref else f"; {ref['reference']}: {ref['status']}" for ref in row["references"]))
+    env = session_environment(cpu_start)
+    report = {"preset": "issue18", "repeat": args.repeat, "sizes": sizes, "meta": metas, "env": env,
+              "commit": commit.stdout.strip(), "skipped": skipped, "rows": out_rows,
+              "runs": {name(j): s for j, s in summary.items()}}
+    path = Path(args.output) if args.output else BENCH / "results" / f"issue18-{datetime.now():%Y%m%d-%H%M%S}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1, default=str))
+    print(f"wrote {path}; `python bench/table.py {path}` puts it in the README", file=sys.stderr)
+    failed = [name(j) for j, s in summary.items() if s["status"] != "ok"]
+    if failed:  # the smoke test's failure (CI): a tool that ran and failed, not one that is missing
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+def warm_inputs(formats_sizes) -> None:
+    """Read the inputs once so that no tool pays for the first read from disk."""
+    for fmt, size in formats_sizes:
+        for k in ("qrels", "run"):
+            with open(BENCH / "data" / size / f"{k}.{'parquet' if fmt == 'parquet' else 'txt'}", "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", required=True, help="a folder under bench/data: S, M, L, XL, S-noties, ...")
+    ap.add_argument("--issue18", action="store_true", help="measure issue 18's table instead (see ISSUE18)")
+    ap.add_argument("--small", default="S", help="with --issue18: the size of the end-to-end row (default S)")
+    ap.add_argument("--large", help="with --issue18: the size of the large row (e.g. L; left out without it)")
+    ap.add_argument("--spark", help="with --issue18: the size to run on Spark too (e.g. S; minutes; left out without it)")
+    ap.add_argument("--output", help="with --issue18: the JSON file to write (default bench/results/issue18-<time>.json)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tools", default="all", help=f"comma list or 'all' (= {','.join(DEFAULT_TOOLS)}); "
                     f"'all,ranx-nocache' adds the JIT-from-scratch ranx")
@@ -364,6 +530,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.memory_limit:  # read by the sqlmetrics workers (tools.py and the CLI command line)
         os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"] = args.memory_limit
+    if args.issue18:
+        return issue18(args)
 
     data = BENCH / "data" / args.size
     if not (data / "meta.json").exists():
@@ -390,11 +558,7 @@ def main() -> None:
     for n, why in skipped.items():
         print(f"{n}: {why}", file=sys.stderr)
 
-    # Read the inputs once so that no tool pays for the first read from disk.
-    for f in {data / f"{k}.{'parquet' if t.fmt == 'parquet' else 'txt'}" for t in tools for k in ("qrels", "run")}:
-        with open(f, "rb") as fh:
-            while fh.read(1 << 24):
-                pass
+    warm_inputs({(t.fmt, args.size) for t in tools})
 
     cpu_start = cpu_seconds()
     records = []
@@ -412,10 +576,7 @@ def main() -> None:
     for set_name, mset in msets.items():
         results[set_name] = (mset, {t.name: summarise([r for r in records if r["tool"] == t.name and r["set"] == set_name], args)
                                     for t in tools})
-    env = environment()
-    machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
-    env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
-               other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
+    env = session_environment(cpu_start)
     md = render(meta, results, args, skipped, env)
     print(md)
     out = BENCH / "results"

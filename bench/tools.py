@@ -99,8 +99,62 @@ def duckdb_floor(names, join=False):
     return go
 
 
+def partitioned_copy(run: str) -> str:
+    """run-parts/ beside run.parquet: the same rows as Parquet files part=0..7, split by a hash of the query
+    id (written by DuckDB the first time, through a partial folder renamed when complete)."""
+    from pathlib import Path
+    import shutil
+
+    import duckdb
+
+    parts = Path(run).with_name("run-parts")
+    if not parts.exists():
+        partial = parts.with_name("run-parts.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        duckdb.sql(f"COPY (SELECT *, hash(query_id) % 8 AS part FROM read_parquet('{run}')) TO '{partial}' "
+                   "(FORMAT parquet, PARTITION_BY (part))")
+        partial.rename(parts)
+    return str(parts)
+
+
+def spark_tool(names):
+    """sqlmetrics.evaluate(engine=spark) on Spark local (every core) over the partitioned copy of the run.
+    The session starts and the copy is made before the clock, like an import; `evaluate_seconds` is Spark's
+    part. After it, outside that time, the same evaluation on DuckDB from run.parquet: the largest
+    difference of any per-query value goes in extra."""
+    import os
+
+    import sqlmetrics
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{os.cpu_count()}]").appName("sqlmetrics-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+
+    def go(qrels, run):
+        parts = partitioned_copy(run)
+        t = time.perf_counter()
+        spark.read.parquet(qrels).createOrReplaceTempView("bench_qrels")
+        spark.read.parquet(parts).createOrReplaceTempView("bench_run")
+        measures = list(names.values())
+        res = sqlmetrics.evaluate("bench_qrels", "bench_run", measures, engine=spark)
+        seconds = time.perf_counter() - t
+        spark.stop()
+        on_duckdb = sqlmetrics.evaluate(qrels, run, measures).per_query.to_pylist()
+        on_spark = {r["query_id"]: r for r in res.per_query.to_pylist()}
+        differences = [abs(r[m] - on_spark[r["query_id"]][m]) if None not in (r[m], on_spark[r["query_id"]][m])
+                       else float(r[m] is not on_spark[r["query_id"]][m]) for r in on_duckdb for m in measures]
+        return {c: res.aggregate[n] for c, n in names.items()}, {
+            "evaluate_seconds": seconds, "queries": len(on_spark), "queries_on_duckdb": len(on_duckdb),
+            "per_query_max_difference": max(differences, default=0.0)}
+    return go
+
+
 TOOLS = {
     "sqlmetrics": sqlmetrics_api,
+    "sqlmetrics-spark": spark_tool,
     "pytrec_eval": pytrec_eval_tool,
     "ranx": ranx_tool,
     "ranx-parquet": lambda names: ranx_tool(names, parquet=True),

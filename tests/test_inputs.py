@@ -214,6 +214,20 @@ def test_trec_fast_path_falls_back_on_any_irregular_line(tmp_path, late_line):
     assert rows["q1"]["AP"] == pytest.approx(5 / 6) and rows["q2"]["AP"] == 0.0  # c is not judged
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_trec_a_tab_inside_a_space_separated_field_splits_it(tmp_path, compressed):
+    """A tab is whitespace in TREC: `d2<TAB>x 9 0.5 t` is document d2, rank x, score 9, so d2 ranks first.
+    An uncompressed file is searched for a tab as a whole, a gzip'd one line by line: both read it so."""
+    filler = "".join(f"q9 Q0 f{i} {i} 0.1 t\n" for i in range(20000))  # past the sniffed head of the file
+    text = ("q1 Q0 d1 1 3.0 t\n" + filler + "q1 Q0 d2\tx 9 0.5 t\n").encode()
+    (tmp_path / "run").write_bytes(gzip.compress(text) if compressed else text)
+    (tmp_path / "qrels").write_text("q1 0 d1 0\nq1 0 d2 1\n")
+    rows = {r["query_id"]: r for r in evaluate(tmp_path / "qrels", tmp_path / "run").per_query.to_pylist()}
+    # By hand: q1's one relevant document, d2, at rank 1: AP 1. Split on spaces alone, `d2<TAB>x` would be
+    # an unjudged document and d2 never retrieved: AP 0.
+    assert rows["q1"]["AP"] == 1.0
+
+
 def test_one_named_run_is_labelled_like_several():
     res = evaluate(qrels_table(), {"base": run_table()})
     assert res.aggregate == {"base": pytest.approx(EXPECTED)}
