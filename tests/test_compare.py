@@ -11,7 +11,7 @@ import scipy.stats as st
 from sqlmetrics.stats.compare import analyse, compare
 from sqlmetrics.stats import significance
 from sqlmetrics.stats.compare import unique_names
-from sqlmetrics.stats.draws import resample_hash
+from sqlmetrics.stats.draws import RESAMPLED_TIE, resample_hash
 from sqlmetrics.stats.significance import resample, student
 
 from sqlmetrics.demo import paths as demo_paths
@@ -127,7 +127,7 @@ def _replica(test, d, seed, n_resamples):
     slots are sorted positions): SQL must agree to the last hit."""
     d = sorted(d)
     n, obs = len(d), math.fsum(d)
-    tol = significance._TOL * math.fsum(abs(x) for x in d)
+    tol = RESAMPLED_TIE * math.fsum(abs(x) for x in d)
     hits, means = 0, []
     for b in range(n_resamples):
         h = [resample_hash(seed, b, j) for j in range(n)]

@@ -27,9 +27,8 @@ import warnings
 import duckdb
 
 from ..errors import SqlmetricsError
-from .draws import hashed_sql, replicates_sql, slot_hash_sql
+from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
 
-_TOL = 1e-9  # resampled statistics this close (relative to sum |d|) to the observed one count as "as extreme"
 
 
 def adjust(p_values: list, correction) -> list:
@@ -205,8 +204,8 @@ def tukey_hsd(scaled: list) -> tuple:
 
 def _hashed_grid(seed: int, n_resamples: int, n_positions: int) -> str:
     """SQL for (b, pos, h) over range(n_resamples) x range(n_positions): draws.py's hash, on DuckDB."""
-    slots = slot_hash_sql("pos", f"(SELECT range AS pos FROM range({n_positions})) AS p", "pos")
-    return hashed_sql("b, pos", f"({replicates_sql(seed, n_resamples)}) AS r, ({slots}) AS s")
+    slots = slots_sql(f"SELECT range AS slot FROM range({n_positions})")
+    return f"SELECT b, slot AS pos, {draw_sql('hb', 'hq')} AS h FROM ({replicates_sql(seed, n_resamples)}) AS r, ({slots}) AS s"
 
 
 def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99) -> list:
@@ -230,7 +229,7 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
                     "exact BOOLEAN)")
         # sorted: a resample's slots are positions in ascending order, never the lists' ids, whose order depends on
         # the engine's collation (aggregates.py draws the same resamples on other engines)
-        records = [(k, len(d), sorted(float(x) for x in d), math.fsum(d), _TOL * math.fsum(abs(x) for x in d), exact[k])
+        records = [(k, len(d), sorted(float(x) for x in d), math.fsum(d), RESAMPLED_TIE * math.fsum(abs(x) for x in d), exact[k])
                    for k, d in live]
         for start in range(0, len(records), 200):
             chunk = records[start:start + 200]
@@ -339,7 +338,7 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
                 WITH obs AS (
                     SELECT p.job, list_sort(x.v) AS vx, list_sort(y.v) AS vy,  -- sorted: as resample()
                            x.n AS nx, y.n AS ny,
-                           list_avg(x.v) - list_avg(y.v) AS d, {_TOL} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
+                           list_avg(x.v) - list_avg(y.v) AS d, {RESAMPLED_TIE} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
                     FROM sqlm_pairs p JOIN sqlm_groups x ON x.g = p.gx JOIN sqlm_groups y ON y.g = p.gy),
                 diffs AS (
                     SELECT o.job, o.d, o.tol, list_sum(list_select(o.vx, s.ix)) / o.nx
