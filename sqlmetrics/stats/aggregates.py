@@ -154,20 +154,27 @@ def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, sc
                      f"FROM (SELECT a.run AS rx, b.run AS ry FROM ab_runs AS a JOIN ab_runs AS b ON a.run <> b.run) AS p "
                      f"JOIN ab_vals AS l ON l.run = p.rx OR l.run = p.ry")
     ranks, _ = bootstrap_ranks(n_resamples, confidence)
+    draw = f"{draw_sql('r.hb', 's.hq')} % p.n + 1"
+
+    def mean(role):  # a resample's mean of one role's values: (value x times drawn) over the draws
+        return (f"SUM(CASE WHEN d.role = {role} THEN p.v * d.times END) "
+                f"/ CAST(SUM(CASE WHEN d.role = {role} THEN d.times END) AS DOUBLE PRECISION)")
+
     quantiles = ", ".join(f"MAX(CASE WHEN r.q = {r} THEN r.stat END) AS v{i}" for i, r in enumerate(ranks, 1))
     return f""",
 ab_bslots AS ({' UNION ALL '.join(slots)}),
 ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) AS k,
                 COUNT(*) OVER (PARTITION BY {keys}, role) AS n,
-                SUM(CASE WHEN role = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {keys}) AS n0,
+                ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) - 1
+                + role * SUM(CASE WHEN role = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {keys}) AS slot,
                 DENSE_RANK() OVER (ORDER BY {keys}) AS g FROM ab_bslots),
-ab_bslots_hashed AS ({slots_sql("SELECT k - 1 + role * n0 AS slot FROM ab_bpos")}),
+ab_bslots_hashed AS ({slots_sql("SELECT slot FROM ab_bpos")}),
 ab_breps AS ({replicates_sql(seed, n_resamples)}),
-ab_bdraws AS (SELECT p.g, p.sc, p.role, p.n, r.b, {draw_sql("r.hb", "s.hq")} AS h
-              FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.k - 1 + p.role * p.n0 CROSS JOIN ab_breps AS r),
-ab_bstats AS (SELECT d.g, d.b, CASE WHEN d.sc = 1 THEN AVG(p.v) ELSE AVG(CASE WHEN d.role = 0 THEN p.v END)
-                                                    - AVG(CASE WHEN d.role = 1 THEN p.v END) END AS stat
-              FROM ab_bdraws AS d JOIN ab_bpos AS p ON p.g = d.g AND p.role = d.role AND p.k = d.h % d.n + 1
+ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b, {draw} AS idx, COUNT(*) AS times
+              FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r
+              GROUP BY p.g, p.sc, p.role, r.b, {draw}),
+ab_bstats AS (SELECT d.g, d.b, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
+              FROM ab_bdraws AS d JOIN ab_bpos AS p ON p.g = d.g AND p.role = d.role AND p.k = d.idx
               GROUP BY d.g, d.sc, d.b),
 ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs,
                 CASE WHEN sc = 1 THEN {RESAMPLED_TIE!r} * AVG(ABS(v)) ELSE {RESAMPLED_TIE!r} * (ABS({role0}) + ABS({role1})) END AS tol
