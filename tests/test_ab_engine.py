@@ -1,7 +1,7 @@
 """compare(..., engine=) for the tests of IN_ENGINE (student, welch, mannwhitney, the seeded bootstrap): the
 statistics' aggregates are computed on the engine (stats/aggregates.py) and only they are fetched; the Report
-equals the local compare's (which computes from every per-list value) to 1e-9, on SQLite and PostgreSQL, paired
-and unpaired, with segments."""
+equals the local compare's (which computes from every per-list value) to 1e-9, on SQLite, PostgreSQL and DuckDB,
+paired and unpaired, with segments."""
 from __future__ import annotations
 
 import gzip
@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import sqlmetrics
+
+import duckdb
 
 from conftest import postgres_connection
 
@@ -98,6 +100,17 @@ def postgres_con():
     con.close()
 
 
+@pytest.fixture(scope="module")
+def duckdb_con():
+    con = duckdb.connect()
+    for name, table in TABLES.items():
+        con.register("arrow_table", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_table")
+        con.unregister("arrow_table")
+    yield con, ""
+    con.close()
+
+
 def _flat(value, path=""):
     if isinstance(value, dict):
         for k, v in value.items():
@@ -134,7 +147,7 @@ CASES = [  # data, test, expected pairing
 ]
 
 
-@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con"])
+@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con", "duckdb_con"])
 @pytest.mark.parametrize("data, test, paired", CASES)
 def test_engine_aggregates_equal_local_compare(engine, data, test, paired, request):
     con, prefix = request.getfixturevalue(engine)
