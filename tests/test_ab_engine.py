@@ -1,4 +1,4 @@
-"""compare(..., engine=) for the tests of IN_ENGINE (student, welch, mannwhitney, the seeded bootstrap): the
+"""compare(..., engine=) for the tests of IN_ENGINE (student, welch, mannwhitney, the seeded bootstrap, tukey): the
 statistics' aggregates are computed on the engine (stats/aggregates.py) and only they are fetched; the Report
 equals the local compare's (which computes from every per-list value) to 1e-9, on SQLite, PostgreSQL and DuckDB,
 paired and unpaired, with segments."""
@@ -9,13 +9,12 @@ import math
 import os
 import sqlite3
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import sqlmetrics
-
-import duckdb
 
 from conftest import postgres_connection
 
@@ -143,7 +142,7 @@ def _differences(there: dict, here: dict) -> list:
 CASES = [  # data, test, expected pairing
     ("runs", "student", True), ("runs", "welch", False), ("runs", "mannwhitney", False),
     ("log", "student", False), ("log", "welch", False), ("log", "mannwhitney", False),
-    ("runs", "bootstrap", True), ("log", "bootstrap", False),
+    ("runs", "bootstrap", True), ("log", "bootstrap", False), ("runs", "tukey", True),
 ]
 
 
@@ -151,7 +150,8 @@ CASES = [  # data, test, expected pairing
 @pytest.mark.parametrize("data, test, paired", CASES)
 def test_engine_aggregates_equal_local_compare(engine, data, test, paired, request):
     con, prefix = request.getfixturevalue(engine)
-    options = dict(LOG_OPTIONS if data == "log" else RUN_OPTIONS, test=test, correction="holm", max_p=0.05,
+    options = dict(LOG_OPTIONS if data == "log" else RUN_OPTIONS, test=test, max_p=0.05,
+                   correction=None if test == "tukey" else "holm",  # Tukey's HSD controls the error rate itself
                    n_resamples=150, seed=9)
     qrels = options.pop("qrels", "qrels")
     there = sqlmetrics.compare(qrels and prefix + qrels, prefix + data, MEASURES, engine=con, **options)

@@ -12,7 +12,7 @@ from sqlmetrics.stats.compare import analyse, compare
 from sqlmetrics.stats import significance
 from sqlmetrics.stats.compare import unique_names
 from sqlmetrics.stats.draws import RESAMPLED_TIE, resample_hash
-from sqlmetrics.stats.significance import resample, student
+from sqlmetrics.stats.significance import resample, student, tukey_moments
 
 from sqlmetrics.demo import paths as demo_paths
 from sqlmetrics.errors import SqlmetricsError, SqlmetricsWarning
@@ -92,6 +92,15 @@ def test_tukey_matches_scipy_tukey_hsd():
     assert rep.markers("c", "m") == "ab"
     with pytest.raises(SqlmetricsError, match="tukey"):
         analyse(["a", "b"], _info(), ["q"], {"m": [[0.1], [0.2]]}, test="tukey", correction="holm")
+
+
+def test_tukey_from_moments_matches_scipy_tukey_hsd_on_unequal_groups():
+    """The engine's form (each group's n, mean and sum of squared deviations) is scipy's Tukey-Kramer test."""
+    groups = [RNG.normal(mu, 0.2, n) for mu, n in ((0.40, 12), (0.45, 30), (0.62, 21), (0.5, 7))]
+    statistic, p = tukey_moments([{"n": len(g), "mean": g.mean(), "ss": ((g - g.mean()) ** 2).sum()} for g in groups])
+    ref = st.tukey_hsd(*groups)
+    np.testing.assert_allclose(statistic, ref.statistic, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(p, ref.pvalue, rtol=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------- resampling in SQL

@@ -6,7 +6,8 @@ it keeps to DESIGN.md's portable subset: CAST before dividing, SUM(CASE ...) for
 segment joins (IS NOT DISTINCT FROM), window functions for ranks. Its rows, one `kind` each:
 
     lists    run, segment; n = the run's lists, v1 = those whose query every run has (shared)
-    moments  sc (0: own lists, 1: shared), run, segment, measure; n, v1 = mean, v2 = sum of squared
+    moments  sc (0: own lists, 1: shared, 2 with complete=: the shared lists where every run has a value of
+             the measure, Tukey's HSD's groups), run, segment, measure; n, v1 = mean, v2 = sum of squared
              deviations, v3 = sum of the raw values (of the logs, for a geometric measure, in mean/ss)
     ranks    run rx < run ry, segment, measure; v1 = rx's rank sum in the pooled values (ties averaged),
              v2 = sum(t^3 - t) over groups of t tied values
@@ -36,13 +37,14 @@ TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss coun
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
 
 
-def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=None) -> list:
+def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=None, complete=False) -> list:
     """The aggregate statement's rows, run on the engine, as dicts of COLUMNS (the segment columns' values as
     one tuple). options: evaluate_on()'s, with run_name mapped; bootstrap: None or (seed, n_resamples,
-    confidence, scopes) with scopes the boot rows' sc values to compute (1 paired, 0 unpaired)."""
+    confidence, scopes) with scopes the boot rows' sc values to compute (1 paired, 0 unpaired); complete: add
+    the moments of scope 2."""
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
-    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap)
+    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
     tree = sqlglot.parse_one(statement, read="postgres")
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
@@ -66,7 +68,7 @@ def bootstrap_ranks(n_resamples: int, confidence: float) -> tuple:
     return ranks, weights
 
 
-def _statement(segs: list, outs: list, aggregates: list, bootstrap=None) -> str:
+def _statement(segs: list, outs: list, aggregates: list, bootstrap=None, complete=False) -> str:
     s = [f"s{i}" for i in range(len(segs))]
 
     def cols(prefix=""):
@@ -89,6 +91,12 @@ def _statement(segs: list, outs: list, aggregates: list, bootstrap=None) -> str:
         f"{scaled(f'm{j}', a)} AS x FROM ab_flagged WHERE m{j} IS NOT NULL" for j, a in enumerate(aggregates))
     big = ("CASE WHEN ABS(a.raw) >= ABS(b.raw) THEN (CASE WHEN ABS(a.raw) > 1 THEN ABS(a.raw) ELSE 1 END) "
            "ELSE (CASE WHEN ABS(b.raw) > 1 THEN ABS(b.raw) ELSE 1 END) END")
+    complete_lists = f"""
+ab_complete AS (SELECT {cols()}query_id, m FROM ab_vals WHERE is_shared = 1 GROUP BY {cols()}query_id, m
+             HAVING COUNT(*) = (SELECT COUNT(DISTINCT run) FROM ab_base)),""" if complete else ""
+    complete_scope = f"""
+           UNION ALL SELECT 2 AS sc, v.run, {cols('v.')}v.m, v.raw, v.x FROM ab_vals AS v
+           JOIN ab_complete AS c ON c.query_id = v.query_id AND c.m = v.m{same('v', 'c')}""" if complete else ""
     boot = f"\nUNION ALL\nSELECT 'boot', sc, rx, ry, {cols()}m, n, v1, v2, v3, v4, {null} FROM ab_boot" if bootstrap else ""
     return f"""
 WITH ab_base AS (SELECT run_name AS run, {seg_select}query_id{measures} FROM ab_v),
@@ -96,9 +104,9 @@ ab_shared AS (SELECT {cols()}query_id FROM ab_base GROUP BY {cols()}query_id
            HAVING COUNT(*) = (SELECT COUNT(DISTINCT run) FROM ab_base)),
 ab_flagged AS (SELECT b.*, CASE WHEN s.query_id IS NULL THEN 0 ELSE 1 END AS is_shared
             FROM ab_base AS b LEFT JOIN ab_shared AS s ON b.query_id = s.query_id{same('b', 's')}),
-ab_vals AS ({vals}),
+ab_vals AS ({vals}),{complete_lists}
 ab_scoped AS (SELECT 0 AS sc, run, {cols()}m, raw, x FROM ab_vals
-           UNION ALL SELECT 1 AS sc, run, {cols()}m, raw, x FROM ab_vals WHERE is_shared = 1),
+           UNION ALL SELECT 1 AS sc, run, {cols()}m, raw, x FROM ab_vals WHERE is_shared = 1{complete_scope}),
 ab_moments AS (SELECT sc, run, {cols()}m, COUNT(*) AS n, AVG(x) AS mean, SUM(raw) AS total FROM ab_scoped
             GROUP BY sc, run, {cols()}m),
 ab_squares AS (SELECT o.sc, o.run, {cols('o.')}o.m, o.n, o.mean, o.total, SUM((l.x - o.mean) * (l.x - o.mean)) AS ss

@@ -19,11 +19,11 @@ from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_lo
 from ..statement import GMAP_FLOOR
 from .aggregates import TIE, aggregate_rows, bootstrap_ranks
 from .report import Comparison, Report, Summary
-from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, unpaired, welch,
-                           wilcoxon)
+from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, tukey_moments,
+                           unpaired, welch, wilcoxon)
 
 # The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
-IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap")
+IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 # Recorded in the report (column mappings are not).
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
 
@@ -65,7 +65,8 @@ def compare(qrels, runs, measures, **options):
         segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
         scopes = {"paired": (1,), "unpaired": (0,)}.get(o.pairing, (0, 1))
         boot = (o.seed, o.n_resamples, 1 - o.max_p, scopes) if o.test == "bootstrap" else None
-        rows = aggregate_rows(o.engine, calls, qrels, runs, engine_options(resolve(EVALUATE, evaluate_options)), boot)
+        rows = aggregate_rows(o.engine, calls, qrels, runs, engine_options(resolve(EVALUATE, evaluate_options)), boot,
+                              complete=o.test == "tukey")
         return analyse_aggregates(info, rows, segment_names=segs, test=o.test,
                                   max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
                                   options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
@@ -206,9 +207,7 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
     paired = _paired(pairing, test, _list_counts(lists, run_names))
-    if not paired and test not in UNPAIRED:
-        raise SqlmetricsError(f"test={test!r} needs paired runs (the same queries), but these runs do not share "
-                              "their queries: use test='welch', 'mannwhitney' or 'bootstrap'.")
+    _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
     if baseline is None:
         pairs = list(combinations(range(len(run_names)), 2))
@@ -286,6 +285,7 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
     paired = _paired(pairing, test, [(r["n"], int(r["v1"])) for r in lists])
+    _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
     segments = sorted({r["segment"] for r in lists}, key=lambda seg: [(v is None, str(v)) for v in seg])
     shared = {r["segment"]: int(r["v1"]) for r in lists}
@@ -302,16 +302,24 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                  for r in by_kind.get("ranks", []) + by_kind.get("diffs", [])}
     boots = {(r["segment"], measures[r["m"]], r["rx"], r["ry"]): _bootstrap_from_row(r, n_resamples, 1 - max_p)
              for r in by_kind.get("boot", []) if r["sc"] == int(paired)}
+    complete = {(r["segment"], measures[r["m"]], r["rx"]): {"n": r["n"], "mean": r["v1"], "ss": r["v2"]}
+                for r in by_kind.get("moments", []) if r["sc"] == 2}
     comparisons = []
     for seg in segments:
         for m in measures:
+            if test == "tukey":
+                tukey = tukey_moments([complete.get((seg, m, r), {"n": 0, "mean": math.nan, "ss": math.nan})
+                                       for r in run_names])
             for run, base in _pairs(run_names, baseline):
                 c = Comparison(measure=m, run=run, baseline=base, segment=seg, n=0, difference=math.nan,
                                statistic=math.nan, p_value=math.nan)
                 boot = boots.get((seg, m, run, base), _NO_RESAMPLES)
                 if paired:
                     _paired_from_row(c, test, pair_rows, info[m][0])
-                    if test == "bootstrap":
+                    if test == "tukey":
+                        j, i = run_names.index(run), run_names.index(base)
+                        c.statistic, c.p_value = tukey[0][j][i], tukey[1][j][i]
+                    elif test == "bootstrap":
                         c.statistic, c.p_value, c.exact = c.difference, boot["p"], None if boot is _NO_RESAMPLES else False
                         c.ci_low, c.ci_high = boot["ci_low"], boot["ci_high"]
                 else:
@@ -402,6 +410,12 @@ def _paired(pairing: str, test: str, counts: list) -> bool:
     if pairing != "auto":
         return pairing == "paired"
     return all(2 * shared >= own for own, shared in counts)
+
+
+def _check_pairing(paired: bool, test: str) -> None:
+    if not paired and test not in UNPAIRED:
+        raise SqlmetricsError(f"test={test!r} needs paired runs (the same queries), but these runs do not share "
+                              "their queries: use test='welch', 'mannwhitney' or 'bootstrap'.")
 
 
 def _list_counts(lists: dict, run_names: list) -> list:

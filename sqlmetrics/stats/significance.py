@@ -200,6 +200,26 @@ def tukey_hsd(scaled: list) -> tuple:
     return res.statistic.tolist(), res.pvalue.tolist()
 
 
+def tukey_moments(groups: list) -> tuple:
+    """tukey_hsd() from each group's moments {n, mean, ss (sum of squared deviations)}, as computed where the data
+    is: scipy.stats.tukey_hsd's Tukey-Kramer statistic mean_i - mean_j and p = P(Q >= |mean_i - mean_j| / se_ij)
+    of the studentized range Q with k groups and N - k degrees of freedom, se_ij = sqrt(MSE / 2 (1/n_i + 1/n_j))."""
+    k = len(groups)
+    nan = [[math.nan] * k for _ in range(k)]
+    if any(g["n"] < 2 for g in groups):
+        return nan, nan
+    if all(g["ss"] == 0 and g["mean"] == groups[0]["mean"] for g in groups):  # no variance at all: nothing differs
+        return [[0.0] * k for _ in range(k)], [[1.0] * k for _ in range(k)]
+    stats = _scipy_stats("tukey")
+    df = sum(g["n"] for g in groups) - k
+    mse = math.fsum(g["ss"] for g in groups) / df
+    statistic = [[gi["mean"] - gj["mean"] for gj in groups] for gi in groups]
+    p = [[1.0 if i == j else float(stats.studentized_range.sf(
+            abs(statistic[i][j]) / math.sqrt(mse / 2 * (1 / gi["n"] + 1 / gj["n"])), k, df))
+          for j, gj in enumerate(groups)] for i, gi in enumerate(groups)]
+    return statistic, p
+
+
 # ---------------------------------------------------------------------------------------------- resampling in SQL
 
 def _hashed_grid(seed: int, n_resamples: int, n_positions: int) -> str:
