@@ -23,6 +23,8 @@ from .significance import (adjust, mann_whitney, resample, student_moments, t_qu
                            unpaired, welch, wilcoxon)
 
 # The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
+# fisher and wilcoxon fetch every per-list value: the randomization test's exact enumeration and scipy's switch
+# to a permutation test of the signed ranks (ties or zeros among few queries) need the values themselves.
 IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 # Recorded in the report (column mappings are not).
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
@@ -320,7 +322,8 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                         j, i = run_names.index(run), run_names.index(base)
                         c.statistic, c.p_value = tukey[0][j][i], tukey[1][j][i]
                     elif test == "bootstrap":
-                        c.statistic, c.p_value, c.exact = c.difference, boot["p"], None if boot is _NO_RESAMPLES else False
+                        c.statistic, c.p_value = c.difference, boot["p"]
+                        c.exact = None if boot is _NO_RESAMPLES else False  # as resample() for no difference at all
                         c.ci_low, c.ci_high = boot["ci_low"], boot["ci_high"]
                 else:
                     _unpaired_test(c, test, moments.get((seg, m, run), none), moments.get((seg, m, base), none),

@@ -17,7 +17,8 @@ for every (resample, slot) pair, which costs one product.
 from __future__ import annotations
 
 P = 2147483647
-RESAMPLED_TIE = 1e-9  # resampled statistics this close (relative to the values' scale) to the observed one count as "as extreme"
+# resampled statistics this close (relative to the values' scale) to the observed one count as "as extreme"
+RESAMPLED_TIE = 1e-9
 _KEYS = (1103515245, 12345, 1664525, 1013904223, 69069, 362437, 521288629, 88675123)
 
 
@@ -26,7 +27,7 @@ def _round(x: int, key: int) -> int:
 
 
 def seed_hash(seed: int) -> int:
-    """The seed's mixed value (seeds 0 .. 2^32 - 1, each its own)."""
+    """The seed's mixed value (seed // P mixes in too: seeds P apart differ)."""
     return _round(_round(seed % P, _KEYS[0]) + seed // P, _KEYS[1])
 
 
