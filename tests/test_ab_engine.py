@@ -1,6 +1,7 @@
-"""compare(..., engine=) for the closed-form tests (student, welch, mannwhitney): the statistics' aggregates are
-computed on the engine (stats/aggregates.py) and only they are fetched; the Report equals the local compare's
-(which computes from every per-list value) to 1e-9, on SQLite and PostgreSQL, paired and unpaired, with segments."""
+"""compare(..., engine=) for the tests of IN_ENGINE (student, welch, mannwhitney, the seeded bootstrap, tukey): the
+statistics' aggregates are computed on the engine (stats/aggregates.py) and only they are fetched; the Report
+equals the local compare's (which computes from every per-list value) to 1e-9, on SQLite, PostgreSQL and DuckDB,
+paired and unpaired, with segments."""
 from __future__ import annotations
 
 import gzip
@@ -8,6 +9,7 @@ import math
 import os
 import sqlite3
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -97,6 +99,17 @@ def postgres_con():
     con.close()
 
 
+@pytest.fixture(scope="module")
+def duckdb_con():
+    con = duckdb.connect()
+    for name, table in TABLES.items():
+        con.register("arrow_table", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_table")
+        con.unregister("arrow_table")
+    yield con, ""
+    con.close()
+
+
 def _flat(value, path=""):
     if isinstance(value, dict):
         for k, v in value.items():
@@ -109,13 +122,14 @@ def _flat(value, path=""):
 
 
 def _differences(there: dict, here: dict) -> list:
-    """Every entry of two Report.to_dict()s that differs by more than 1e-9 (the bootstrap interval of unpaired
-    differences is left out: it needs every value, and with engine= it is not computed)."""
+    """Every entry of two Report.to_dict()s that differs by more than 1e-9 (locally, welch and mannwhitney come
+    with the bootstrap interval of unpaired differences; with engine= only test='bootstrap' draws resamples)."""
     a, b = dict(_flat(there)), dict(_flat(here))
     assert a.keys() == b.keys()
     bad = []
     for k in a:
-        if k.endswith((".ci_low", ".ci_high")) and k.startswith(".comparisons") and not here["paired"]:
+        if k.endswith((".ci_low", ".ci_high")) and k.startswith(".comparisons") and not here["paired"] \
+                and here["test"] != "bootstrap":
             assert a[k] is None and b[k] is not None, k
         elif isinstance(a[k], float) and isinstance(b[k], float):
             if not math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-9):
@@ -128,14 +142,17 @@ def _differences(there: dict, here: dict) -> list:
 CASES = [  # data, test, expected pairing
     ("runs", "student", True), ("runs", "welch", False), ("runs", "mannwhitney", False),
     ("log", "student", False), ("log", "welch", False), ("log", "mannwhitney", False),
+    ("runs", "bootstrap", True), ("log", "bootstrap", False), ("runs", "tukey", True),
 ]
 
 
-@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con"])
+@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con", "duckdb_con"])
 @pytest.mark.parametrize("data, test, paired", CASES)
 def test_engine_aggregates_equal_local_compare(engine, data, test, paired, request):
     con, prefix = request.getfixturevalue(engine)
-    options = dict(LOG_OPTIONS if data == "log" else RUN_OPTIONS, test=test, correction="holm", max_p=0.05)
+    options = dict(LOG_OPTIONS if data == "log" else RUN_OPTIONS, test=test, max_p=0.05,
+                   correction=None if test == "tukey" else "holm",  # Tukey's HSD controls the error rate itself
+                   n_resamples=150, seed=9)
     qrels = options.pop("qrels", "qrels")
     there = sqlmetrics.compare(qrels and prefix + qrels, prefix + data, MEASURES, engine=con, **options)
     here = sqlmetrics.compare(qrels and TABLES[qrels], TABLES[data], MEASURES, **options)
@@ -154,7 +171,11 @@ def test_only_aggregates_leave_the_engine(sqlite_con):
     # 2 arms x 3 days: 6 list counts, 24 moments (4 measures; no session is in both arms, so none over shared
     # lists and no per-query differences), 12 rank sums; the tables' probes read no row
     assert aggregated == 6 + 24 + 12 and report.n_queries == n_lists == 300
-    CountingCursor.fetched = 0  # a test that needs every value still fetches one row per list
+    CountingCursor.fetched = 0  # the bootstrap adds a row per direction, day and measure: the resamples stay there
     sqlmetrics.compare(None, "log", MEASURES, engine=con, test="bootstrap", n_resamples=50,
+                       **{k: v for k, v in LOG_OPTIONS.items() if k != "qrels"})
+    assert CountingCursor.fetched == aggregated + 2 * 3 * 4
+    CountingCursor.fetched = 0  # a test that needs every value still fetches one row per list
+    sqlmetrics.compare(None, "log", MEASURES, engine=con, test="wilcoxon",
                        **{k: v for k, v in LOG_OPTIONS.items() if k != "qrels"})
     assert CountingCursor.fetched >= n_lists

@@ -6,14 +6,24 @@ it keeps to DESIGN.md's portable subset: CAST before dividing, SUM(CASE ...) for
 segment joins (IS NOT DISTINCT FROM), window functions for ranks. Its rows, one `kind` each:
 
     lists    run, segment; n = the run's lists, v1 = those whose query every run has (shared)
-    moments  sc (0: own lists, 1: shared), run, segment, measure; n, v1 = mean, v2 = sum of squared
+    moments  sc (0: own lists, 1: shared, 2 with complete=: the shared lists where every run has a value of
+             the measure, Tukey's HSD's groups), run, segment, measure; n, v1 = mean, v2 = sum of squared
              deviations, v3 = sum of the raw values (of the logs, for a geometric measure, in mean/ss)
     ranks    run rx < run ry, segment, measure; v1 = rx's rank sum in the pooled values (ties averaged),
              v2 = sum(t^3 - t) over groups of t tied values
     diffs    rx < ry, segment, measure, over the shared queries: n, v1 = mean and v2 = sum of squared
              deviations of x(rx) - x(ry); v3, v4, v5 = queries where rx's raw value is above, level, below
+    boot     (with bootstrap=) sc (1: paired, over the shared queries' differences x(rx) - x(ry); 0: unpaired,
+             rx's and ry's own values), rx <> ry, segment, measure; n = resamples at least as far from the
+             observed difference as it is from 0, v1 .. v4 = the resampled differences at bootstrap_ranks()
+
+The bootstrap draws the resamples of significance.py's local one (draws.py's hash, over the values in ascending
+order, rx's drawn by slots 0 .. nx-1 and ry's by nx .. nx+ny-1), so its interval and p equal the local ones; a
+resample's order differs with the direction of the difference, so both directions are drawn.
 """
 from __future__ import annotations
+
+import math
 
 import sqlglot
 from sqlglot import exp
@@ -21,17 +31,20 @@ from sqlglot import exp
 from ..engines import evaluation_statement, run_statement
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
+from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
 
 TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
 
 
-def aggregate_rows(engine, calls: list, qrels, run, options: dict) -> list:
+def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=None, complete=False) -> list:
     """The aggregate statement's rows, run on the engine, as dicts of COLUMNS (the segment columns' values as
-    one tuple). options: evaluate_on()'s, with run_name mapped."""
+    one tuple). options: evaluate_on()'s, with run_name mapped; bootstrap: None or (seed, n_resamples,
+    confidence, scopes) with scopes the boot rows' sc values to compute (1 paired, 0 unpaired); complete: add
+    the moments of scope 2."""
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
-    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls])
+    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
     tree = sqlglot.parse_one(statement, read="postgres")
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
@@ -43,7 +56,19 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict) -> list:
     return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *r[4 + k:]])) for r in rows]
 
 
-def _statement(segs: list, outs: list, aggregates: list) -> str:
+def bootstrap_ranks(n_resamples: int, confidence: float) -> tuple:
+    """The 1-based ranks among the sorted resampled differences that the percentile interval interpolates
+    between (as numpy's and DuckDB's linear quantile), and the interpolation weights: (ranks, weights)."""
+    alpha = (1 - confidence) / 2
+    ranks, weights = [], []
+    for q in (alpha, 1 - alpha):
+        pos = q * (n_resamples - 1)
+        ranks += [math.floor(pos) + 1, math.ceil(pos) + 1]
+        weights.append(pos - math.floor(pos))
+    return ranks, weights
+
+
+def _statement(segs: list, outs: list, aggregates: list, bootstrap=None, complete=False) -> str:
     s = [f"s{i}" for i in range(len(segs))]
 
     def cols(prefix=""):
@@ -66,15 +91,22 @@ def _statement(segs: list, outs: list, aggregates: list) -> str:
         f"{scaled(f'm{j}', a)} AS x FROM ab_flagged WHERE m{j} IS NOT NULL" for j, a in enumerate(aggregates))
     big = ("CASE WHEN ABS(a.raw) >= ABS(b.raw) THEN (CASE WHEN ABS(a.raw) > 1 THEN ABS(a.raw) ELSE 1 END) "
            "ELSE (CASE WHEN ABS(b.raw) > 1 THEN ABS(b.raw) ELSE 1 END) END")
+    complete_lists = f"""
+ab_complete AS (SELECT {cols()}query_id, m FROM ab_vals WHERE is_shared = 1 GROUP BY {cols()}query_id, m
+             HAVING COUNT(*) = (SELECT COUNT(DISTINCT run) FROM ab_base)),""" if complete else ""
+    complete_scope = f"""
+           UNION ALL SELECT 2 AS sc, v.run, {cols('v.')}v.m, v.raw, v.x FROM ab_vals AS v
+           JOIN ab_complete AS c ON c.query_id = v.query_id AND c.m = v.m{same('v', 'c')}""" if complete else ""
+    boot = f"\nUNION ALL\nSELECT 'boot', sc, rx, ry, {cols()}m, n, v1, v2, v3, v4, {null} FROM ab_boot" if bootstrap else ""
     return f"""
 WITH ab_base AS (SELECT run_name AS run, {seg_select}query_id{measures} FROM ab_v),
 ab_shared AS (SELECT {cols()}query_id FROM ab_base GROUP BY {cols()}query_id
            HAVING COUNT(*) = (SELECT COUNT(DISTINCT run) FROM ab_base)),
 ab_flagged AS (SELECT b.*, CASE WHEN s.query_id IS NULL THEN 0 ELSE 1 END AS is_shared
             FROM ab_base AS b LEFT JOIN ab_shared AS s ON b.query_id = s.query_id{same('b', 's')}),
-ab_vals AS ({vals}),
+ab_vals AS ({vals}),{complete_lists}
 ab_scoped AS (SELECT 0 AS sc, run, {cols()}m, raw, x FROM ab_vals
-           UNION ALL SELECT 1 AS sc, run, {cols()}m, raw, x FROM ab_vals WHERE is_shared = 1),
+           UNION ALL SELECT 1 AS sc, run, {cols()}m, raw, x FROM ab_vals WHERE is_shared = 1{complete_scope}),
 ab_moments AS (SELECT sc, run, {cols()}m, COUNT(*) AS n, AVG(x) AS mean, SUM(raw) AS total FROM ab_scoped
             GROUP BY sc, run, {cols()}m),
 ab_squares AS (SELECT o.sc, o.run, {cols('o.')}o.m, o.n, o.mean, o.total, SUM((l.x - o.mean) * (l.x - o.mean)) AS ss
@@ -93,7 +125,8 @@ ab_diffs AS (SELECT a.run AS rx, b.run AS ry, {cols('a.')}a.m, a.x - b.x AS d,
                  CASE WHEN ABS(a.raw - b.raw) <= {TIE!r} * ({big}) THEN 0 WHEN a.raw > b.raw THEN 1 ELSE -1 END AS cmp
           FROM ab_vals AS a JOIN ab_vals AS b ON a.run < b.run AND a.query_id = b.query_id AND a.m = b.m{same('a', 'b')}
           WHERE a.is_shared = 1 AND b.is_shared = 1),
-ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_diffs GROUP BY rx, ry, {cols()}m)
+ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_diffs GROUP BY rx, ry, {cols()}m){
+    _bootstrap(s, same, *bootstrap) if bootstrap else ''}
 SELECT 'lists' AS kind, 0 AS sc, run AS rx, run AS ry, {cols()}0 AS m, COUNT(*) AS n,
        CAST(SUM(is_shared) AS DOUBLE PRECISION) AS v1, {null} AS v2, {null} AS v3, {null} AS v4, {null} AS v5
 FROM ab_flagged GROUP BY run{''.join(f', {c}' for c in s)}
@@ -109,5 +142,52 @@ SELECT 'diffs', 0, o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean, SUM((l.d - o.mean) 
        CAST(SUM(CASE WHEN l.cmp = 0 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
        CAST(SUM(CASE WHEN l.cmp = -1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION)
 FROM ab_diffs AS l JOIN ab_dmoments AS o ON l.rx = o.rx AND l.ry = o.ry AND l.m = o.m{same('l', 'o')}
-GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean
+GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean{boot}
 """
+
+
+def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, scopes: tuple) -> str:
+    """The CTEs of the seeded bootstrap (module docstring), ending in ab_boot."""
+    segs = "".join(f"{c}, " for c in s)
+    keys = f"sc, rx, ry, {segs}m"
+    role0, role1 = "AVG(CASE WHEN role = 0 THEN v END)", "AVG(CASE WHEN role = 1 THEN v END)"
+    slots = []
+    if 1 in scopes:  # paired: the differences over the shared queries, in both directions
+        slots.append(f"SELECT 1 AS sc, a.run AS rx, b.run AS ry, {''.join(f'a.{c}, ' for c in s)}a.m, 0 AS role, "
+                     f"a.x - b.x AS v FROM ab_vals AS a JOIN ab_vals AS b ON a.run <> b.run AND a.query_id = b.query_id "
+                     f"AND a.m = b.m{same('a', 'b')} WHERE a.is_shared = 1 AND b.is_shared = 1")
+    if 0 in scopes:  # unpaired: each run's own values, rx's as role 0 and ry's as role 1
+        slots.append(f"SELECT 0 AS sc, p.rx, p.ry, {''.join(f'l.{c}, ' for c in s)}l.m, "
+                     f"CASE WHEN l.run = p.rx THEN 0 ELSE 1 END AS role, l.x AS v "
+                     f"FROM (SELECT a.run AS rx, b.run AS ry FROM ab_runs AS a JOIN ab_runs AS b ON a.run <> b.run) AS p "
+                     f"JOIN ab_vals AS l ON l.run = p.rx OR l.run = p.ry")
+    ranks, _ = bootstrap_ranks(n_resamples, confidence)
+    draw = f"{draw_sql('r.hb', 's.hq')} % p.n + 1"
+
+    def mean(role):  # a resample's mean of one role's values: (value x times drawn) over the draws
+        return (f"SUM(CASE WHEN d.role = {role} THEN p.v * d.times END) "
+                f"/ CAST(SUM(CASE WHEN d.role = {role} THEN d.times END) AS DOUBLE PRECISION)")
+
+    quantiles = ", ".join(f"MAX(CASE WHEN r.q = {r} THEN r.stat END) AS v{i}" for i, r in enumerate(ranks, 1))
+    return f""",
+ab_bslots AS ({' UNION ALL '.join(slots)}),
+ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) AS k,
+                COUNT(*) OVER (PARTITION BY {keys}, role) AS n,
+                ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) - 1
+                + role * SUM(CASE WHEN role = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {keys}) AS slot,
+                DENSE_RANK() OVER (ORDER BY {keys}) AS g FROM ab_bslots),
+ab_bslots_hashed AS ({slots_sql("SELECT slot FROM ab_bpos")}),
+ab_breps AS ({replicates_sql(seed, n_resamples)}),
+ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b, {draw} AS idx, COUNT(*) AS times
+              FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r
+              GROUP BY p.g, p.sc, p.role, r.b, {draw}),
+ab_bstats AS (SELECT d.g, d.b, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
+              FROM ab_bdraws AS d JOIN ab_bpos AS p ON p.g = d.g AND p.role = d.role AND p.k = d.idx
+              GROUP BY d.g, d.sc, d.b),
+ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs,
+                CASE WHEN sc = 1 THEN {RESAMPLED_TIE!r} * AVG(ABS(v)) ELSE {RESAMPLED_TIE!r} * (ABS({role0}) + ABS({role1})) END AS tol
+            FROM ab_bpos GROUP BY g, {keys}),
+ab_branked AS (SELECT g, stat, ROW_NUMBER() OVER (PARTITION BY g ORDER BY stat) AS q FROM ab_bstats),
+ab_boot AS (SELECT {', '.join(f'o.{c}' for c in keys.split(', '))},
+                SUM(CASE WHEN ABS(r.stat - o.obs) >= ABS(o.obs) - o.tol THEN 1 ELSE 0 END) AS n, {quantiles}
+            FROM ab_branked AS r JOIN ab_bobs AS o ON o.g = r.g GROUP BY o.g, {', '.join(f'o.{c}' for c in keys.split(', '))})"""

@@ -17,13 +17,15 @@ from ..local.evaluate import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
 from ..statement import GMAP_FLOOR
-from .aggregates import TIE, aggregate_rows
+from .aggregates import TIE, aggregate_rows, bootstrap_ranks
 from .report import Comparison, Report, Summary
-from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, unpaired, welch,
-                           wilcoxon)
+from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, tukey_moments,
+                           unpaired, welch, wilcoxon)
 
 # The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
-IN_ENGINE = ("student", "welch", "mannwhitney")
+# fisher and wilcoxon fetch every per-list value: the randomization test's exact enumeration and scipy's switch
+# to a permutation test of the signed ranks (ties or zeros among few queries) need the values themselves.
+IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 # Recorded in the report (column mappings are not).
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
 
@@ -63,7 +65,10 @@ def compare(qrels, runs, measures, **options):
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
     if o.engine is not None and single and o.test in IN_ENGINE:  # only the tests' aggregates leave the engine
         segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
-        rows = aggregate_rows(o.engine, calls, qrels, runs, engine_options(resolve(EVALUATE, evaluate_options)))
+        scopes = {"paired": (1,), "unpaired": (0,)}.get(o.pairing, (0, 1))
+        boot = (o.seed, o.n_resamples, 1 - o.max_p, scopes) if o.test == "bootstrap" else None
+        rows = aggregate_rows(o.engine, calls, qrels, runs, engine_options(resolve(EVALUATE, evaluate_options)), boot,
+                              complete=o.test == "tukey")
         return analyse_aggregates(info, rows, segment_names=segs, test=o.test,
                                   max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
                                   options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
@@ -204,9 +209,7 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
     paired = _paired(pairing, test, _list_counts(lists, run_names))
-    if not paired and test not in UNPAIRED:
-        raise SqlmetricsError(f"test={test!r} needs paired runs (the same queries), but these runs do not share "
-                              "their queries: use test='welch', 'mannwhitney' or 'bootstrap'.")
+    _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
     if baseline is None:
         pairs = list(combinations(range(len(run_names)), 2))
@@ -264,9 +267,9 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
 
 def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="student", max_p=0.01, correction=None,
                        seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None):
-    """analyse_lists()'s report for test='student', 'welch' or 'mannwhitney' from aggregate_rows() (counts,
-    moments, rank sums and per-query differences computed on the engine); no per-list value is at hand, so
-    the report has no lists (and no bootstrap interval of unpaired differences)."""
+    """analyse_lists()'s report for the tests of IN_ENGINE from aggregate_rows() (counts, moments, rank sums,
+    per-query differences and bootstrap resamples computed on the engine); no per-list value is at hand, so
+    the report has no lists."""
     if correction == "none":
         correction = None
     measures = list(info)
@@ -284,6 +287,7 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
     paired = _paired(pairing, test, [(r["n"], int(r["v1"])) for r in lists])
+    _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
     segments = sorted({r["segment"] for r in lists}, key=lambda seg: [(v is None, str(v)) for v in seg])
     shared = {r["segment"]: int(r["v1"]) for r in lists}
@@ -298,17 +302,32 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                for seg in segments for m in measures for r in run_names]
     pair_rows = {(r["kind"], r["segment"], measures[r["m"]], r["rx"], r["ry"]): r
                  for r in by_kind.get("ranks", []) + by_kind.get("diffs", [])}
+    boots = {(r["segment"], measures[r["m"]], r["rx"], r["ry"]): _bootstrap_from_row(r, n_resamples, 1 - max_p)
+             for r in by_kind.get("boot", []) if r["sc"] == int(paired)}
+    complete = {(r["segment"], measures[r["m"]], r["rx"]): {"n": r["n"], "mean": r["v1"], "ss": r["v2"]}
+                for r in by_kind.get("moments", []) if r["sc"] == 2}
     comparisons = []
     for seg in segments:
         for m in measures:
+            if test == "tukey":
+                tukey = tukey_moments([complete.get((seg, m, r), {"n": 0, "mean": math.nan, "ss": math.nan})
+                                       for r in run_names])
             for run, base in _pairs(run_names, baseline):
                 c = Comparison(measure=m, run=run, baseline=base, segment=seg, n=0, difference=math.nan,
                                statistic=math.nan, p_value=math.nan)
+                boot = boots.get((seg, m, run, base), _NO_RESAMPLES)
                 if paired:
                     _paired_from_row(c, test, pair_rows, info[m][0])
+                    if test == "tukey":
+                        j, i = run_names.index(run), run_names.index(base)
+                        c.statistic, c.p_value = tukey[0][j][i], tukey[1][j][i]
+                    elif test == "bootstrap":
+                        c.statistic, c.p_value = c.difference, boot["p"]
+                        c.exact = None if boot is _NO_RESAMPLES else False  # as resample() for no difference at all
+                        c.ci_low, c.ci_high = boot["ci_low"], boot["ci_high"]
                 else:
                     _unpaired_test(c, test, moments.get((seg, m, run), none), moments.get((seg, m, base), none),
-                                   _ranks_from_row(pair_rows, seg, m, run, base))
+                                   {**_ranks_from_row(pair_rows, seg, m, run, base), **boot})
                 comparisons.append(c)
     _decide(comparisons, info, correction, max_p)
     return Report(runs=run_names, measures=measures, better={m: info[m][0] for m in measures},
@@ -348,9 +367,21 @@ def _paired_from_row(c: Comparison, test: str, pair_rows: dict, better: str) -> 
     c.wins, c.ties, c.losses = (above, level, below) if better == "higher" else (below, level, above)
 
 
+_NO_RESAMPLES = {"p": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+
+
+def _bootstrap_from_row(row: dict, n_resamples: int, confidence: float) -> dict:
+    """p and the percentile interval from a 'boot' row (the resampled differences at bootstrap_ranks())."""
+    if row["v1"] is None:  # one of the runs has no value in this segment
+        return _NO_RESAMPLES
+    _, (w_low, w_high) = bootstrap_ranks(n_resamples, confidence)
+    return {"p": min(1.0, (row["n"] + 1) / (n_resamples + 1)), "ci_low": row["v1"] + w_low * (row["v2"] - row["v1"]),
+            "ci_high": row["v3"] + w_high * (row["v4"] - row["v3"])}
+
+
 def _ranks_from_row(pair_rows: dict, seg: tuple, m: str, run: str, base: str) -> dict:
     """_unpaired_test()'s ranks from the pair's 'ranks' row: run's rank sum, whichever run the row names first."""
-    out = {"rank_sum_x": math.nan, "tie_term": math.nan, "p": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+    out = {"rank_sum_x": math.nan, "tie_term": math.nan}
     row = pair_rows.get(("ranks", seg, m, run, base))
     if row is not None:
         out.update(rank_sum_x=row["v1"], tie_term=row["v2"])
@@ -382,6 +413,12 @@ def _paired(pairing: str, test: str, counts: list) -> bool:
     if pairing != "auto":
         return pairing == "paired"
     return all(2 * shared >= own for own, shared in counts)
+
+
+def _check_pairing(paired: bool, test: str) -> None:
+    if not paired and test not in UNPAIRED:
+        raise SqlmetricsError(f"test={test!r} needs paired runs (the same queries), but these runs do not share "
+                              "their queries: use test='welch', 'mannwhitney' or 'bootstrap'.")
 
 
 def _list_counts(lists: dict, run_names: list) -> list:

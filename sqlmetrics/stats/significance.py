@@ -11,8 +11,9 @@ Unpaired (different queries, sessions or users per run), from per-run aggregates
     bootstrap   each run resampled apart, percentile CI of the difference of means
 
 The two resampling tests run in DuckDB, not in a Python loop: every resample's sign flips (or bootstrap
-draws) come from a seeded integer hash of (seed, resample, position), so results are deterministic for a
-seed and identical on every platform and DuckDB version. When all 2^n sign patterns fit in n_resamples,
+draws) come from a seeded integer hash of (seed, resample, position) in portable SQL (draws.py), so results are
+deterministic for a seed and identical on every platform, DuckDB version and engine (aggregates.py draws the
+same resamples where the data is). When all 2^n sign patterns fit in n_resamples,
 the randomization test enumerates them and its p-value is exact (scipy does the same).
 
 `student`, `fisher` and `bootstrap` need nothing beyond the package's own dependencies; `wilcoxon` and
@@ -26,8 +27,8 @@ import warnings
 import duckdb
 
 from ..errors import SqlmetricsError
+from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
 
-_TOL = 1e-9  # resampled statistics this close (relative to sum |d|) to the observed one count as "as extreme"
 
 
 def adjust(p_values: list, correction) -> list:
@@ -199,43 +200,32 @@ def tukey_hsd(scaled: list) -> tuple:
     return res.statistic.tolist(), res.pvalue.tolist()
 
 
+def tukey_moments(groups: list) -> tuple:
+    """tukey_hsd() from each group's moments {n, mean, ss (sum of squared deviations)}, as computed where the data
+    is: scipy.stats.tukey_hsd's Tukey-Kramer statistic mean_i - mean_j and p = P(Q >= |mean_i - mean_j| / se_ij)
+    of the studentized range Q with k groups and N - k degrees of freedom, se_ij = sqrt(MSE / 2 (1/n_i + 1/n_j))."""
+    k = len(groups)
+    nan = [[math.nan] * k for _ in range(k)]
+    if any(g["n"] < 2 for g in groups):
+        return nan, nan
+    if all(g["ss"] == 0 and g["mean"] == groups[0]["mean"] for g in groups):  # no variance at all: nothing differs
+        return [[0.0] * k for _ in range(k)], [[1.0] * k for _ in range(k)]
+    stats = _scipy_stats("tukey")
+    df = sum(g["n"] for g in groups) - k
+    mse = math.fsum(g["ss"] for g in groups) / df
+    statistic = [[gi["mean"] - gj["mean"] for gj in groups] for gi in groups]
+    p = [[1.0 if i == j else float(stats.studentized_range.sf(
+            abs(statistic[i][j]) / math.sqrt(mse / 2 * (1 / gi["n"] + 1 / gj["n"])), k, df))
+          for j, gj in enumerate(groups)] for i, gi in enumerate(groups)]
+    return statistic, p
+
+
 # ---------------------------------------------------------------------------------------------- resampling in SQL
 
-# The hash: Chris Wellons' "lowbias32" integer mixer, on 32-bit values held in UBIGINT so every product fits.
-_M32 = "4294967296::UBIGINT"
-_MACROS = (
-    f"CREATE TEMP MACRO sqlm_mix1(x) AS (xor(x, x >> 16) * 2146121005::UBIGINT) % {_M32}",
-    f"CREATE TEMP MACRO sqlm_mix2(x) AS (xor(x, x >> 15) * 2221713035::UBIGINT) % {_M32}",
-    "CREATE TEMP MACRO sqlm_mix3(x) AS xor(x, x >> 16)",
-)
-_GOLDEN = 0x9E3779B9
-
-
-def mix32(x: int) -> int:
-    """The same hash in Python (for tests and for anyone reproducing a resample by hand)."""
-    x &= 0xFFFFFFFF
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & 0xFFFFFFFF
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & 0xFFFFFFFF
-    return x ^ (x >> 16)
-
-
-def resample_hash(seed: int, b: int, pos: int) -> int:
-    """h(seed, resample b, position pos): the bits behind sign flip (h & 1) and bootstrap draw (h % n)."""
-    return mix32(mix32(mix32(seed) ^ (b & 0xFFFFFFFF)) ^ mix32((pos + _GOLDEN) & 0xFFFFFFFF))
-
-
 def _hashed_grid(seed: int, n_resamples: int, n_positions: int) -> str:
-    """SQL for (b, pos, h) over range(n_resamples) x range(n_positions); mixing in stages, one per subquery."""
-    seed_mix = mix32(seed)
-    per_b = f"SELECT range AS b, xor({seed_mix}::UBIGINT, range::UBIGINT) AS x FROM range({n_resamples})"
-    per_b = f"SELECT b, sqlm_mix3(sqlm_mix2(sqlm_mix1(x))) AS hb FROM ({per_b})"
-    per_pos = (f"SELECT range AS pos, sqlm_mix3(sqlm_mix2(sqlm_mix1((range::UBIGINT + {_GOLDEN}::UBIGINT) "
-               f"% {_M32}))) AS hq FROM range({n_positions})")
-    x1 = f"SELECT b, pos, sqlm_mix1(xor(hb, hq)) AS x FROM ({per_b}) AS hb_t, ({per_pos}) AS hq_t"
-    x2 = f"SELECT b, pos, sqlm_mix2(x) AS x FROM ({x1})"
-    return f"SELECT b, pos, sqlm_mix3(x) AS h FROM ({x2})"
+    """SQL for (b, pos, h) over range(n_resamples) x range(n_positions): draws.py's hash, on DuckDB."""
+    slots = slots_sql(f"SELECT range AS slot FROM range({n_positions})")
+    return f"SELECT b, slot AS pos, {draw_sql('hb', 'hq')} AS h FROM ({replicates_sql(seed, n_resamples)}) AS r, ({slots}) AS s"
 
 
 def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99) -> list:
@@ -254,12 +244,12 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
     exact = {k: test == "fisher" and 2 ** len(d) <= n_resamples for k, d in live}
     con = duckdb.connect()
     try:
-        for macro in _MACROS:
-            con.execute(macro)
         # plain INSERTs, not a pyarrow table: building one from Python lists imports pandas
         con.execute("CREATE TEMP TABLE sqlm_jobs (job INTEGER, n INTEGER, dv DOUBLE[], obs DOUBLE, tol DOUBLE, "
                     "exact BOOLEAN)")
-        records = [(k, len(d), [float(x) for x in d], math.fsum(d), _TOL * math.fsum(abs(x) for x in d), exact[k])
+        # sorted: a resample's slots are positions in ascending order, never the lists' ids, whose order depends on
+        # the engine's collation (aggregates.py draws the same resamples on other engines)
+        records = [(k, len(d), sorted(float(x) for x in d), math.fsum(d), RESAMPLED_TIE * math.fsum(abs(x) for x in d), exact[k])
                    for k, d in live]
         for start in range(0, len(records), 200):
             chunk = records[start:start + 200]
@@ -269,7 +259,7 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
         if test == "fisher":
             mc = [len(d) for k, d in live if not exact[k]]
             if mc:
-                signs = (f"SELECT b, list(CASE WHEN h & 1::UBIGINT = 1 THEN -1.0::DOUBLE ELSE 1.0::DOUBLE END "
+                signs = (f"SELECT b, list(CASE WHEN h % 2 = 1 THEN -1.0::DOUBLE ELSE 1.0::DOUBLE END "
                          f"ORDER BY pos) AS sg FROM ({_hashed_grid(seed, n_resamples, max(mc))}) GROUP BY b")
                 rows += con.execute(f"""
                     SELECT j.job, SUM(CASE WHEN abs(list_dot_product(j.dv, s.sg[1:j.n])) >= abs(j.obs) - j.tol
@@ -294,7 +284,7 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
             alpha = (1 - confidence) / 2
             sizes = sorted({len(d) for _, d in live})
             draws = " UNION ALL ".join(
-                f"SELECT {n} AS n, b, list(CAST(h % {n}::UBIGINT AS BIGINT) + 1 ORDER BY pos) AS idx "
+                f"SELECT {n} AS n, b, list(h % {n} + 1 ORDER BY pos) AS idx "
                 f"FROM ({_hashed_grid(seed, n_resamples, n)}) GROUP BY b" for n in sizes)
             rows = con.execute(f"""
                 WITH means AS (
@@ -324,8 +314,6 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
     """
     con = duckdb.connect()
     try:
-        for macro in _MACROS:
-            con.execute(macro)
         con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[])")
         con.execute("CREATE TEMP TABLE sqlm_pairs (job INTEGER, gx INTEGER, gy INTEGER)")
         records = [(g, len(v), [float(x) for x in v]) for g, v in enumerate(groups)]
@@ -363,13 +351,14 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
             # x draws from positions 0 .. nx-1 of the hashed grid, y from nx .. nx+ny-1: independent streams
             draws = " UNION ALL ".join(
                 f"SELECT {nx} AS nx, {ny} AS ny, b, "
-                f"list(CAST(h % {nx}::UBIGINT AS BIGINT) + 1 ORDER BY pos) FILTER (WHERE pos < {nx}) AS ix, "
-                f"list(CAST(h % {ny}::UBIGINT AS BIGINT) + 1 ORDER BY pos) FILTER (WHERE pos >= {nx}) AS iy "
+                f"list(h % {nx} + 1 ORDER BY pos) FILTER (WHERE pos < {nx}) AS ix, "
+                f"list(h % {ny} + 1 ORDER BY pos) FILTER (WHERE pos >= {nx}) AS iy "
                 f"FROM ({_hashed_grid(seed, n_resamples, nx + ny)}) GROUP BY b" for nx, ny in sizes)
             rows = con.execute(f"""
                 WITH obs AS (
-                    SELECT p.job, x.v AS vx, y.v AS vy, x.n AS nx, y.n AS ny,
-                           list_avg(x.v) - list_avg(y.v) AS d, {_TOL} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
+                    SELECT p.job, list_sort(x.v) AS vx, list_sort(y.v) AS vy,  -- sorted: as resample()
+                           x.n AS nx, y.n AS ny,
+                           list_avg(x.v) - list_avg(y.v) AS d, {RESAMPLED_TIE} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
                     FROM sqlm_pairs p JOIN sqlm_groups x ON x.g = p.gx JOIN sqlm_groups y ON y.g = p.gy),
                 diffs AS (
                     SELECT o.job, o.d, o.tol, list_sum(list_select(o.vx, s.ix)) / o.nx
