@@ -112,7 +112,7 @@ def packaged() -> dict:
     """The measures of the package, name -> (cutoffs, measure): those that read a ranked run and plain qrels."""
     chosen = {}
     for name, m in measures().items():
-        if m.rows in ("ranking", "positions") and m.kind == "ranking":
+        if m.rows in ("ranking", "positions"):  # RAGAS's context precision too: a ranked run of chunks
             cutoffs = _cutoffs(name, m)
             if cutoffs:
                 chosen[name] = (cutoffs, m)

@@ -115,6 +115,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -289,6 +290,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -463,6 +465,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -634,6 +637,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -805,6 +809,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers

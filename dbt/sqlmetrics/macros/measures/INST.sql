@@ -115,6 +115,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -326,6 +327,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -537,6 +539,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -745,6 +748,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -953,6 +957,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers

@@ -115,6 +115,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -317,6 +318,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -519,6 +521,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -718,6 +721,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -917,6 +921,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers

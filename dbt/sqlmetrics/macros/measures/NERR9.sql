@@ -115,6 +115,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -321,6 +322,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -527,6 +529,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -730,6 +733,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -933,6 +937,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers

@@ -115,6 +115,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -285,6 +286,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -467,6 +469,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -634,6 +637,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
@@ -801,6 +805,7 @@ WITH judgments AS (
     lists.query_id AS query_id,
     position_numbers.rnk AS rnk,
     judged_ranking.relevance AS relevance,
+    judged_ranking.num_ret AS num_ret,
     collection.max_relevance AS max_relevance
   FROM lists
   CROSS JOIN position_numbers
