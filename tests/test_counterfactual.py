@@ -2,6 +2,7 @@
 on simulated logs (seeded) whose true value and winner are known, against numpy and scipy on the same rows."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -155,3 +156,47 @@ def test_bad_confidence_and_roles():
     with pytest.raises(SqlmetricsError, match="unknown role"):
         sqlmetrics.ips(log, columns={"reward": "click"})
     assert math.isnan(sqlmetrics.ips(log)["ips"].se)  # one row: no spread to estimate
+
+
+def test_command_line_ips_and_interleaving(tmp_path, capsys):
+    """`sqlmetrics ips` and `sqlmetrics interleaving` on Parquet logs: the numbers numpy gives on the same rows,
+    --column in either order, a readable table, and bad input as one line and exit status 2."""
+    from sqlmetrics.cli.main import main
+
+    log, truth = _bandit_log(11, 5000)
+    pq.write_table(log, tmp_path / "bandit.parquet")
+    mapping = [a for role, name in COLUMNS.items() for a in ("--column", f"{role}={name}")]
+    assert main(["ips", str(tmp_path / "bandit.parquet"), *mapping, "-f", "json", "--confidence", "0.9"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    w = (np.asarray(log["shown"]) == np.asarray(log["new_top"])) / np.asarray(log["p"])
+    r = np.asarray(log["clicked"], dtype=float)
+    assert got["n"] == len(r) and got["ips"]["value"] == pytest.approx(np.mean(w * r), rel=1e-12)
+    assert got["snips"]["value"] == pytest.approx(np.sum(w * r) / np.sum(w), rel=1e-12)
+    z = st.norm.ppf(0.95)
+    assert got["ips"]["ci_high"] == pytest.approx(np.mean(w * r) + z * st.sem(w * r), rel=1e-9)
+    assert main(["ips", str(tmp_path / "bandit.parquet"), *mapping]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["estimate", "value", "se", "95%", "interval"]
+    assert lines[1].split()[:2] == ["ips", f"{np.mean(w * r):.4f}"] and lines[2].startswith("snips")
+
+    log, truth = _interleaved_log(5, 400, 0.2, 0.35)
+    pq.write_table(log, tmp_path / "interleaved.parquet")
+    assert main(["interleaving", str(tmp_path / "interleaved.parquet"), "--column", "clicked=click", "-f", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    imp, team, clk = (np.asarray(log[c]) for c in ("impression", "team", "clicked"))
+    outcome = np.array([np.sign(clk[(imp == i) & (team == "B")].sum() - clk[(imp == i) & (team == "A")].sum())
+                        for i in np.unique(imp)])
+    assert got["wins"] == {"A": int(np.sum(outcome < 0)), "B": int(np.sum(outcome > 0))}
+    assert got["delta"]["value"] == pytest.approx(outcome.mean(), rel=1e-12)
+    assert got["p_value"] == pytest.approx(st.binomtest(got["wins"]["B"], got["wins"]["A"] + got["wins"]["B"]).pvalue,
+                                           rel=1e-9)
+    out_file = tmp_path / "credit.txt"
+    assert main(["interleaving", str(tmp_path / "interleaved.parquet"), "--column", "click=clicked",
+                 "-o", str(out_file)]) == 0
+    assert out_file.read_text().startswith(f"400 impressions: A wins {got['wins']['A']}, B wins {got['wins']['B']}")
+
+    assert main(["interleaving", str(tmp_path / "interleaved.parquet")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no column 'click' for the role 'click'" in err and "Traceback" not in err
+    assert main(["ips", str(tmp_path / "bandit.parquet"), *mapping, "--confidence", "1.5"]) == 2
+    assert "confidence=1.5" in capsys.readouterr().err

@@ -116,8 +116,8 @@ def _number(text: str, flag: str) -> float:
     return int(value) if value.is_integer() else value
 
 
-def role_pairs(pairs, flag: str) -> dict | None:
-    """ROLE=NAME pairs (NAME=ROLE is taken too, when only the right side is a role)."""
+def role_pairs(pairs, flag: str, roles: tuple = ROLES) -> dict | None:
+    """ROLE=NAME pairs (NAME=ROLE is taken too, when only the right side is one of the roles)."""
     if not pairs:
         return None
     out = {}
@@ -125,7 +125,7 @@ def role_pairs(pairs, flag: str) -> dict | None:
         left, eq, right = (s.strip() for s in pair.partition("="))
         if not eq or not left or not right:
             raise UsageError(f"{flag} takes ROLE=NAME, such as {flag} query_id=qid; got {pair!r}.")
-        if left not in ROLES and right in ROLES:
+        if left not in roles and right in roles:
             left, right = right, left
         out[left] = right
     return out

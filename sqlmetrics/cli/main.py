@@ -34,10 +34,10 @@ import duckdb
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..local.evaluate import interrupt_queries
-from . import compare, convert, demo, evaluate, fuse, listing, report, sql, trec_eval
+from . import compare, convert, counterfactual, demo, evaluate, fuse, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, trec_eval, convert)
+COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, trec_eval, convert, counterfactual)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,70 @@
+"""`sqlmetrics ips` and `sqlmetrics interleaving`: counterfactual estimates from click logs (stats.counterfactual),
+printed as a small table, or as JSON with -f json."""
+from __future__ import annotations
+
+import json
+
+from ..stats.counterfactual import INTERLEAVING_ROLES, IPS_ROLES, interleaving, ips
+from .common import role_pairs
+
+FORMATS = ("text", "json")
+
+
+def add_parser(sub, parents) -> None:
+    p = sub.add_parser("ips", parents=parents, help="IPS and SNIPS of a new ranker's click-through, from a log",
+                       description="Inverse propensity scoring of a new ranker's click-through from a log of a "
+                                   "randomised logging policy: one row per logged decision with action, click, "
+                                   "propensity and new_action (map other names with --column). Computed in DuckDB; "
+                                   "IPS and self-normalised IPS with normal intervals.")
+    _common_arguments(p, IPS_ROLES)
+    p.set_defaults(func=run_ips)
+    p = sub.add_parser("interleaving", parents=parents, help="team-draft interleaving credit, from a click log",
+                       description="Team-draft interleaving credit from interleaved click logs: one row per shown "
+                                   "document with impression, team (two rankers' names) and click (map other names "
+                                   "with --column). Per impression the team with more clicks wins; the difference "
+                                   "of the win shares with a normal interval, and the sign test of the wins.")
+    _common_arguments(p, INTERLEAVING_ROLES)
+    p.set_defaults(func=run_interleaving)
+
+
+def _common_arguments(p, roles: tuple) -> None:
+    p.add_argument("log", metavar="LOG", help="the log: a Parquet, CSV or JSON Lines file")
+    p.add_argument("--column", action="append", metavar="ROLE=NAME",
+                   help=f"the log's column playing a role ({', '.join(roles)}); by default the role's own name")
+    p.add_argument("--confidence", type=float, default=0.95, metavar="C", help="the intervals' level (default 0.95)")
+    p.add_argument("-f", "--format", choices=FORMATS, default="text", help="text (default) or json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+
+
+def _columns(args, roles: tuple) -> dict | None:
+    return role_pairs(args.column, "--column", roles)
+
+
+def run_ips(args) -> tuple:
+    est = ips(args.log, _columns(args, IPS_ROLES), args.confidence)
+    if args.format == "json":
+        out = {"n": est["n"], "matches": est["matches"], "confidence": args.confidence,
+               **{name: vars(est[name]) for name in ("ips", "snips")}}
+        return json.dumps(out, indent=2, allow_nan=True) + "\n", args.output
+    level = f"{args.confidence:.0%}".replace(".0%", "%")
+    lines = [f"{'estimate':<9} {'value':>10} {'se':>10} {level + ' interval':>25}"]
+    for name in ("ips", "snips"):
+        e = est[name]
+        lines.append(f"{name:<9} {e.value:>10.4f} {e.se:>10.4f} {f'[{e.ci_low:.4f}, {e.ci_high:.4f}]':>25}")
+    lines.append(f"{est['n']} logged decisions; the new ranker agrees with the logged action in {est['matches']}.")
+    return "\n".join(lines) + "\n", args.output
+
+
+def run_interleaving(args) -> tuple:
+    res = interleaving(args.log, _columns(args, INTERLEAVING_ROLES), args.confidence)
+    a, b = res["teams"]
+    if args.format == "json":
+        out = {"teams": [a, b], "impressions": res["impressions"], "wins": res["wins"], "ties": res["ties"],
+               "delta": vars(res["delta"]), "p_value": res["p_value"], "confidence": args.confidence}
+        return json.dumps(out, indent=2, allow_nan=True) + "\n", args.output
+    d = res["delta"]
+    level = f"{args.confidence:.0%}".replace(".0%", "%")
+    return (f"{res['impressions']} impressions: {a} wins {res['wins'][a]}, {b} wins {res['wins'][b]}, "
+            f"{res['ties']} ties\n"
+            f"delta ({b} - {a}) {d.value:.4f} (se {d.se:.4f}, {level} interval [{d.ci_low:.4f}, {d.ci_high:.4f}]); "
+            f"sign test p = {res['p_value']:.4g}\n"), args.output
