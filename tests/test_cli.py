@@ -718,3 +718,20 @@ def test_trec_tag_only_from_readable_trec_text(tmp_path):
         assert common.trec_tag(str(tmp_path / name)) is None
     (tmp_path / "commented.txt").write_text("# a comment line\n" + line)  # trec_eval 10.0 skips it too
     assert common.trec_tag(str(tmp_path / "commented.txt")) == "tagx"
+
+
+def test_eval_runs_of_one_table_named_by_a_column(capsys, tmp_path):
+    """`--column run_name=COLUMN`: one RUN file holding several runs gives one column per run, as evaluate() with
+    columns={'run_name': ...} and as each run's rows evaluated apart (it once failed: 'a dict of runs too')."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq2 0 d1 1\n")
+    table = tmp_path / "runs.csv"
+    table.write_text("arm,qid,docno,score\na,q1,d1,3\na,q1,d2,2\na,q1,d3,1\na,q2,d2,1\n"
+                     "b,q1,d3,3\nb,q1,d1,2\nb,q2,d1,1\n")
+    code, out, err = run_cli(capsys, "eval", qrels, table, "--column", "run_name=arm", "-m", "AP", "-f", "json")
+    assert code == 0, err
+    got = {run: v["aggregate"] for run, v in json.loads(out)["runs"].items()}
+    # by hand: a: q1 AP = (1/1 + 2/3) / 2, q2 AP 0 -> mean 5/12; b: q1 AP = 1, q2 AP = 1 -> 1
+    assert got == {"a": {"AP": pytest.approx(5 / 12, abs=1e-12)}, "b": {"AP": pytest.approx(1.0, abs=1e-12)}}
+    code, out, err = run_cli(capsys, "eval", qrels, table, table, "--column", "run_name=arm", "-m", "AP")
+    assert code == 2 and "names the runs of one table: give one RUN" in err

@@ -72,9 +72,15 @@ def run(args) -> tuple:
     if args.group_by and fmt == "trec":
         raise UsageError("--format trec has no place for segments; use table, csv, tsv, json, jsonl, markdown or "
                          "parquet.")
-    label = f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
+    by_column = "run_name" in (options.get("columns") or {})  # the runs of one table, named by its column
+    if by_column and len(runs) != 1:
+        raise UsageError("--column run_name=COLUMN names the runs of one table: give one RUN.")
+    label = "evaluating the runs of one table" if by_column else f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
     with Progress(label, quiet=args.quiet) as progress:
-        res = evaluate(qrels, runs, wanted, **options, _fetch=python_rows, _progress=progress.listener)
+        res = evaluate(qrels, next(iter(runs.values())) if by_column else runs, wanted, **options, _fetch=python_rows,
+                       _progress=progress.listener)
+    if by_column:  # the table's run names, as the results have them
+        runs = {name: name for name in res.aggregate}
     typed = fmt in ("parquet", "duckdb")
     types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}  # segments keep theirs
     if args.group_by:
