@@ -7,16 +7,20 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import shutil
 import sqlite3
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import sqlglot
 
 import sqlmetrics
+from sqlmetrics.errors import SqlmetricsError
 
-from conftest import postgres_connection
+from conftest import postgres_connection, unavailable
+from test_engines import MYSQL
 
 DEMO = "sqlmetrics/demo/"
 LOG_COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
@@ -110,6 +114,78 @@ def duckdb_con():
     con.close()
 
 
+@pytest.fixture(scope="module")
+def mariadb_con():
+    try:
+        import pymysql
+    except ImportError:
+        unavailable("pymysql is not installed (pip install pymysql)")
+    try:
+        con = pymysql.connect(charset="utf8mb4", connect_timeout=5, **MYSQL)
+    except pymysql.Error as e:
+        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+    prefix = f"sqlm_ab_{os.getpid()}_"
+    _load(con, "%s", prefix)
+    yield con, prefix
+    with con.cursor() as cur:
+        for name in TABLES:
+            cur.execute(f"DROP TABLE {prefix}{name}")
+    con.commit()
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def clickhouse_con():
+    try:
+        from chdb import session
+    except ImportError:
+        unavailable("chdb is not installed (pip install chdb)")
+    sess = session.Session()
+    sess.query("CREATE DATABASE IF NOT EXISTS ab")
+    types = {pa.string(): "Nullable(String)", pa.float64(): "Float64"}
+    for name, table in TABLES.items():
+        cols = ", ".join(f"{c} {types.get(t, 'Int64')}" for c, t in zip(table.column_names, table.schema.types))
+        sess.query(f"CREATE TABLE ab.{name} ({cols}) ENGINE = Memory")
+        values = ", ".join("(" + ", ".join(sqlglot.exp.convert(v).sql("clickhouse") for v in r.values()) + ")"
+                           for r in table.to_pylist())
+        sess.query(f"INSERT INTO ab.{name} VALUES {values}")
+    yield sess, "ab."
+    sess.close()
+
+
+@pytest.fixture(scope="module")
+def datafusion_con():
+    try:
+        import datafusion
+    except ImportError:
+        unavailable("datafusion is not installed (pip install datafusion)")
+    ctx = datafusion.SessionContext()
+    for name, table in TABLES.items():
+        ctx.register_record_batches(name, [table.to_batches()])
+    yield ctx, ""
+
+
+@pytest.fixture(scope="module")
+def spark_con():
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        unavailable("pyspark is not installed (pip install pyspark)")
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        unavailable("no Java runtime for pyspark (run .ci/engines.sh)")
+    spark = (SparkSession.builder.master("local[2]").appName("sqlmetrics-ab-tests")
+             .config("spark.sql.shuffle.partitions", "1").config("spark.default.parallelism", "1")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.sql.adaptive.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    for name, table in TABLES.items():
+        spark.createDataFrame(table.to_pandas()).createOrReplaceTempView(name)
+    yield spark, ""
+    spark.stop()
+
+
 def _flat(value, path=""):
     if isinstance(value, dict):
         for k, v in value.items():
@@ -146,7 +222,9 @@ CASES = [  # data, test, expected pairing
 ]
 
 
-@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con", "duckdb_con"])
+@pytest.mark.parametrize("engine", ["sqlite_con", "postgres_con", "duckdb_con",
+                                    *(pytest.param(e, marks=pytest.mark.slow)
+                                      for e in ("datafusion_con", "clickhouse_con", "spark_con"))])
 @pytest.mark.parametrize("data, test, paired", CASES)
 def test_engine_aggregates_equal_local_compare(engine, data, test, paired, request):
     con, prefix = request.getfixturevalue(engine)
@@ -159,6 +237,13 @@ def test_engine_aggregates_equal_local_compare(engine, data, test, paired, reque
     assert here.paired is paired and there.paired is paired and there.test == here.test
     assert len(there.comparisons) == len(here.comparisons) > 0 and len(there.summary) == len(here.summary)
     assert _differences(there.to_dict(), here.to_dict()) == []
+
+
+def test_mariadb_refuses_with_the_alternative(mariadb_con):
+    """MariaDB evaluates a WITH query at every reference: the aggregate statement would not finish."""
+    con, prefix = mariadb_con
+    with pytest.raises(SqlmetricsError, match="MySQL/MariaDB.*compare\\(\\) without engine="):
+        sqlmetrics.compare(prefix + "qrels", prefix + "runs", MEASURES, engine=con, test="student", **RUN_OPTIONS)
 
 
 def test_only_aggregates_leave_the_engine(sqlite_con):

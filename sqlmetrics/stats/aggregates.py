@@ -28,7 +28,9 @@ import math
 import sqlglot
 from sqlglot import exp
 
+from ..dialects.info import dialect_info
 from ..engines import evaluation_statement, run_statement
+from ..errors import SqlmetricsError
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
 from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
@@ -43,15 +45,25 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     confidence, scopes) with scopes the boot rows' sc values to compute (1 paired, 0 unpaired); complete: add
     the moments of scope 2."""
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
+    if kind == "mysql":
+        # MariaDB has no shared materialisation of a WITH query: it evaluates it again at each reference, and this
+        # statement reads the evaluation through about 200 references (measured with EXPLAIN: the demo runs' student test
+        # evaluates them 226 times, and does not finish in minutes; read from a table, it takes 0.4 s).
+        raise SqlmetricsError(
+            "compare(engine=) cannot compute the tests' aggregates on MySQL/MariaDB: it evaluates a WITH query again "
+            "wherever it is read, so the one aggregate statement would evaluate the measures hundreds of times. "
+            "Compare locally: read the tables into data frames (pandas.read_sql, polars.read_database) and call "
+            "compare() without engine= (or use test='wilcoxon' or 'fisher', which fetch one row per list).")
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
     statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
     tree = sqlglot.parse_one(statement, read="postgres")
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
-    tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=kind))  # the evaluation first: the others read it
+    dialect = dialect_info(kind).sqlglot  # DataFusion's is postgres
+    tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=dialect))  # the evaluation first: the others read it
     for cte in ctes:
         tree = tree.with_(cte.alias, as_=cte.this)
-    rows = run_statement(engine, kind, tree.sql(kind), tables)
+    rows = run_statement(engine, kind, tree.sql(dialect), tables)
     k = len(segs)
     return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *r[4 + k:]])) for r in rows]
 
@@ -131,7 +143,7 @@ SELECT 'lists' AS kind, 0 AS sc, run AS rx, run AS ry, {cols()}0 AS m, COUNT(*) 
        CAST(SUM(is_shared) AS DOUBLE PRECISION) AS v1, {null} AS v2, {null} AS v3, {null} AS v4, {null} AS v5
 FROM ab_flagged GROUP BY run{''.join(f', {c}' for c in s)}
 UNION ALL
-SELECT 'moments', sc, run, run, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
+SELECT 'moments', sc, run AS rx, run AS ry, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
 UNION ALL
 SELECT 'ranks', 0, rx, ry, {cols()}m, COUNT(*), SUM(CASE WHEN is_x = 1 THEN r ELSE 0 END), SUM(t * t - 1),
        {null}, {null}, {null}
