@@ -29,6 +29,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..dialects.info import dialect_info
+from ..dialects.portable import name_qualified_columns
 from ..engines import evaluation_statement, run_statement
 from ..errors import SqlmetricsError
 from ..plan import output_columns
@@ -57,12 +58,16 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
     statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
     tree = sqlglot.parse_one(statement, read="postgres")
+    name_qualified_columns(tree)
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
     dialect = dialect_info(kind).sqlglot  # DataFusion's is postgres
     tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=dialect))  # the evaluation first: the others read it
     for cte in ctes:
         tree = tree.with_(cte.alias, as_=cte.this)
+    if kind == "clickhouse":  # it plans each WITH query anew where it is read: the bootstrap's plan is large
+        tree.set("settings", [exp.EQ(this=exp.column("query_plan_max_optimizations_to_apply"),
+                                     expression=exp.Literal.number(1000000))])
     rows = run_statement(engine, kind, tree.sql(dialect), tables)
     k = len(segs)
     return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *r[4 + k:]])) for r in rows]
@@ -190,12 +195,12 @@ ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role
                 DENSE_RANK() OVER (ORDER BY {keys}) AS g FROM ab_bslots),
 ab_bslots_hashed AS ({slots_sql("SELECT slot FROM ab_bpos")}),
 ab_breps AS ({replicates_sql(seed, n_resamples)}),
-ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b, {draw} AS idx, COUNT(*) AS times
+ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b AS rep, {draw} AS idx, COUNT(*) AS times
               FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r
               GROUP BY p.g, p.sc, p.role, r.b, {draw}),
-ab_bstats AS (SELECT d.g, d.b, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
+ab_bstats AS (SELECT d.g, d.rep, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
               FROM ab_bdraws AS d JOIN ab_bpos AS p ON p.g = d.g AND p.role = d.role AND p.k = d.idx
-              GROUP BY d.g, d.sc, d.b),
+              GROUP BY d.g, d.sc, d.rep),
 ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs,
                 CASE WHEN sc = 1 THEN {RESAMPLED_TIE!r} * AVG(ABS(v)) ELSE {RESAMPLED_TIE!r} * (ABS({role0}) + ABS({role1})) END AS tol
             FROM ab_bpos GROUP BY g, {keys}),
