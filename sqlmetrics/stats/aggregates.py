@@ -47,9 +47,10 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     the moments of scope 2."""
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
     if kind == "mysql":
-        # MariaDB has no shared materialisation of a WITH query: it evaluates it again at each reference, and this
-        # statement reads the evaluation through about 200 references (measured with EXPLAIN: the demo runs' student test
-        # evaluates them 226 times, and does not finish in minutes; read from a table, it takes 0.4 s).
+        # MariaDB does not share a WITH query's result: it evaluates it again at each reference, and through the
+        # chain of references this statement evaluates the measures hundreds of times (EXPLAIN of the demo runs'
+        # student test: 226 scans of the run table; not finished in minutes, where with the evaluation read from
+        # a table the rest takes 0.4 s).
         raise SqlmetricsError(
             "compare(engine=) cannot compute the tests' aggregates on MySQL/MariaDB: it evaluates a WITH query again "
             "wherever it is read, so the one aggregate statement would evaluate the measures hundreds of times. "
@@ -164,7 +165,8 @@ GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean{boot}
 
 
 def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, scopes: tuple) -> str:
-    """The CTEs of the seeded bootstrap (module docstring), ending in ab_boot."""
+    """The CTEs of the seeded bootstrap (module docstring), ending in ab_boot. A resample's number is `rep` past
+    ab_breps: ClickHouse sees an alias in every scope, and `b` is a table's alias in ab_flagged."""
     segs = "".join(f"{c}, " for c in s)
     keys = f"sc, rx, ry, {segs}m"
     role0, role1 = "AVG(CASE WHEN role = 0 THEN v END)", "AVG(CASE WHEN role = 1 THEN v END)"
