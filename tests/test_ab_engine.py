@@ -23,6 +23,9 @@ from sqlmetrics.errors import SqlmetricsError
 from conftest import postgres_connection, unavailable
 from test_engines import MYSQL
 
+# pyspark 4 warns on import that it has not caught up with pandas 3; it does not use pandas here.
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+
 DEMO = "sqlmetrics/demo/"
 LOG_COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
 LOG_OPTIONS = dict(qrels=None, columns=LOG_COLUMNS, ties="rank", relevance="2*purchased + clicked", group_by=["date"])
