@@ -35,10 +35,7 @@ def _cte(tree: exp.Expression, name: str) -> exp.Select | None:
 
 def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per_query: bool) -> exp.Expression:
     """The dialect fixes sqlglot cannot know about (see the module docstring)."""
-    # `SELECT lists.query_id` names its column `lists.query_id` on ClickHouse: alias every qualified column.
-    for select in tree.find_all(exp.Select):
-        select.set("expressions", [exp.alias_(e, e.name) if isinstance(e, exp.Column) and e.table else e
-                                   for e in select.expressions])
+    name_qualified_columns(tree)
     if per_query and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star):
         # Name the output columns: the reader sees what comes out, and MySQL can turn the keys into text.
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
@@ -84,6 +81,13 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
     if info.name == "clickhouse":  # outer-join misses must be NULL, not 0 / ''
         tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
     return tree
+
+
+def name_qualified_columns(tree: exp.Expression) -> None:
+    """`SELECT lists.query_id` names its column `lists.query_id` on ClickHouse: alias every qualified column."""
+    for select in tree.find_all(exp.Select):
+        select.set("expressions", [exp.alias_(e, e.name) if isinstance(e, exp.Column) and e.table
+                                   and not isinstance(e.this, exp.Star) else e for e in select.expressions])
 
 
 def _unnest_lists(tree: exp.Expression, info: DialectInfo) -> None:

@@ -28,7 +28,10 @@ import math
 import sqlglot
 from sqlglot import exp
 
+from ..dialects.info import dialect_info
+from ..dialects.portable import name_qualified_columns
 from ..engines import evaluation_statement, run_statement
+from ..errors import SqlmetricsError
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
 from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
@@ -43,15 +46,30 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     confidence, scopes) with scopes the boot rows' sc values to compute (1 paired, 0 unpaired); complete: add
     the moments of scope 2."""
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
+    if kind == "mysql":
+        # MariaDB does not share a WITH query's result: it evaluates it again at each reference, and through the
+        # chain of references this statement evaluates the measures hundreds of times (EXPLAIN of the demo runs'
+        # student test: 226 scans of the run table; not finished in minutes, where with the evaluation read from
+        # a table the rest takes 0.4 s).
+        raise SqlmetricsError(
+            "compare(engine=) cannot compute the tests' aggregates on MySQL/MariaDB: it evaluates a WITH query again "
+            "wherever it is read, so the one aggregate statement would evaluate the measures hundreds of times. "
+            "Compare locally: read the tables into data frames (pandas.read_sql, polars.read_database) and call "
+            "compare() without engine= (or use test='wilcoxon' or 'fisher', which fetch one row per list).")
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
     statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
     tree = sqlglot.parse_one(statement, read="postgres")
+    name_qualified_columns(tree)
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
-    tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=kind))  # the evaluation first: the others read it
+    dialect = dialect_info(kind).sqlglot  # DataFusion's is postgres
+    tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=dialect))  # the evaluation first: the others read it
     for cte in ctes:
         tree = tree.with_(cte.alias, as_=cte.this)
-    rows = run_statement(engine, kind, tree.sql(kind), tables)
+    if kind == "clickhouse":  # it plans each WITH query anew where it is read: the bootstrap's plan is large
+        tree.set("settings", [exp.EQ(this=exp.column("query_plan_max_optimizations_to_apply"),
+                                     expression=exp.Literal.number(1000000))])
+    rows = run_statement(engine, kind, tree.sql(dialect), tables)
     k = len(segs)
     return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *r[4 + k:]])) for r in rows]
 
@@ -131,7 +149,7 @@ SELECT 'lists' AS kind, 0 AS sc, run AS rx, run AS ry, {cols()}0 AS m, COUNT(*) 
        CAST(SUM(is_shared) AS DOUBLE PRECISION) AS v1, {null} AS v2, {null} AS v3, {null} AS v4, {null} AS v5
 FROM ab_flagged GROUP BY run{''.join(f', {c}' for c in s)}
 UNION ALL
-SELECT 'moments', sc, run, run, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
+SELECT 'moments', sc, run AS rx, run AS ry, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
 UNION ALL
 SELECT 'ranks', 0, rx, ry, {cols()}m, COUNT(*), SUM(CASE WHEN is_x = 1 THEN r ELSE 0 END), SUM(t * t - 1),
        {null}, {null}, {null}
@@ -147,7 +165,8 @@ GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean{boot}
 
 
 def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, scopes: tuple) -> str:
-    """The CTEs of the seeded bootstrap (module docstring), ending in ab_boot."""
+    """The CTEs of the seeded bootstrap (module docstring), ending in ab_boot. A resample's number is `rep` past
+    ab_breps: ClickHouse sees an alias in every scope, and `b` is a table's alias in ab_flagged."""
     segs = "".join(f"{c}, " for c in s)
     keys = f"sc, rx, ry, {segs}m"
     role0, role1 = "AVG(CASE WHEN role = 0 THEN v END)", "AVG(CASE WHEN role = 1 THEN v END)"
@@ -178,12 +197,12 @@ ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role
                 DENSE_RANK() OVER (ORDER BY {keys}) AS g FROM ab_bslots),
 ab_bslots_hashed AS ({slots_sql("SELECT slot FROM ab_bpos")}),
 ab_breps AS ({replicates_sql(seed, n_resamples)}),
-ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b, {draw} AS idx, COUNT(*) AS times
+ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b AS rep, {draw} AS idx, COUNT(*) AS times
               FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r
               GROUP BY p.g, p.sc, p.role, r.b, {draw}),
-ab_bstats AS (SELECT d.g, d.b, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
+ab_bstats AS (SELECT d.g, d.rep, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
               FROM ab_bdraws AS d JOIN ab_bpos AS p ON p.g = d.g AND p.role = d.role AND p.k = d.idx
-              GROUP BY d.g, d.sc, d.b),
+              GROUP BY d.g, d.sc, d.rep),
 ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs,
                 CASE WHEN sc = 1 THEN {RESAMPLED_TIE!r} * AVG(ABS(v)) ELSE {RESAMPLED_TIE!r} * (ABS({role0}) + ABS({role1})) END AS tol
             FROM ab_bpos GROUP BY g, {keys}),
