@@ -587,13 +587,13 @@ def test_progress_shows_the_step_the_rows_and_a_bar():
     assert piped.getvalue() == "" and p.listener is None
 
 
-def _progress_on_a_terminal(*flags, terminal=True) -> tuple:
-    """`sqlmetrics eval` on the demo run with stderr on a pseudo-terminal (or a pipe), the progress line shown
+def _progress_on_a_terminal(*flags, terminal=True, command="eval") -> tuple:
+    """`sqlmetrics eval` (or compare) on the demo runs with stderr on a pseudo-terminal (or a pipe), the progress line shown
     from the start (SQLMETRICS_PROGRESS_DELAY=0): (stdout, what the terminal got)."""
     import pty
 
     demo = REPO / "sqlmetrics" / "demo"
-    argv = [sys.executable, "-m", "sqlmetrics", "eval", demo / "qrels.txt", demo / "bm25.run.gz",
+    argv = [sys.executable, "-m", "sqlmetrics", command, demo / "qrels.txt", demo / "bm25.run.gz",
             demo / "rerank.run.gz", "-m", "AP", *flags]
     env = {**os.environ, "SQLMETRICS_PROGRESS_DELAY": "0"}
     if not terminal:
@@ -626,6 +626,8 @@ def test_progress_line_on_a_terminal_only():
     assert out.split() == _progress_on_a_terminal(terminal=False)[0].split()
     assert _progress_on_a_terminal("--quiet")[1] == ""
     assert _progress_on_a_terminal(terminal=False)[1] == ""
+    terminal = _progress_on_a_terminal(command="compare")[1]  # compare's evaluation tells its steps too
+    assert "comparing 2 runs" in terminal and " s · computing measures" in terminal and " rows\033[K" in terminal
 
 
 def test_quiet_is_taken_by_every_evaluating_command(capsys, tmp_path):

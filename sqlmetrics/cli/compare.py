@@ -69,8 +69,8 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
         raise UsageError(f"compare needs at least two runs, got {len(runs)}.")
     if qrels is None and not (options.get("label") or options.get("relevance")):
         raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
-    with Progress(f"comparing {len(runs)} runs", quiet=args.quiet):
-        report = compare(qrels, runs, measures, **options)
+    with Progress(f"comparing {len(runs)} runs", quiet=args.quiet) as progress:
+        report = compare(qrels, runs, measures, **options, _progress=progress.listener)
     if fmt in (*TABLES, "duckdb"):
         return deltas_table(report, fmt) if args.per_query else pairs_table(report, fmt)
     if fmt == "json":

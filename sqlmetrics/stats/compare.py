@@ -45,6 +45,7 @@ def compare(qrels, runs, measures, **options):
     default from the data. The evaluation options (queries, ties, label, relevance, group_by, engine, ...)
     are evaluate()'s; with group_by every segment is compared on its own.
     """
+    progress = options.pop("_progress", None)  # the command line's progress line, told each step (local only)
     o = resolve(COMPARE, options)
     _check_options(o.test, o.max_p, o.correction, o.seed, o.n_resamples)
     single = "run_name" in (o.columns or {}) and not isinstance(runs, dict)
@@ -74,7 +75,7 @@ def compare(qrels, runs, measures, **options):
                                   options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
                                   n_resamples=o.n_resamples)
     results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
-                       _fetch=python_rows)
+                       _fetch=python_rows, _progress=progress)
     segment_names = check_log_options(qrels, o.group_by, o.label, o.relevance)
     per_query = results.per_query
     if o.engine is not None:  # the engine's per-list values come back as a pyarrow table, not Python rows
