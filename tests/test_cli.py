@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -513,6 +514,7 @@ def test_demo_files_are_what_make_demo_builds():
 
 IMPORT_CHECK = """
 import sys
+import tempfile
 from sqlmetrics.cli import main
 code = main(sys.argv[1:])
 heavy = sorted(m for m in ("scipy", "pandas", "polars", "pyarrow") if m in sys.modules)
@@ -626,8 +628,11 @@ def test_progress_line_on_a_terminal_only():
     assert out.split() == _progress_on_a_terminal(terminal=False)[0].split()
     assert _progress_on_a_terminal("--quiet")[1] == ""
     assert _progress_on_a_terminal(terminal=False)[1] == ""
-    terminal = _progress_on_a_terminal(command="compare")[1]  # compare's evaluation tells its steps too
+    terminal = _progress_on_a_terminal(command="compare")[1]  # compare's and report's evaluations tell their steps
     assert "comparing 2 runs" in terminal and " s · computing measures" in terminal and " rows\033[K" in terminal
+    with tempfile.TemporaryDirectory() as folder:  # a file: the page would fill the unread stdout pipe
+        terminal = _progress_on_a_terminal("-o", Path(folder) / "report.html", command="report")[1]
+    assert "reporting on 2 runs" in terminal and " s · computing measures" in terminal
 
 
 def test_quiet_is_taken_by_every_evaluating_command(capsys, tmp_path):

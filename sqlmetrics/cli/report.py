@@ -43,8 +43,9 @@ def run(args) -> tuple:
     if qrels is None and not (args.label or args.relevance):
         raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
     runs = command_runs(args)
-    with Progress(f"reporting on {len(runs)} run{'s' if len(runs) > 1 else ''}", quiet=args.quiet):
-        report = build_report(qrels, runs, measures, baseline=args.baseline, **option_values(args, REPORT))
+    with Progress(f"reporting on {len(runs)} run{'s' if len(runs) > 1 else ''}", quiet=args.quiet) as progress:
+        report = build_report(qrels, runs, measures, baseline=args.baseline, **option_values(args, REPORT),
+                              _progress=progress.listener)
         page = report.to_html()
         if args.plot:
             charts.save(report.chart(*report.chart_names()[0]), args.plot, f"--plot {args.plot!r}")

@@ -70,6 +70,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     Without group_by there must be at least two runs; `baseline` (default: the first run) is the run the
     per-query differences, and with group_by each segment's tests, are taken against. The options are
     evaluate()'s and compare()'s; group_by, label and relevance evaluate a log per segment."""
+    progress = options.pop("_progress", None)  # the command line's progress line, told each step
     o = resolve(REPORT, options)
     segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
     single = "run_name" in (o.columns or {})
@@ -89,7 +90,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     texts = [c.text for c in calls]
     evaluated = texts + [m for m in CURVE if m not in texts]
     given = o.as_dict()
-    res = evaluate(qrels, runs, evaluated, _fetch=python_rows,
+    res = evaluate(qrels, runs, evaluated, _fetch=python_rows, _progress=progress,
                    **{k: v for k, v in given.items() if EVALUATE in BY_NAME[k].takers})
     run_names, lists = lists_by_segment(res.per_query, segs, texts)
     named = list(runs) if not single else run_names
