@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import math
 import os
-import shutil
 import sqlite3
 
 import duckdb
@@ -20,7 +19,7 @@ import sqlglot
 import sqlmetrics
 from sqlmetrics.errors import SqlmetricsError
 
-from conftest import postgres_connection, unavailable
+from conftest import postgres_connection, spark_session, unavailable
 from test_engines import MYSQL
 
 # pyspark 4 warns on import that it has not caught up with pandas 3; it does not use pandas here.
@@ -171,28 +170,12 @@ def datafusion_con():
 
 @pytest.fixture(scope="module")
 def spark_con(tmp_path_factory):
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        unavailable("pyspark is not installed (pip install pyspark)")
-    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
-        unavailable("no Java runtime for pyspark (run .ci/engines.sh)")
-    spark = (SparkSession.builder.master("local[2]").appName("sqlmetrics-ab-tests")
-             .config("spark.sql.shuffle.partitions", "1").config("spark.default.parallelism", "1")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-             .config("spark.sql.adaptive.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-             # as test_engines.py's: C1 and interpreted expressions, for many short queries on tiny data
-             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-             .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_session()
     for name, table in TABLES.items():  # Parquet files, as Spark's tables are (not the data in the plan)
         path = tmp_path_factory.mktemp("spark") / f"{name}.parquet"
         pq.write_table(table, path)
         spark.read.parquet(str(path)).createOrReplaceTempView(name)
-    yield spark, ""
-    spark.stop()
+    yield spark, ""  # the suite's session: conftest stops it
 
 
 def _flat(value, path=""):

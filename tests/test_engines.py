@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import shutil
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from sqlmetrics.catalogue import measures as catalogue
 from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.engines import evaluate_on
 
-from conftest import postgres_connection, unavailable
+from conftest import postgres_connection, spark_session, unavailable
 
 # Servers, JVMs and drivers: left out of the fast suite (`pytest -m 'not slow'`), run by .ci/run. pyspark 4
 # warns on import that it has not caught up with pandas 3; it does not use pandas here.
@@ -406,29 +405,13 @@ def _polars(data):
 
 
 def _spark(data):
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        unavailable("pyspark is not installed (pip install pyspark)")
-    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
-        unavailable("no Java runtime for pyspark (run .ci/engines.sh)")
-    spark = (SparkSession.builder.master("local[2]").appName("sqlmetrics-tests")
-             .config("spark.sql.shuffle.partitions", "1").config("spark.default.parallelism", "1")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-             .config("spark.sql.adaptive.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-             # Tiny data, many short queries: the C1 compiler and interpreted expressions beat warming up
-             # HotSpot's C2 and Spark's code generation (the suite's Spark time drops from ~130 s to ~35 s).
-             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-             .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_session()
     for key, cols in TABLE_COLUMNS.items():
         # A VALUES view lives in the JVM: no Python worker runs at query time.
         values = ", ".join("(" + ", ".join(exp.convert(v).sql("spark") for v in row) + ")" for row in data["rows"][key])
         names = ", ".join(f"`{c}`" for c in cols)
         spark.sql(f"CREATE OR REPLACE GLOBAL TEMPORARY VIEW {key} AS SELECT * FROM VALUES {values} AS t({names})")
-    return Engine("spark", spark, {k: f"global_temp.{k}" for k in TABLES}, close=[spark.stop])
+    return Engine("spark", spark, {k: f"global_temp.{k}" for k in TABLES})  # conftest stops the session
 
 
 FACTORIES = {"duckdb": _duckdb, "sqlite": _sqlite, "postgres": _postgres, "mariadb": _mariadb,

@@ -22,7 +22,7 @@ from sqlmetrics.cli import main
 
 from sqlmetrics.dialects import DIALECTS
 
-from conftest import postgres_connection, unavailable
+from conftest import postgres_connection, spark_session, unavailable
 
 GOLDEN = Path(__file__).parent / "golden" / "list_runs"
 REGEN = os.environ.get("SQLMETRICS_REGEN_GOLDEN") == "1"
@@ -171,24 +171,14 @@ def test_rendered_sql_runs_on_clickhouse():
 @pytest.mark.slow  # a JVM
 def test_rendered_sql_runs_on_spark():
     """Spark (local): LATERAL VIEW posexplode, positions and array subscripts from 0."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        unavailable("pyspark is not installed (pip install pyspark)")
-    spark = (SparkSession.builder.master("local[1]").appName("sqlmetrics-list-runs")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
-    try:
-        spark.createDataFrame(qrels_rows(), "query_id STRING, doc_id STRING, relevance INT") \
-            .createOrReplaceTempView("qrels")
-        spark.createDataFrame(LISTS, "query_id STRING, items ARRAY<STRING>, scores ARRAY<DOUBLE>") \
-            .createOrReplaceTempView("lists")
-        for options, by_position in ((MAPPED, False), (UNSCORED, True), ({**MAPPED, "ties": "rank"}, True)):
-            res = sqlmetrics.evaluate("qrels", "lists", MEASURES, engine=spark, list_run=True, **options)
-            assert res.aggregate == pytest.approx(expected(by_position), abs=1e-12)
-    finally:
-        spark.stop()
+    spark = spark_session()  # the suite's: never stopped here
+    spark.createDataFrame(qrels_rows(), "query_id STRING, doc_id STRING, relevance INT") \
+        .createOrReplaceTempView("qrels")
+    spark.createDataFrame(LISTS, "query_id STRING, items ARRAY<STRING>, scores ARRAY<DOUBLE>") \
+        .createOrReplaceTempView("lists")
+    for options, by_position in ((MAPPED, False), (UNSCORED, True), ({**MAPPED, "ties": "rank"}, True)):
+        res = sqlmetrics.evaluate("qrels", "lists", MEASURES, engine=spark, list_run=True, **options)
+        assert res.aggregate == pytest.approx(expected(by_position), abs=1e-12)
 
 
 # The engines with arrays that cannot run here: the run_rows step of the rendered statement, as a golden file
