@@ -36,12 +36,8 @@ def _common_arguments(p, roles: tuple) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of standard output")
 
 
-def _columns(args, roles: tuple) -> dict | None:
-    return role_pairs(args.column, "--column", roles)
-
-
 def run_ips(args) -> tuple:
-    est = ips(args.log, _columns(args, IPS_ROLES), args.confidence)
+    est = ips(args.log, role_pairs(args.column, "--column", IPS_ROLES), args.confidence)
     if args.format == "json":
         out = {"n": est["n"], "matches": est["matches"], "confidence": args.confidence,
                **{name: vars(est[name]) for name in ("ips", "snips")}}
@@ -56,7 +52,8 @@ def run_ips(args) -> tuple:
 
 
 def run_interleaving(args) -> tuple:
-    res = interleaving(args.log, _columns(args, INTERLEAVING_ROLES), args.confidence)
+    res = interleaving(args.log, role_pairs(args.column, "--column", INTERLEAVING_ROLES),
+                       args.confidence)
     a, b = res["teams"]
     if args.format == "json":
         out = {"teams": [a, b], "impressions": res["impressions"], "wins": res["wins"], "ties": res["ties"],
