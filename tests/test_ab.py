@@ -58,6 +58,28 @@ def test_welch_and_mann_whitney_from_sql_aggregates_equal_scipy(name):
         (ref.statistic, ref.pvalue), rel=1e-9)
 
 
+def _snapped(*samples):
+    """The samples with values within 1e-12 (relative to the larger, or to 1 below 1) of the one before them in
+    sorted order replaced by their group's smallest value: Mann-Whitney's tie rule (ranks.py), so that scipy,
+    which ties only equal values, ranks them as sqlmetrics does."""
+    first, last = {}, None
+    for v in sorted(v for s in samples for v in s):
+        if last is None or v - last > 1e-12 * max(1.0, abs(v)):
+            start = v
+        first[v], last = start, v
+    return [[first[v] for v in s] for s in samples]
+
+
+def test_mann_whitney_ties_values_a_last_bit_apart():
+    """0.1 + 0.2 and 0.3 are one value summed in two orders: tied, as scipy ties the equal values."""
+    x, y = [0.1 + 0.2, 0.5, 0.7, 0.9], [0.3, 0.3, 0.6, 1.1 - 1e-9]
+    assert _snapped(x, y) == [[0.3, 0.5, 0.7, 0.9], [0.3, 0.3, 0.6, 1.1 - 1e-9]]
+    _, (pair,) = unpaired([x, y], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, bootstrap=False)
+    ref = st.mannwhitneyu([0.3, 0.5, 0.7, 0.9], [0.3, 0.3, 0.6, 1.1], method="asymptotic")
+    assert mann_whitney(4, 4, pair["rank_sum_x"], pair["tie_term"]) == pytest.approx((ref.statistic, ref.pvalue),
+                                                                                      rel=1e-12)
+
+
 def test_degenerate_unpaired_samples():
     assert welch(3, 1.0, 0.0, 4, 1.0, 0.0)[:2] == (0.0, 1.0)
     assert welch(3, 2.0, 0.0, 4, 1.0, 0.0)[:2] == (math.inf, 0.0)
@@ -147,7 +169,8 @@ def test_compare_arms_per_day_equals_scipy(per_list, test):
     for c in rep.comparisons:
         b = _values(per_list, c.segment[0], "treatment", c.measure)
         a = _values(per_list, c.segment[0], "control", c.measure)
-        ref = st.ttest_ind(b, a, equal_var=False) if test == "welch" else st.mannwhitneyu(b, a, method="asymptotic")
+        ref = st.ttest_ind(b, a, equal_var=False) if test == "welch" else st.mannwhitneyu(*_snapped(b, a),
+                                                                                           method="asymptotic")
         assert c.statistic == pytest.approx(ref.statistic, rel=1e-9) and c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
         assert c.difference == pytest.approx(np.mean(b) - np.mean(a), rel=1e-12)
         pooled = ((len(b) - 1) * np.var(b, ddof=1) + (len(a) - 1) * np.var(a, ddof=1)) / (len(a) + len(b) - 2)

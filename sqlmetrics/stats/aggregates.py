@@ -9,7 +9,8 @@ segment joins (IS NOT DISTINCT FROM), window functions for ranks. Its rows, one 
     moments  sc (0: own lists, 1: shared, 2 with complete=: the shared lists where every run has a value of
              the measure, Tukey's HSD's groups), run, segment, measure; n, v1 = mean, v2 = sum of squared
              deviations, v3 = sum of the raw values (of the logs, for a geometric measure, in mean/ss)
-    ranks    run rx < run ry, segment, measure; v1 = rx's rank sum in the pooled values (ties averaged),
+    ranks    run rx < run ry, segment, measure; v1 = rx's rank sum in the pooled values (ties, within ranks.py's
+             tolerance, averaged),
              v2 = sum(t^3 - t) over groups of t tied values
     diffs    rx < ry, segment, measure, over the shared queries: n, v1 = mean and v2 = sum of squared
              deviations of x(rx) - x(ry); v3, v4, v5 = queries where rx's raw value is above, level, below
@@ -24,6 +25,7 @@ resample's order differs with the direction of the difference, so both direction
 from __future__ import annotations
 
 import math
+import uuid
 
 import sqlglot
 from sqlglot import exp
@@ -31,10 +33,10 @@ from sqlglot import exp
 from ..dialects.info import dialect_info
 from ..dialects.portable import name_qualified_columns
 from ..engines import evaluation_statement, run_statement
-from ..errors import SqlmetricsError
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
 from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
+from .ranks import tolerant_ranks_sql
 
 TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
@@ -46,32 +48,44 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     confidence, scopes) with scopes the boot rows' sc values to compute (1 paired, 0 unpaired); complete: add
     the moments of scope 2."""
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
-    if kind == "mysql":
-        # MariaDB does not share a WITH query's result: it evaluates it again at each reference, and through the
-        # chain of references this statement evaluates the measures hundreds of times (EXPLAIN of the demo runs'
-        # student test: 226 scans of the run table; not finished in minutes, where with the evaluation read from
-        # a table the rest takes 0.4 s).
-        raise SqlmetricsError(
-            "compare(engine=) cannot compute the tests' aggregates on MySQL/MariaDB: it evaluates a WITH query again "
-            "wherever it is read, so the one aggregate statement would evaluate the measures hundreds of times. "
-            "Compare locally: read the tables into data frames (pandas.read_sql, polars.read_database) and call "
-            "compare() without engine= (or use test='wilcoxon' or 'fisher', which fetch one row per list).")
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
     statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
+    if kind != "mysql":
+        evaluation = sqlglot.parse_one(sql, read=dialect_info(kind).sqlglot)  # DataFusion's is postgres
+        return _run(engine, kind, statement, evaluation, tables, len(segs))
+    # MariaDB does not share a WITH query's result: it evaluates it again at each reference, and through the
+    # chain of references the one statement would evaluate the measures hundreds of times (EXPLAIN of the demo
+    # runs' student test: 226 scans of the run table, not finished in minutes). So the evaluation is staged in
+    # a TEMPORARY table, the connection's own, which the aggregates read and which is dropped afterwards.
+    staged = f"sqlmetrics_eval_{uuid.uuid4().hex[:16]}"
+    run_statement(engine, kind, f"CREATE TEMPORARY TABLE {staged} AS {sql}", tables, fetch=False)
+    try:
+        return _run(engine, kind, statement, exp.select(exp.Star()).from_(staged), tables, len(segs))
+    finally:
+        run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {staged}", tables, fetch=False)
+
+
+def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: dict, k: int) -> list:
+    """The aggregate statement (written in PostgreSQL's SQL) on top of the evaluation, run in the engine's
+    dialect; rows as aggregate_rows() returns them (k segment columns)."""
     tree = sqlglot.parse_one(statement, read="postgres")
     name_qualified_columns(tree)
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
-    dialect = dialect_info(kind).sqlglot  # DataFusion's is postgres
-    tree = tree.with_("ab_v", as_=sqlglot.parse_one(sql, read=dialect))  # the evaluation first: the others read it
+    tree = tree.with_("ab_v", as_=evaluation)  # the evaluation first: the others read it
     for cte in ctes:
         tree = tree.with_(cte.alias, as_=cte.this)
     if kind == "clickhouse":  # it plans each WITH query anew where it is read: the bootstrap's plan is large
         tree.set("settings", [exp.EQ(this=exp.column("query_plan_max_optimizations_to_apply"),
                                      expression=exp.Literal.number(1000000))])
-    rows = run_statement(engine, kind, tree.sql(dialect), tables)
-    k = len(segs)
-    return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *r[4 + k:]])) for r in rows]
+    rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)
+    # MySQL/MariaDB return an integer SUM as a DECIMAL: the counts become ints and the values floats
+    return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *(_int(v) for v in r[4 + k:6 + k]),
+                               *(None if v is None else float(v) for v in r[6 + k:])])) for r in rows]
+
+
+def _int(value):
+    return None if value is None else int(value)
 
 
 def bootstrap_ranks(n_resamples: int, confidence: float) -> tuple:
@@ -134,11 +148,7 @@ ab_runs AS (SELECT DISTINCT run FROM ab_base),
 ab_pairs AS (SELECT a.run AS rx, b.run AS ry FROM ab_runs AS a JOIN ab_runs AS b ON a.run < b.run),
 ab_pooled AS (SELECT p.rx, p.ry, {cols('l.')}l.m, l.x, CASE WHEN l.run = p.rx THEN 1 ELSE 0 END AS is_x
            FROM ab_pairs AS p JOIN ab_vals AS l ON l.run = p.rx OR l.run = p.ry),
-ab_ranked AS (SELECT rx, ry, {cols()}m, is_x,
-                  RANK() OVER (PARTITION BY rx, ry, {cols()}m ORDER BY x)
-                  + CAST(COUNT(*) OVER (PARTITION BY rx, ry, {cols()}m, x) - 1 AS DOUBLE PRECISION) / 2 AS r,
-                  CAST(COUNT(*) OVER (PARTITION BY rx, ry, {cols()}m, x) AS DOUBLE PRECISION) AS t
-           FROM ab_pooled),
+ab_ranked AS ({tolerant_ranks_sql("ab_pooled", f"rx, ry, {cols()}m", "is_x")}),
 ab_diffs AS (SELECT a.run AS rx, b.run AS ry, {cols('a.')}a.m, a.x - b.x AS d,
                  CASE WHEN ABS(a.raw - b.raw) <= {TIE!r} * ({big}) THEN 0 WHEN a.raw > b.raw THEN 1 ELSE -1 END AS cmp
           FROM ab_vals AS a JOIN ab_vals AS b ON a.run < b.run AND a.query_id = b.query_id AND a.m = b.m{same('a', 'b')}

@@ -8,6 +8,7 @@
 Unpaired (different queries, sessions or users per run), from per-run aggregates computed in SQL:
     welch       Welch's t-test                           (= scipy.stats.ttest_ind, equal_var=False)
     mannwhitney Mann-Whitney U, normal approximation     (= scipy.stats.mannwhitneyu, method='asymptotic')
+                (values within 1e-12, relative, are tied: ranks.py)
     bootstrap   each run resampled apart, percentile CI of the difference of means
 
 The two resampling tests run in DuckDB, not in a Python loop: every resample's sign flips (or bootstrap
@@ -28,6 +29,7 @@ import duckdb
 
 from ..errors import SqlmetricsError
 from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
+from .ranks import tolerant_ranks_sql
 
 
 
@@ -333,15 +335,11 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
             moments[g] = {"n": n, "mean": mean, "var": math.nan if var is None else var}
         out = [{"rank_sum_x": math.nan, "tie_term": math.nan, "p": math.nan, "ci_low": math.nan,
                 "ci_high": math.nan} for _ in pairs]
-        for job, rank_sum, ties in con.execute("""
+        for job, rank_sum, ties in con.execute(f"""
                 WITH pooled AS (
                     SELECT p.job, s.g = p.gx AS is_x, unnest(s.v) AS x
                     FROM sqlm_pairs p JOIN sqlm_groups s ON s.g = p.gx OR s.g = p.gy),
-                ranked AS (
-                    SELECT job, is_x, RANK() OVER (PARTITION BY job ORDER BY x)
-                                      + (COUNT(*) OVER (PARTITION BY job, x) - 1) / 2.0 AS r,
-                           CAST(COUNT(*) OVER (PARTITION BY job, x) AS DOUBLE) AS t
-                    FROM pooled)
+                ranked AS ({tolerant_ranks_sql("pooled", "job", "is_x")})
                 SELECT job, SUM(CASE WHEN is_x THEN r ELSE 0 END), SUM(t * t - 1) FROM ranked GROUP BY job
                 """).fetchall():
             out[job].update(rank_sum_x=float(rank_sum), tie_term=float(ties))
