@@ -15,7 +15,7 @@ import sqlmetrics.dialects
 from sqlmetrics.catalogue.fusion import DEFAULT_NORM, fusion_methods, normalisations
 from sqlmetrics.errors import SqlmetricsError
 
-from conftest import postgres_connection
+from conftest import postgres_connection, unavailable
 
 
 def _dicts(rows) -> dict:
@@ -226,8 +226,17 @@ def test_command_line_fuse_and_sql(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------- other engines
 
-def _rendered_equals_local(execute, create, dialect, norm):
-    runs = _random_runs(7, 3)
+def _collated_runs() -> list:
+    """Ids that a collation would merge or reorder, with tied scores: 'D1' and 'd1' (one id where case does not
+    count), 'x' and 'x ' (one id where trailing spaces pad), 'B' before 'a' in bytes but after it in a
+    dictionary order, and 'ab' against 'a-c' (en_US ignores the hyphen)."""
+    docs = ["D1", "d1", "x", "x ", "B", "a", "ab", "a-c"]
+    return [{"q1": {d: float(1 + (i + k) % 3) for i, d in enumerate(docs)},
+             "Q1": {d: float(2 - i % 2) for i, d in enumerate(reversed(docs))}} for k in range(3)]
+
+
+def _rendered_equals_local(execute, create, dialect, norm, runs=None):
+    runs = runs or _random_runs(7, 3)
     for i, run in enumerate(runs):
         create(f"fuse_run{i}", [(q, d, s) for q, docs in run.items() for d, s in docs.items()])
     for name, method in fusion_methods().items():
@@ -251,6 +260,12 @@ def test_rendered_for_sqlite(norm):
         con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)
 
     _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), create, "sqlite", norm)
+    for table in ("fuse_run0", "fuse_run1", "fuse_run2"):
+        con.execute(f"DROP TABLE {table}")
+    nocase = lambda table, rows: (  # noqa: E731 - a NOCASE column keeps its collation through CAST
+        con.execute(f"CREATE TABLE {table} (query_id TEXT COLLATE NOCASE, doc_id TEXT COLLATE NOCASE, score REAL)"),
+        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows))
+    _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), nocase, "sqlite", norm, _collated_runs())
 
 
 @pytest.mark.slow
@@ -268,8 +283,49 @@ def test_rendered_for_postgres(norm):
                 cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s)", rows)
 
         _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), create, "postgres", norm)
+        for table in ("fuse_run0", "fuse_run1", "fuse_run2"):
+            con.execute(f"DROP TABLE {table}")
+        # the test database's collation is ICU en-US (.ci/engines.sh): a dictionary order, 'a' < 'B'
+        _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), create, "postgres", norm, _collated_runs())
     finally:
         con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        con.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("norm", ["min-max", "rank"])
+def test_rendered_for_mariadb(norm):
+    """MariaDB's default collation ignores case and pads trailing spaces: the ids must compare as bytes."""
+    import pymysql
+
+    from test_engines import MYSQL
+
+    try:
+        con = pymysql.connect(charset="utf8mb4", connect_timeout=5, autocommit=True, **MYSQL)
+    except pymysql.Error as e:
+        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+    prefix = f"sqlm_fuse_{os.getpid()}_"
+    tables = []
+
+    def create(table, rows):
+        tables.append(table)
+        with con.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+            cur.execute(f"CREATE TABLE {prefix}{table} (query_id VARCHAR(20), doc_id VARCHAR(20), score DOUBLE)")
+            cur.executemany(f"INSERT INTO {prefix}{table} VALUES (%s, %s, %s)", rows)
+
+    def execute(sql):
+        with con.cursor() as cur:
+            cur.execute(sql.replace("fuse_run", prefix + "fuse_run"))
+            return cur.fetchall()
+
+    try:
+        _rendered_equals_local(execute, create, "mysql", norm)
+        _rendered_equals_local(execute, create, "mysql", norm, _collated_runs())
+    finally:
+        with con.cursor() as cur:
+            for table in set(tables):
+                cur.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
         con.close()
 
 

@@ -51,12 +51,9 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
         for item in select.expressions if select is not None else ():
             if isinstance(item, exp.Alias) and item.alias in ids:
                 item.set("this", _binary_id(item.this, info))
-    if info.ids == "nlssort":
-        for ordered in list(tree.find_all(exp.Ordered)):
-            if isinstance(ordered.this, exp.Column) and ordered.this.name == "doc_id":
-                ordered.set("this", exp.func("NLSSORT", ordered.this.copy(), exp.Literal.string("NLS_SORT=BINARY")))
+    _ordered_by_bytes(tree, info)
     if info.ids == "binary":
-        _text_keys_out(tree, options)
+        _text_keys_out(tree, {*options.run_key, *options.segment_key, "query_id"})
     # The final ORDER BY keys are never NULL: spell them as the dialect's default NULL order (no NULLS clause).
     small = _SqlglotDialect.get_or_raise(info.sqlglot).NULL_ORDERING == "nulls_are_small"
     for ordered in tree.args["order"].expressions if tree.args.get("order") else []:
@@ -68,6 +65,36 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
             if cast.to.this == exp.DataType.Type.FLOAT:
                 cast.set("to", exp.DataType(this=exp.DataType.Type.USERDEFINED, kind=info.float32))
 
+    tree = _types_and_functions(tree, info)
+    _unnest_lists(tree, info)
+    if info.name == "clickhouse":  # outer-join misses must be NULL, not 0 / ''
+        tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
+    return tree
+
+
+def portable_fusion(tree: exp.Expression, info: DialectInfo) -> exp.Expression:
+    """render_fusion()'s statement with portable()'s fixes: ids compare and sort as bytes (the runs' rows, in
+    fusion_input, are grouped by document and ranked with doc_id breaking ties), and the types and functions."""
+    name_qualified_columns(tree)
+    for select in _cte(tree, "fusion_input").find_all(exp.Select):  # one per run, under UNION ALL
+        for item in select.expressions:
+            if isinstance(item, exp.Alias) and item.alias in ("query_id", "doc_id"):
+                item.set("this", _binary_id(item.this, info))
+    _ordered_by_bytes(tree, info)
+    if info.ids == "binary":
+        _text_keys_out(tree, {"query_id", "doc_id"})
+    return _types_and_functions(tree, info)
+
+
+def _ordered_by_bytes(tree: exp.Expression, info: DialectInfo) -> None:
+    """Oracle compares with NLSSORT where others cast or collate the ids themselves: in every ORDER BY doc_id."""
+    if info.ids == "nlssort":
+        for ordered in list(tree.find_all(exp.Ordered)):
+            if isinstance(ordered.this, exp.Column) and ordered.this.name == "doc_id":
+                ordered.set("this", exp.func("NLSSORT", ordered.this.copy(), exp.Literal.string("NLS_SORT=BINARY")))
+
+
+def _types_and_functions(tree: exp.Expression, info: DialectInfo) -> exp.Expression:
     if info.name == "tsql":  # POWER's result has its first argument's type (POWER(0.8, 2) = 0.6)
         for power in list(tree.find_all(exp.Pow)):
             power.set("this", exp.cast(power.this.copy(), exp.DataType.build("DOUBLE")))
@@ -77,9 +104,6 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
                 cast.set("to", exp.DataType.build("VARCHAR(4000)"))
     if info.name == "polars":
         tree = tree.transform(_running_sum_before)
-    _unnest_lists(tree, info)
-    if info.name == "clickhouse":  # outer-join misses must be NULL, not 0 / ''
-        tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
     return tree
 
 
@@ -144,9 +168,8 @@ def _binary_id(node: exp.Expression, info: DialectInfo) -> exp.Expression:
     return node
 
 
-def _text_keys_out(tree: exp.Expression, options: Shape) -> None:
+def _text_keys_out(tree: exp.Expression, keys: set) -> None:
     """MySQL: ids travel as binary strings; the final SELECT turns its key columns back into text."""
-    keys = {*options.run_key, *options.segment_key, "query_id"}
     source = tree.args["from_"].this if tree.args.get("from_") else None
     table = source.alias_or_name if isinstance(source, exp.Table) else None
     new = []

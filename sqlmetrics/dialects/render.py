@@ -27,7 +27,7 @@ from .info import DIALECTS, UNNEST_DIALECTS, DialectInfo, dialect_info
 # The engines whose arrays the RAG embeddings and the item feature vectors are read as (UNNEST ... WITH
 # ORDINALITY, counted from 1); elsewhere those tables are given in long form (dimension, value).
 ARRAYS = ("ordinality",)
-from .portable import portable
+from .portable import portable, portable_fusion
 
 def _clean(text) -> str:
     """Text for a `--` comment line: no line breaks or other control characters can end the comment."""
@@ -102,7 +102,7 @@ def render_fusion(runs, method, norm=DEFAULT_NORM, dialect="duckdb", columns=Non
     mapped = {r: (columns or {}).get(r, r) for r in ("query_id", "doc_id", "score")}
     sources = [Source(table_reference(t, d, fold), {r: column_identifier(c, d, fold) for r, c in mapped.items()})
                for t in tables]
-    tree = fusion_statement(sources, method, norm, values)
+    tree = portable_fusion(fusion_statement(sources, method, norm, values), info)
     return tree.sql(dialect=d, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
 
 
