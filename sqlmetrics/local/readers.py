@@ -267,9 +267,8 @@ def _reason(error: Exception) -> str:
 def _sniff_delimiter(head: bytes, width: int) -> str | None:
     """The one character (tab or space) that splits the file's first lines into `width`+ non-empty fields."""
     lines = [line for line in head.decode("utf-8", "replace").splitlines()[:-1] if line.strip()]
-    for delim in ("\t", " "):
-        if lines and all(len(p := line.split(delim)) >= width and all(p) and not any(
-                c in field for field in p for c in " \t") for line in lines):
+    for delim, other in (("\t", " "), (" ", "\t")):  # no field may hold the other one
+        if lines and all(other not in line and len(p := line.split(delim)) >= width and all(p) for line in lines):
             return delim
     return None
 
