@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 from sqlglot import exp
@@ -34,6 +35,9 @@ from ..identifiers import sql_literal as _lit
 from ..options import GROUP_ROLES, ITEM_ROLES, QRELS_ROLES, SUBTOPIC_ROLE
 from ..statement import LISTS, Source
 from .databases import DATABASE_FILES, copy_into, copy_table
+
+if TYPE_CHECKING:  # pyarrow is imported where a table is built: the command line never pays its import
+    import pyarrow as pa
 
 RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name only when mapped
 
