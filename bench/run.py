@@ -16,6 +16,7 @@ reference from the same session, with peak memory, printed and written to bench/
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -505,9 +506,8 @@ def issue18(args) -> None:
 def warm_inputs(formats_sizes) -> None:
     """Read the inputs once so that no tool pays for the first read from disk, and byte-compile sqlmetrics (an
     editable checkout has no .pyc until a process writes them) so that no repetition pays for that either."""
-    package = subprocess.run([PY, "-c", "import importlib.util; print(importlib.util.find_spec('sqlmetrics').origin)"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([PY, "-m", "compileall", "-q", str(Path(package).parent)], check=True)
+    package = Path(importlib.util.find_spec("sqlmetrics").origin).parent
+    subprocess.run([PY, "-m", "compileall", "-q", str(package)], check=True)
     for fmt, size in formats_sizes:
         for k in ("qrels", "run"):
             with open(BENCH / "data" / size / f"{k}.{'parquet' if fmt == 'parquet' else 'txt'}", "rb") as fh:

@@ -97,6 +97,26 @@ def postgres_connection(autocommit: bool = False):
         unavailable(f"no PostgreSQL server at {PG_DSN!r} ({str(e).strip().splitlines()[0]}); run .ci/engines.sh")
 
 
+MYSQL = dict(host=os.environ.get("SQLMETRICS_MYSQL_HOST", "127.0.0.1"),
+             port=int(os.environ.get("SQLMETRICS_MYSQL_PORT", "3306")),
+             user=os.environ.get("SQLMETRICS_MYSQL_USER", "sqlmetrics"),
+             password=os.environ.get("SQLMETRICS_MYSQL_PASSWORD", "sqlmetrics"),
+             database=os.environ.get("SQLMETRICS_MYSQL_DATABASE", "sqlmetrics"))
+
+
+def mariadb_connection(**options):
+    """A pymysql connection to the test MariaDB/MySQL server (SQLMETRICS_MYSQL_*), or unavailable(); options:
+    pymysql.connect()'s (autocommit=, cursorclass=)."""
+    try:
+        import pymysql
+    except ImportError:
+        unavailable("pymysql is not installed (pip install pymysql)")
+    try:
+        return pymysql.connect(charset="utf8mb4", connect_timeout=5, **MYSQL, **options)
+    except pymysql.Error as e:
+        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+
+
 def spark_session():
     """The suite's one local Spark session, created on first use and stopped when pytest ends (or unavailable()).
     getOrCreate() hands every caller the same session, so no test may stop it: one that did broke the others'."""

@@ -19,8 +19,7 @@ import sqlglot
 
 import sqlmetrics
 
-from conftest import postgres_connection, spark_session, unavailable
-from test_engines import MYSQL
+from conftest import mariadb_connection, postgres_connection, spark_session, unavailable
 
 # pyspark 4 warns on import that it has not caught up with pandas 3; it does not use pandas here.
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
@@ -119,14 +118,7 @@ def duckdb_con():
 
 @pytest.fixture(scope="module")
 def mariadb_con():
-    try:
-        import pymysql
-    except ImportError:
-        unavailable("pymysql is not installed (pip install pymysql)")
-    try:
-        con = pymysql.connect(charset="utf8mb4", connect_timeout=5, **MYSQL)
-    except pymysql.Error as e:
-        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+    con = mariadb_connection()
     prefix = f"sqlm_ab_{os.getpid()}_"
     _load(con, "%s", prefix)
     yield con, prefix
@@ -249,7 +241,7 @@ def test_mariadb_drops_its_staging_table(mariadb_con):
             statements.append(query)
             return super().execute(query, args)
 
-    con = pymysql.connect(charset="utf8mb4", connect_timeout=5, cursorclass=Recording, **MYSQL)
+    con = mariadb_connection(cursorclass=Recording)
     try:
         sqlmetrics.compare(None, prefix + "log", MEASURES, engine=con, test="welch",
                            **{k: v for k, v in LOG_OPTIONS.items() if k != "qrels"})

@@ -514,7 +514,6 @@ def test_demo_files_are_what_make_demo_builds():
 
 IMPORT_CHECK = """
 import sys
-import tempfile
 from sqlmetrics.cli import main
 code = main(sys.argv[1:])
 heavy = sorted(m for m in ("scipy", "pandas", "polars", "pyarrow") if m in sys.modules)

@@ -32,18 +32,13 @@ from sqlmetrics.catalogue import measures as catalogue
 from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.engines import evaluate_on
 
-from conftest import postgres_connection, spark_session, unavailable
+from conftest import MYSQL, mariadb_connection, postgres_connection, spark_session, unavailable
 
 # Servers, JVMs and drivers: left out of the fast suite (`pytest -m 'not slow'`), run by .ci/run. pyspark 4
 # warns on import that it has not caught up with pandas 3; it does not use pandas here.
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")]
 
-MYSQL = dict(host=os.environ.get("SQLMETRICS_MYSQL_HOST", "127.0.0.1"),
-             port=int(os.environ.get("SQLMETRICS_MYSQL_PORT", "3306")),
-             user=os.environ.get("SQLMETRICS_MYSQL_USER", "sqlmetrics"),
-             password=os.environ.get("SQLMETRICS_MYSQL_PASSWORD", "sqlmetrics"),
-             database=os.environ.get("SQLMETRICS_MYSQL_DATABASE", "sqlmetrics"))
 TOLERANCE = 1e-9
 
 
@@ -339,14 +334,7 @@ def _postgres(data):
 
 
 def _mariadb(data):
-    try:
-        import pymysql
-    except ImportError:
-        unavailable("pymysql is not installed (pip install pymysql)")
-    try:
-        con = pymysql.connect(charset="utf8mb4", connect_timeout=5, **MYSQL)
-    except pymysql.Error as e:
-        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+    con = mariadb_connection()
     db, prefix = MYSQL["database"], f"sqlm_{os.getpid()}_"
     with con.cursor() as cur:
         _create_all(cur.execute, cur.executemany, data, "mysql", lambda k: f"{db}.{prefix}{k}", "%s")

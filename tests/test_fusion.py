@@ -15,7 +15,7 @@ import sqlmetrics.dialects
 from sqlmetrics.catalogue.fusion import DEFAULT_NORM, fusion_methods, normalisations
 from sqlmetrics.errors import SqlmetricsError
 
-from conftest import postgres_connection, unavailable
+from conftest import mariadb_connection, postgres_connection
 
 
 def _dicts(rows) -> dict:
@@ -262,9 +262,11 @@ def test_rendered_for_sqlite(norm):
     _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), create, "sqlite", norm)
     for table in ("fuse_run0", "fuse_run1", "fuse_run2"):
         con.execute(f"DROP TABLE {table}")
-    nocase = lambda table, rows: (  # noqa: E731 - a NOCASE column keeps its collation through CAST
-        con.execute(f"CREATE TABLE {table} (query_id TEXT COLLATE NOCASE, doc_id TEXT COLLATE NOCASE, score REAL)"),
-        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows))
+
+    def nocase(table, rows):  # a NOCASE column keeps its collation through CAST
+        con.execute(f"CREATE TABLE {table} (query_id TEXT COLLATE NOCASE, doc_id TEXT COLLATE NOCASE, score REAL)")
+        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)
+
     _rendered_equals_local(lambda sql: con.execute(sql).fetchall(), nocase, "sqlite", norm, _collated_runs())
 
 
@@ -296,14 +298,7 @@ def test_rendered_for_postgres(norm):
 @pytest.mark.parametrize("norm", ["min-max", "rank"])
 def test_rendered_for_mariadb(norm):
     """MariaDB's default collation ignores case and pads trailing spaces: the ids must compare as bytes."""
-    import pymysql
-
-    from test_engines import MYSQL
-
-    try:
-        con = pymysql.connect(charset="utf8mb4", connect_timeout=5, autocommit=True, **MYSQL)
-    except pymysql.Error as e:
-        unavailable(f"no MariaDB/MySQL server at {MYSQL['host']}:{MYSQL['port']} ({e}); run .ci/engines.sh")
+    con = mariadb_connection(autocommit=True)
     prefix = f"sqlm_fuse_{os.getpid()}_"
     tables = []
 

@@ -94,18 +94,10 @@ def _fetch(engine, kind: str, sql: str) -> tuple[list, list]:
     cursor = engine.cursor()  # DB-API 2.0
     try:
         cursor.execute(sql)
+        if cursor.description is None:  # a statement without rows (CREATE TEMPORARY TABLE, DROP)
+            return [], []
         names = [d[0] for d in cursor.description]
         return [list(r) for r in cursor.fetchall()], names
-    finally:
-        cursor.close()
-
-
-def _execute(engine, sql: str) -> list:
-    """Run one statement that returns no rows through a DB-API cursor."""
-    cursor = engine.cursor()
-    try:
-        cursor.execute(sql)
-        return []
     finally:
         cursor.close()
 
@@ -190,11 +182,11 @@ def evaluation_statement(engine, measures, qrels="qrels", run="run", **options) 
     return o, kind, sql, tables
 
 
-def run_statement(engine, kind: str, sql: str, tables: dict, fetch: bool = True) -> list:
-    """The rows of one statement run on the engine (fetch=False: a DB-API statement that returns none, such
-    as CREATE TEMPORARY TABLE); its rejection is one line naming the tables' columns."""
+def run_statement(engine, kind: str, sql: str, tables: dict) -> list:
+    """The rows of one statement run on the engine (none for one without rows); its rejection is one line
+    naming the tables' columns."""
     try:
-        return _fetch(engine, kind, sql)[0] if fetch else _execute(engine, sql)
+        return _fetch(engine, kind, sql)[0]
     except Exception as e:  # noqa: BLE001 - the engine's own error type
         # One line and the tables' columns, not the whole statement; the statement is kept on the error
         # (`error.sql`, or render() with the same arguments prints it).

@@ -58,11 +58,11 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     # runs' student test: 226 scans of the run table, not finished in minutes). So the evaluation is staged in
     # a TEMPORARY table, the connection's own, which the aggregates read and which is dropped afterwards.
     staged = f"sqlmetrics_eval_{uuid.uuid4().hex[:16]}"
-    run_statement(engine, kind, f"CREATE TEMPORARY TABLE {staged} AS {sql}", tables, fetch=False)
+    run_statement(engine, kind, f"CREATE TEMPORARY TABLE {staged} AS {sql}", tables)
     try:
         return _run(engine, kind, statement, exp.select(exp.Star()).from_(staged), tables, len(segs))
     finally:
-        run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {staged}", tables, fetch=False)
+        run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {staged}", tables)
 
 
 def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: dict, k: int) -> list:
