@@ -175,6 +175,8 @@ class Plan:
     embeddings: set = field(default_factory=set)  # the output columns aggregated over the query's generated questions
     items: set = field(default_factory=set)  # the output columns aggregated over each list's items (similarities)
     item_columns: set = field(default_factory=set)  # the columns those read (which similarities to compute)
+    # The item measures' cutoffs (None: the whole list): the items below the largest are never compared.
+    item_cutoffs: list = field(default_factory=list)
     overlap: set = field(default_factory=set)  # the output columns aggregated over overlap rows (Compat)
     aggregates: list = field(default_factory=list)  # (output column, aggregate kind)
 
@@ -233,6 +235,7 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
              "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
             if m.rows == "items":
                 plan.item_columns.update(c.name for c in body.find_all(exp.Column))
+                plan.item_cutoffs.append(call.values.get("k"))
             if m.rows == "subtopics" and call.values.get("k") is not None:
                 plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
             if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):

@@ -1100,12 +1100,10 @@ ITEM_SPACES = ("feature", "cooc")
 ITEM_FEATURE_COLUMNS = {"feature_sim_above", "feature_hist_sim"}
 ITEM_HISTORY_COLUMNS = {"cooc_sim_above", "cooc_hist_sim", "feature_hist_sim"}
 _ITEM_VECTORS = {"cooc": "SELECT DISTINCT doc_id, query_id AS dimension, CAST(1 AS DOUBLE) AS value FROM history_rows"}
-_ITEM_PAIRS = [
-    ("item_base", "SELECT {k}, doc_id, rnk, CASE WHEN relevance >= {level} THEN 1 ELSE 0 END AS is_rel "
-                  "FROM ranking{depth}"),
-    ("item_list_pairs", "SELECT {k_b}, b.rnk, a.doc_id AS item_a, b.doc_id AS item_b FROM item_base AS a "
-                        "JOIN item_base AS b ON {on_a_b} AND a.rnk < b.rnk"),
-]
+_ITEM_BASE = ("item_base", "SELECT {k}, doc_id, rnk, CASE WHEN relevance >= {level} THEN 1 ELSE 0 END AS is_rel "
+                          "FROM ranking{depth}")
+_ITEM_LIST_PAIRS = ("item_list_pairs", "SELECT {k_b}, b.rnk, a.doc_id AS item_a, b.doc_id AS item_b FROM item_base AS a "
+                                       "JOIN item_base AS b ON {on_a_b} AND a.rnk < b.rnk")
 _ITEM_HISTORY_PAIRS = ("item_history_pairs", "SELECT {k_i}, i.rnk, i.doc_id AS item_a, h.doc_id AS item_b "
                                              "FROM item_base AS i JOIN history_rows AS h ON h.query_id = i.query_id")
 _ITEM_SPACE = [
@@ -1117,8 +1115,7 @@ _ITEM_SPACE = [
 ]
 # Each list item's similarities to the items above it (summed) and to the user's history (their mean).
 _ITEM_ROLLUP = "SELECT {k}, p.rnk, {values} FROM {pairs} AS p {joins} GROUP BY {k}, p.rnk"
-_ITEM_ROWS = ("SELECT {k_i}, i.rnk, i.is_rel{columns} FROM item_base AS i LEFT JOIN item_above AS a ON {on_a_i} "
-              "AND a.rnk = i.rnk{history}")
+_ITEM_ROWS = "SELECT {k_i}, i.rnk, i.is_rel{columns} FROM item_base AS i{joins}"
 
 
 def _item_vectors(items: Source) -> exp.Select:
@@ -1145,17 +1142,21 @@ def _item_vectors(items: Source) -> exp.Select:
 
 
 def _item_ctes(options: Shape, plan: Plan, items: Source | None) -> list:
-    """The CTEs computing each list's item rows (item_rows), after `ranking`: the similarities its measures read."""
+    """The CTEs computing each list's item rows (item_rows), after `ranking`: the similarities its measures read.
+    Only the items down to the largest cutoff are compared, and the pairs within a list (n(n-1)/2 of n items)
+    only for a measure that reads them: IntraListDiversity@10 reads 45 a list, Serendipity none."""
     key = list(options.list_key)
     on = lambda a, b: _join_on(a, b, key, options.segment_key)  # noqa: E731
     spaces = [s for s in ITEM_SPACES if plan.item_columns & {f"{s}_sim_above", f"{s}_hist_sim"}]
+    above = bool(plan.item_columns & {f"{s}_sim_above" for s in spaces})
     history = bool(plan.item_columns & {f"{s}_hist_sim" for s in spaces})
+    depths = [d for d in (options.depth, None if None in plan.item_cutoffs else max(plan.item_cutoffs)) if d is not None]
     fill = {"k": ", ".join(key), "k_b": ", ".join(f"b.{c}" for c in key), "k_i": ", ".join(f"i.{c}" for c in key),
-            "on_a_b": on("a", "b"), "on_a_i": on("a", "i"), "level": options.relevance_level,
-            "depth": "" if options.depth is None else f" WHERE rnk <= {options.depth}"}
-    ctes = [(name, sql.format(**fill)) for name, sql in [*_ITEM_PAIRS, *([_ITEM_HISTORY_PAIRS] if history else [])]]
-    ctes.append(("item_pairs", "SELECT DISTINCT item_a, item_b FROM item_list_pairs" +
-                 (" UNION SELECT DISTINCT item_a, item_b FROM item_history_pairs" if history else "")))
+            "on_a_b": on("a", "b"), "level": options.relevance_level,
+            "depth": f" WHERE rnk <= {min(depths)}" if depths else ""}
+    pairs = [_ITEM_BASE, *([_ITEM_LIST_PAIRS] if above else []), *([_ITEM_HISTORY_PAIRS] if history else [])]
+    ctes = [(name, sql.format(**fill)) for name, sql in pairs]
+    ctes.append(("item_pairs", " UNION ".join(f"SELECT DISTINCT item_a, item_b FROM {name}" for name, _ in pairs[1:])))
     for s in spaces:
         ctes.append((f"{s}_vectors", _ITEM_VECTORS[s] if s in _ITEM_VECTORS else _item_vectors(items)))
         ctes += [(name.format(s=s), sql.format(s=s)) for name, sql in _ITEM_SPACE]
@@ -1165,12 +1166,14 @@ def _item_ctes(options: Shape, plan: Plan, items: Source | None) -> list:
         values = ", ".join(f"{aggregate}(COALESCE({s}.sim, 0)) AS {s}_{suffix}" for s in spaces)
         return _ITEM_ROLLUP.format(k=", ".join(f"p.{c}" for c in key), values=values, pairs=pairs, joins=joins)
 
-    ctes.append(("item_above", rollup("item_list_pairs", "SUM", "sim_above")))
-    columns = "".join(f", COALESCE(a.{s}_sim_above, 0) AS {s}_sim_above" for s in spaces)
-    joined = ""
+    columns, joined = "", ""
+    if above:
+        ctes.append(("item_above", rollup("item_list_pairs", "SUM", "sim_above")))
+        columns += "".join(f", COALESCE(a.{s}_sim_above, 0) AS {s}_sim_above" for s in spaces)
+        joined += f" LEFT JOIN item_above AS a ON {on('a', 'i')} AND a.rnk = i.rnk"
     if history:  # NULL for a user without training items
         ctes.append(("item_history", rollup("item_history_pairs", "AVG", "hist_sim")))
         columns += "".join(f", h.{s}_hist_sim" for s in spaces)
-        joined = f" LEFT JOIN item_history AS h ON {on('h', 'i')} AND h.rnk = i.rnk"
-    ctes.append(("item_rows", _ITEM_ROWS.format(columns=columns, history=joined, **fill)))
+        joined += f" LEFT JOIN item_history AS h ON {on('h', 'i')} AND h.rnk = i.rnk"
+    ctes.append(("item_rows", _ITEM_ROWS.format(columns=columns, joins=joined, **fill)))
     return [(name, sql if isinstance(sql, exp.Expression) else _parse_ours(sql)) for name, sql in ctes]

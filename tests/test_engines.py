@@ -629,3 +629,49 @@ def test_per_query_order_and_shape_match_evaluate(data, reference, engines):
     assert got.per_query.column_names == want.per_query.column_names
     assert got.per_query.select(["run", "query_id"]).to_pylist() == want.per_query.select(["run", "query_id"]).to_pylist()
     assert list(got.aggregate) == list(want.aggregate) and got.measures == want.measures
+
+
+def test_mariadb_looks_up_judgments_by_key():
+    """MariaDB merged the judgments CTE into the join with the run and compared every run row with every
+    judgment through their cast ids (20k run rows took 28 s, growing with the square). The plan must
+    not scan the qrels table once per block of run rows; the same statement gives evaluate()'s values."""
+    import json
+
+    con = mariadb_connection(autocommit=True)
+    prefix = f"sqlm_keys_{os.getpid()}_"
+    rng = random.Random(7)
+    qrels = [(f"q{q}", f"d{rng.randrange(10**6)}", rng.choice([0, 1, 2])) for q in range(60) for _ in range(15)]
+    run = [(f"q{q}", f"d{rng.randrange(10**6)}", round(rng.random(), 3)) for q in range(60) for _ in range(40)]
+    run += [(q, d, 2.0) for q, d, _ in qrels[::2]]
+    try:
+        with con.cursor() as cur:
+            for table, value, rows in (("qrels", "relevance INT", qrels), ("run", "score DOUBLE", run)):
+                cur.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+                cur.execute(f"CREATE TABLE {prefix}{table} (query_id VARCHAR(20), doc_id VARCHAR(20), {value})")
+                cur.executemany(f"INSERT INTO {prefix}{table} VALUES (%s, %s, %s)", rows)
+            sql = sqlmetrics.render(["AP", "nDCG@10"], dialect="mysql", qrels=f"{prefix}qrels", run=f"{prefix}run",
+                                    per_query=True)
+            cur.execute("EXPLAIN FORMAT=JSON " + sql)
+            plan = json.loads(cur.fetchall()[0][0])
+
+        def buffered_tables(node, in_buffer=False):
+            """The base tables the plan reads inside a block nested-loop join (once per block of the other side)."""
+            if isinstance(node, list):
+                return [t for item in node for t in buffered_tables(item, in_buffer)]
+            if not isinstance(node, dict):
+                return []
+            found = [node["table"]["table_name"]] if in_buffer and isinstance(node.get("table"), dict) else []
+            return found + [t for key, value in node.items()
+                            for t in buffered_tables(value, in_buffer or key == "block-nl-join")]
+
+        assert f"{prefix}qrels" not in buffered_tables(plan)
+        got = evaluate_on(con, ["AP", "nDCG@10"], qrels=f"{prefix}qrels", run=f"{prefix}run")
+        names = ("query_id", "doc_id")
+        want = sqlmetrics.evaluate(pa.table(dict(zip((*names, "relevance"), zip(*qrels)))),
+                                   pa.table(dict(zip((*names, "score"), zip(*run)))), ["AP", "nDCG@10"])
+        assert got.aggregate == pytest.approx(want.aggregate, abs=1e-12)
+    finally:
+        with con.cursor() as cur:
+            for table in ("qrels", "run"):
+                cur.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+        con.close()

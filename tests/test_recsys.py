@@ -372,6 +372,41 @@ def test_diversity_and_serendipity_equal_recommenders(seed, categories):
     _check_per_user(results, want)
 
 
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_similarities_at_a_cutoff_equal_recommenders_on_the_top_items(seed):
+    """Measures at cutoffs compare only the items down to the largest of them (and, without a measure reading
+    pairs within a list, none of those): each equals Recommenders' on the lists cut to its own k, next to a
+    measure over the whole list, and without one."""
+    history, reco, test = generated(seed, k=8)
+    relevant_pairs = set(zip(test["userID"], test["itemID"]))
+    # Sorted as sqlmetrics ranks: score descending, then the item id descending.
+    ranked = reco.sort_values(["userID", "prediction", "itemID"], ascending=[True, False, False])
+    top = {k: ranked.groupby("userID").head(k).reset_index(drop=True) for k in (2, 3, 4)}
+    relevant = {k: pd.Series([float(p in relevant_pairs) for p in zip(t["userID"], t["itemID"])]) for k, t in top.items()}
+    features = item_features(seed, categories=False)[0]
+    columns = {"query_id": "userID", "doc_id": "itemID"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as test_diversity_and_serendipity_equal_recommenders
+        cooc = {k: cooccurrence_oracle(history, top[k], relevant[k]) for k in top}
+        feats = {k: features_oracle(history, top[k], relevant[k], features) for k in top}
+        whole = cooccurrence_oracle(history, reco, pd.Series([float(p in relevant_pairs)
+                                                              for p in zip(reco["userID"], reco["itemID"])]))
+        cases = [
+            {"IntraListDiversity@3": cooc[3]["IntraListDiversity"],
+             "Serendipity(similarity=features)@2": feats[2]["Serendipity(similarity=features)"],
+             "Serendipity(weight=relevant)": whole["Serendipity(weight=relevant)"]},
+            {"Serendipity@4": cooc[4]["Serendipity"],
+             "Serendipity(similarity=features,weight=relevant)@2":
+                 feats[2]["Serendipity(similarity=features,weight=relevant)"]},
+        ]
+        for want in cases:
+            results = sqlmetrics.evaluate(test, reco, list(want), history=history.assign(rating=1), items=features,
+                                          columns={**columns, "score": "prediction", "vector": "features"},
+                                          qrels_columns={**columns, "relevance": "rating"})
+            _check_per_user(results, want)
+
+
 def _similarities(items, measures, **options):
     """measures over a small run, its items compared by their features (items=)."""
     run = {"u1": {"i1": 3.0, "i2": 2.0, "i3": 1.0}}

@@ -11,7 +11,10 @@ dialects that need them:
 - SQL Server's POWER returns the type of its first argument (POWER(0.8, 2) is 0.6 there): cast it to FLOAT;
 - Oracle cannot compare CLOBs, which is what sqlglot makes of an unbounded VARCHAR;
 - a run of lists (list_run) is unnested WITH ORDINALITY, positions from 1: where they count from 0 (BigQuery,
-  Spark, Databricks, Snowflake) the rank is the position + 1, and ClickHouse has ARRAY JOIN instead.
+  Spark, Databricks, Snowflake) the rank is the position + 1, and ClickHouse has ARRAY JOIN instead;
+- MariaDB merges a plain CTE into the query that reads it, so the run joined with the judgments became a
+  nested loop over their base tables' cast ids (every run row against every judgment: 28 s for 20k run rows);
+  a LIMIT keeps the judgments a table of their own, which it indexes on the join's columns (0.1 s).
 """
 from __future__ import annotations
 
@@ -54,6 +57,8 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
     _ordered_by_bytes(tree, info)
     if info.ids == "binary":
         _text_keys_out(tree, {*options.run_key, *options.segment_key, "query_id"})
+    if info.name == "mysql":
+        _materialized(tree, ("judgments",))
     # The final ORDER BY keys are never NULL: spell them as the dialect's default NULL order (no NULLS clause).
     small = _SqlglotDialect.get_or_raise(info.sqlglot).NULL_ORDERING == "nulls_are_small"
     for ordered in tree.args["order"].expressions if tree.args.get("order") else []:
@@ -84,6 +89,19 @@ def portable_fusion(tree: exp.Expression, info: DialectInfo) -> exp.Expression:
     if info.ids == "binary":
         _text_keys_out(tree, {"query_id", "doc_id"})
     return _types_and_functions(tree, info)
+
+
+# MySQL's documented way to say "every row" in a LIMIT (the largest BIGINT UNSIGNED).
+_EVERY_ROW = exp.Literal.number(18446744073709551615)
+
+
+def _materialized(tree: exp.Expression, names: tuple) -> None:
+    """MySQL/MariaDB: these CTEs are materialized, not merged into the queries that read them. A derived table
+    with a LIMIT cannot be merged; one that holds every row changes nothing else."""
+    for name in names:
+        select = _cte(tree, name)
+        if select is not None and not select.args.get("limit"):
+            select.set("limit", exp.Limit(expression=_EVERY_ROW.copy()))
 
 
 def _ordered_by_bytes(tree: exp.Expression, info: DialectInfo) -> None:

@@ -10,6 +10,7 @@ WITH judgments AS (
     CAST(CAST(chunk_id AS CHAR) AS BINARY) AS doc_id,
     CAST(relevant AS DOUBLE) AS relevance
   FROM rag.eval.context_judgments
+  LIMIT 18446744073709551615
 ), run_rows AS (
   SELECT
     CAST(CAST(question_id AS CHAR) AS BINARY) AS query_id,

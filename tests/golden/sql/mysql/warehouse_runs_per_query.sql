@@ -10,6 +10,7 @@ WITH judgments AS (
     CAST(CAST(item_id AS CHAR) AS BINARY) AS doc_id,
     CAST(rating AS DOUBLE) AS relevance
   FROM analytics.eval.qrels
+  LIMIT 18446744073709551615
 ), run_rows AS (
   SELECT
     CAST(CAST(experiment_arm AS CHAR) AS BINARY) AS run_name,
