@@ -155,7 +155,15 @@ def test_a_bad_output_leaves_nothing(tmp_path):
         sqlmetrics.fuse(RUNS, "rrf", output=tmp_path / "missing" / "fused.run")
     with pytest.raises(SqlmetricsError, match="not a number"):
         sqlmetrics.fuse([RUNS[0], {"q1": {"d1": "x"}}], "rrf", output=tmp_path / "fused.run")
+    # TREC text splits its lines on whitespace: an id or a tag holding some cannot be written there
+    spaced = [RUNS[0], {"q1": {"d 2": 2.0}}]
+    with pytest.raises(SqlmetricsError, match="TREC text cannot hold the id 'd 2'"):
+        sqlmetrics.fuse(spaced, "rrf", output=tmp_path / "fused.run")
+    with pytest.raises(SqlmetricsError, match="tag='my run'"):
+        sqlmetrics.fuse(RUNS, "rrf", output=tmp_path / "fused.run", tag="my run")
     assert list(tmp_path.iterdir()) == []
+    sqlmetrics.fuse(spaced, "rrf", output=tmp_path / "fused.parquet")  # which Parquet holds as it is
+    assert "d 2" in duckdb.sql(f"SELECT doc_id FROM '{tmp_path}/fused.parquet'").fetchnumpy()["doc_id"]
 
 
 # ---------------------------------------------------------------------------------------------- strict headers

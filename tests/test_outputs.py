@@ -371,6 +371,27 @@ def test_convert_reads_standard_input(files, capsys, monkeypatch):
     assert code == 2 and "the qrels '-' (standard input) is empty" in err, err
 
 
+def test_convert_writes_scores_exactly_and_refuses_ids_trec_text_cannot_hold(files, capsys):
+    """Every score comes back as the same double (shortest round-trip text; a whole number without '.0', as
+    trec_eval's own files); an id or tag with whitespace would split its line, so it is refused, naming it."""
+    scores = [0.1, 1e-07, 2.0, -3.0, 1e20, 1 / 3, 0.30000000000000004, 123456789.123, 2.5e-310, 1.7976931348623157e308]
+    rows = "".join(f"q1,d{i},{score!r}\n" for i, score in enumerate(scores))
+    (files / "s.csv").write_text("query_id,doc_id,score\n" + rows)
+    code, out, err = run_cli(capsys, "convert", "run", "s.csv", "-o", "s.txt", "--tag", "t")
+    assert code == 0, err
+    lines = [line.split(" ") for line in (files / "s.txt").read_text().splitlines()]
+    assert {fields[2]: float(fields[4]) for fields in lines} == {f"d{i}": score for i, score in enumerate(scores)}
+    assert {fields[2]: fields[4] for fields in lines}["d2"] == "2" and all(len(fields) == 6 for fields in lines)
+    for doc in ["d 1", "d\t1"]:
+        (files / "spaced.csv").write_text(f"query_id,doc_id,score\nq1,d0,1\nq1,\"{doc}\",2\n")
+        (files / "out.txt").write_text("previous")
+        code, out, err = run_cli(capsys, "convert", "run", "spaced.csv", "-o", "out.txt")
+        assert code == 2 and f"TREC text cannot hold the id {doc!r}" in err, err
+        assert (files / "out.txt").read_text() == "previous" and leftovers(files) == []
+    code, out, err = run_cli(capsys, "convert", "run", "s.csv", "--tag", "my run")
+    assert code == 2 and out == "" and "--tag 'my run'" in err, err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "bad.txt", "-o", "out.parquet"], "line 2"),
     (["run", "run.txt", "-f", "parquet"], "-f parquet is not text for a terminal"),

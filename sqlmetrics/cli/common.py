@@ -7,6 +7,7 @@ import errno
 import gzip
 import io
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -181,26 +182,63 @@ class TableOutput:
                          for i, n in enumerate(self.names)})
 
 
+@dataclass
+class ArrowOutput:
+    """A pyarrow Table for -o to write as a TableOutput is, built by DuckDB: millions of rows, no Python loop."""
+
+    table: object
+    key: tuple
+    fmt: str
+    into_mode: str = "create"
+
+
+@dataclass
+class TextFile:
+    """Text DuckDB wrote to a file in this process's folder (millions of lines, never in memory whole): copied
+    to stdout in chunks, or into place atomically; removed afterwards."""
+
+    path: str
+
+
 def write_output(content, path: str | None) -> None:
     """Write text to stdout, or atomically to a file: a temp file beside it, then a rename (local.output);
-    a TableOutput through local.output.write_table."""
-    if isinstance(content, TableOutput):
-        write_table(content.arrow(), path, content.fmt, f"--output {path!r}", content.into_mode, content.key)
+    a TableOutput or ArrowOutput through local.output.write_table; a TextFile's text the same way, streamed."""
+    if isinstance(content, (TableOutput, ArrowOutput)):
+        table = content.table if isinstance(content, ArrowOutput) else content.arrow()
+        write_table(table, path, content.fmt, f"--output {path!r}", content.into_mode, content.key)
         return
-    text = content
-    if not path or path in STDOUT_NAMES:
+    if isinstance(content, TextFile):
         try:
-            sys.stdout.write(text)
-        except UnicodeEncodeError:  # a terminal that cannot show superscripts or dashes: never fail on that
-            sys.stdout.flush()
-            sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", errors="replace"))
-        sys.stdout.flush()
+            if not path or path in STDOUT_NAMES:
+                with open(content.path, encoding="utf-8", newline="") as f:
+                    while chunk := f.read(1 << 20):
+                        _to_stdout(chunk)
+                return
+            _to_file(path, lambda tmp: shutil.copyfile(content.path, tmp))
+        finally:
+            os.unlink(content.path)
+        return
+    if not path or path in STDOUT_NAMES:
+        _to_stdout(content)
         return
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+            f.write(content)
 
+    _to_file(path, write)
+
+
+def _to_stdout(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # a terminal that cannot show superscripts or dashes: never fail on that
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", errors="replace"))
+    sys.stdout.flush()
+
+
+def _to_file(path: str, write) -> None:
     try:
         replace_file(path, f"--output {path!r}", write)
     except OSError as e:

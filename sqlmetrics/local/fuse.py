@@ -17,7 +17,8 @@ from ..statement import READ
 from . import checks
 from ..options import EVALUATE, resolve
 from .evaluate import _is_run_dict, _source, connect, evaluate_local, python_rows
-from .output import EXTENSIONS, TABLE_FORMATS, database_target, replace_file, writable_target, write_table
+from .output import (EXTENSIONS, TABLE_FORMATS, database_target, refuse_spaced_ids, replace_file, trec_number,
+                     writable_target, write_table, write_trec)
 from .readers import load
 
 FUSED_COLUMNS = ("query_id", "doc_id", "rank", "score")
@@ -52,8 +53,8 @@ def ranked_sql(fused_sql: str, tag: str | None = None) -> str:
     rank = "ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC)"
     if tag is None:
         return f"SELECT query_id, doc_id, {rank} AS rank, score FROM ({fused_sql}) ORDER BY query_id, rank"
-    return (f"SELECT query_id, 'Q0' AS q0, doc_id, {rank} AS rank, score, {_lit(tag)} AS tag FROM ({fused_sql}) "
-            "ORDER BY query_id, rank")
+    return (f"SELECT query_id, 'Q0' AS q0, doc_id, {rank} AS rank, {trec_number('score')} AS score_text, {_lit(tag)} AS tag "
+            f"FROM ({fused_sql}) ORDER BY query_id, rank")
 
 
 def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", columns: dict | None = None, **params):
@@ -89,9 +90,13 @@ def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", colum
             # The package's one writer of tables: atomic files, a DuckDB table replaced in one transaction.
             write_table(table, output, fmt, name, "replace" if fmt == "duckdb" else "create", ("query_id", "doc_id"))
             return None
-        query = ranked_sql(sql, tag)  # TREC text (any other name): `query Q0 doc rank score tag`
-        replace_file(output, name, lambda tmp: con.execute(
-            f"COPY ({query}) TO {_lit(str(tmp))} (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')"))
+        # TREC text (any other name): `query Q0 doc rank score tag`
+        if any(ch.isspace() for ch in tag):
+            raise SqlmetricsError(f"tag={tag!r}: a TREC run's tag is one field; give one without whitespace.")
+        for source in sources:
+            ids = tuple(source.columns[r].sql(READ) for r in ("query_id", "doc_id"))
+            refuse_spaced_ids(con, source.table.sql(READ), ids, name)
+        replace_file(output, name, lambda tmp: write_trec(con, ranked_sql(sql, tag), str(tmp)))
         return None
     finally:
         con.close()

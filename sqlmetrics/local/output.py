@@ -19,6 +19,7 @@ import duckdb
 
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
+from ..identifiers import sql_literal as _lit
 from .readers import _split_duckdb_target
 
 # The format each extension of an output file names. A command takes those it can write (FORMATS of
@@ -229,6 +230,35 @@ def _json(lines: bool):
 
 _WRITERS = {"parquet": _parquet, "csv": _delimited(","), "tsv": _delimited("\t"), "json": _json(False),
             "jsonl": _json(True)}
+
+
+# trec_eval splits its lines on C's whitespace (isspace): a TREC text field can hold none of these.
+_WHITESPACE = ("chr(32)", "chr(9)", "chr(10)", "chr(11)", "chr(12)", "chr(13)")
+
+
+def trec_number(column: str) -> str:
+    """SQL for a grade or score as TREC text: a whole number without a decimal point (2, not 2.0), any other
+    in its shortest round-trip form (DuckDB's text of a DOUBLE is Python's repr)."""
+    return (f"CASE WHEN {column} = trunc({column}) AND abs({column}) < 1e38 THEN CAST(CAST({column} AS HUGEINT) "
+            f"AS VARCHAR) ELSE CAST({column} AS VARCHAR) END")
+
+
+def refuse_spaced_ids(con, source: str, ids: tuple, name: str) -> None:
+    """Before writing TREC text from `source` (a table or a query's text in parentheses): an id holding
+    whitespace would split its line into other fields; refused, naming it."""
+    spaced = " OR ".join(f"contains(CAST({c} AS VARCHAR), {w})" for c in ids for w in _WHITESPACE)
+    found = con.execute(f"SELECT {', '.join(f'CAST({c} AS VARCHAR)' for c in ids)} FROM {source} WHERE {spaced} "
+                        "LIMIT 1").fetchall()
+    if found:
+        value = next(v for v in found[0] if any(ch.isspace() for ch in v))
+        raise SqlmetricsError(f"{name}: TREC text cannot hold the id {value!r}: its whitespace would split the line "
+                              "into other fields. Write another format (e.g. .parquet or .csv), or change the id.")
+
+
+def write_trec(con, query: str, path: str) -> None:
+    """The rows of `query` (TREC text's fields, in their order; ids without whitespace) written by DuckDB to
+    `path`, a line each, fields separated by one space: millions of lines, no Python loop, never all in memory."""
+    con.execute(f"COPY ({query}) TO {_lit(path)} (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')")
 
 
 def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple, name: str) -> None:
