@@ -216,15 +216,20 @@ def _delimited(delimiter: str):
 
 
 def _json(lines: bool):
-    """JSON (an array of objects) or JSON Lines: numbers as numbers, NaN as null, dates as ISO text."""
+    """JSON (an array of objects) or JSON Lines: numbers as numbers, NaN as null, dates as ISO text. Written a
+    batch of rows at a time: a run of millions of rows as Python dicts at once took gigabytes."""
     def write(table, tmp: str) -> None:
-        records = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in table.to_pylist()]
+        encode = json.JSONEncoder(ensure_ascii=False, default=str, indent=None if lines else 2).encode
         with open(tmp, "w", encoding="utf-8") as f:
-            if lines:
-                f.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
-            else:
-                json.dump(records, f, ensure_ascii=False, indent=2, default=str)
-                f.write("\n")
+            first = True
+            for batch in table.to_batches(max_chunksize=65536):
+                for row in batch.to_pylist():
+                    text = encode({k: None if isinstance(v, float) and v != v else v for k, v in row.items()})
+                    # json.dump(rows, indent=2)'s layout, one object at a time: each indented inside the array
+                    f.write(text + "\n" if lines else ("[\n  " if first else ",\n  ") + text.replace("\n", "\n  "))
+                    first = False
+            if not lines:
+                f.write("[]\n" if first else "\n]\n")
     return write
 
 
