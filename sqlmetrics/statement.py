@@ -1150,7 +1150,8 @@ def _item_ctes(options: Shape, plan: Plan, items: Source | None) -> list:
     spaces = [s for s in ITEM_SPACES if plan.item_columns & {f"{s}_sim_above", f"{s}_hist_sim"}]
     above = bool(plan.item_columns & {f"{s}_sim_above" for s in spaces})
     history = bool(plan.item_columns & {f"{s}_hist_sim" for s in spaces})
-    depths = [d for d in (options.depth, None if None in plan.item_cutoffs else max(plan.item_cutoffs)) if d is not None]
+    deepest_item = None if None in plan.item_cutoffs else max(plan.item_cutoffs)  # None: some measure reads all
+    depths = [d for d in (options.depth, deepest_item) if d is not None]
     fill = {"k": ", ".join(key), "k_b": ", ".join(f"b.{c}" for c in key), "k_i": ", ".join(f"i.{c}" for c in key),
             "on_a_b": on("a", "b"), "level": options.relevance_level,
             "depth": f" WHERE rnk <= {min(depths)}" if depths else ""}

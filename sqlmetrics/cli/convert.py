@@ -13,7 +13,8 @@ from ..local.evaluate import connect
 from ..local.output import process_folder, refuse_spaced_ids, trec_number, write_trec
 from ..local.readers import load
 from ..options import CONVERT_CMD
-from .common import ArrowOutput, TextFile, UsageError, add_option_flags, chosen_format, role_pairs, spool_stdin, trec_tag
+from .common import (ArrowOutput, TextFile, UsageError, add_option_flags, chosen_format, role_pairs, spool_stdin,
+                     trec_tag)
 
 FORMATS = ("trec", "csv", "tsv", "jsonl", "parquet")
 # The columns written, in order, with their types; a run's rank_position only when it has one.
@@ -58,8 +59,8 @@ def run(args) -> tuple:
         else:
             checks.check(con, loaded, "qrels")
         present = {r: t for r, t in COLUMNS[args.kind].items() if r in loaded.columns}
-        typed = (f"SELECT {', '.join(f'CAST({_q(loaded.columns[r])} AS {SQL_TYPES[t]}) AS {r}' for r, t in present.items())} "
-                 f"FROM {loaded.view}")
+        casts = [f"CAST({_q(loaded.columns[r])} AS {SQL_TYPES[t]}) AS {r}" for r, t in present.items()]
+        typed = f"SELECT {', '.join(casts)} FROM {loaded.view}"
         if fmt != "trec":
             import pyarrow as pa  # only here: TREC text, the default, is written without it
 
@@ -70,7 +71,8 @@ def run(args) -> tuple:
         if args.kind == "qrels":
             query = f"SELECT query_id, '0', doc_id, {trec_number('relevance')} FROM ({typed}) ORDER BY ALL"
         else:
-            tag = args.tag or trec_tag(source) or ("stdin" if source != args.input else Path(args.input).name.split(".")[0])
+            stem = "stdin" if source != args.input else Path(args.input).name.split(".")[0]
+            tag = args.tag or trec_tag(source) or stem
             if any(ch.isspace() for ch in tag):
                 raise UsageError(f"--tag {tag!r}: a TREC run's tag is one field; give one without whitespace.")
             if "rank_position" not in present:

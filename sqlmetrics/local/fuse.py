@@ -53,8 +53,8 @@ def ranked_sql(fused_sql: str, tag: str | None = None) -> str:
     rank = "ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC)"
     if tag is None:
         return f"SELECT query_id, doc_id, {rank} AS rank, score FROM ({fused_sql}) ORDER BY query_id, rank"
-    return (f"SELECT query_id, 'Q0' AS q0, doc_id, {rank} AS rank, {trec_number('score')} AS score_text, {_lit(tag)} AS tag "
-            f"FROM ({fused_sql}) ORDER BY query_id, rank")
+    return (f"SELECT query_id, 'Q0' AS q0, doc_id, {rank} AS rank, {trec_number('score')} AS score_text, "
+            f"{_lit(tag)} AS tag FROM ({fused_sql}) ORDER BY query_id, rank")
 
 
 def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", columns: dict | None = None, **params):
