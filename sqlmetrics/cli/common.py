@@ -191,6 +191,9 @@ class ArrowOutput:
     fmt: str
     into_mode: str = "create"
 
+    def arrow(self):
+        return self.table
+
 
 @dataclass
 class TextFile:
@@ -204,8 +207,7 @@ def write_output(content, path: str | None) -> None:
     """Write text to stdout, or atomically to a file: a temp file beside it, then a rename (local.output);
     a TableOutput or ArrowOutput through local.output.write_table; a TextFile's text the same way, streamed."""
     if isinstance(content, (TableOutput, ArrowOutput)):
-        table = content.table if isinstance(content, ArrowOutput) else content.arrow()
-        write_table(table, path, content.fmt, f"--output {path!r}", content.into_mode, content.key)
+        write_table(content.arrow(), path, content.fmt, f"--output {path!r}", content.into_mode, content.key)
         return
     if isinstance(content, TextFile):
         try:

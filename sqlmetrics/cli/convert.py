@@ -10,7 +10,7 @@ from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..local import checks
 from ..local.evaluate import connect
-from ..local.output import process_folder, refuse_spaced_ids, trec_number, write_trec
+from ..local.output import process_folder, refuse_spaced_ids, refuse_spaced_tag, trec_number, write_trec
 from ..local.readers import load
 from ..options import CONVERT_CMD
 from .common import (ArrowOutput, TextFile, UsageError, add_option_flags, chosen_format, role_pairs, spool_stdin,
@@ -73,16 +73,14 @@ def run(args) -> tuple:
         else:
             stem = "stdin" if source != args.input else Path(args.input).name.split(".")[0]
             tag = args.tag or trec_tag(source) or stem
-            if any(ch.isspace() for ch in tag):
-                raise UsageError(f"--tag {tag!r}: a TREC run's tag is one field; give one without whitespace.")
+            refuse_spaced_tag(tag, f"--tag {tag!r}")
             if "rank_position" not in present:
                 # TREC text needs a rank: trec_eval's own order, score descending, then document id descending
                 typed = (f"SELECT *, ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC) "
                          f"AS rank_position FROM ({typed})")
             query = (f"SELECT query_id, 'Q0', doc_id, rank_position, {trec_number('score')}, {_lit(tag)} "
                      f"FROM ({typed}) ORDER BY query_id, rank_position, doc_id")
-        refuse_spaced_ids(con, f"({typed})", ("query_id", "doc_id"),
-                          f"--output {args.output!r}" if args.output else "standard output")
+        refuse_spaced_ids(con, loaded, f"--output {args.output!r}" if args.output else "standard output")
         fd, spool = tempfile.mkstemp(dir=process_folder(), prefix="convert-", suffix=".txt")
         os.close(fd)
         try:

@@ -17,8 +17,8 @@ from ..statement import READ
 from . import checks
 from ..options import EVALUATE, resolve
 from .evaluate import _is_run_dict, _source, connect, evaluate_local, python_rows
-from .output import (EXTENSIONS, TABLE_FORMATS, database_target, refuse_spaced_ids, replace_file, trec_number,
-                     writable_target, write_table, write_trec)
+from .output import (EXTENSIONS, TABLE_FORMATS, database_target, refuse_spaced_ids, refuse_spaced_tag, replace_file,
+                     trec_number, writable_target, write_table, write_trec)
 from .readers import load
 
 FUSED_COLUMNS = ("query_id", "doc_id", "rank", "score")
@@ -91,11 +91,9 @@ def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", colum
             write_table(table, output, fmt, name, "replace" if fmt == "duckdb" else "create", ("query_id", "doc_id"))
             return None
         # TREC text (any other name): `query Q0 doc rank score tag`
-        if any(ch.isspace() for ch in tag):
-            raise SqlmetricsError(f"tag={tag!r}: a TREC run's tag is one field; give one without whitespace.")
-        for source in sources:
-            ids = tuple(source.columns[r].sql(READ) for r in ("query_id", "doc_id"))
-            refuse_spaced_ids(con, source.table.sql(READ), ids, name)
+        refuse_spaced_tag(tag, f"tag={tag!r}")
+        for loaded in inputs:
+            refuse_spaced_ids(con, loaded, name)
         replace_file(output, name, lambda tmp: write_trec(con, ranked_sql(sql, tag), str(tmp)))
         return None
     finally:

@@ -248,16 +248,24 @@ def trec_number(column: str) -> str:
             f"AS VARCHAR) ELSE CAST({column} AS VARCHAR) END")
 
 
-def refuse_spaced_ids(con, source: str, ids: tuple, name: str) -> None:
-    """Before writing TREC text from `source` (a table or a query's text in parentheses): an id holding
-    whitespace would split its line into other fields; refused, naming it."""
-    spaced = " OR ".join(f"contains(CAST({c} AS VARCHAR), {w})" for c in ids for w in _WHITESPACE)
-    found = con.execute(f"SELECT {', '.join(f'CAST({c} AS VARCHAR)' for c in ids)} FROM {source} WHERE {spaced} "
-                        "LIMIT 1").fetchall()
+def refuse_spaced_ids(con, loaded, name: str) -> None:
+    """Before writing TREC text from a loaded input: an id holding whitespace would split its line into other
+    fields; refused, naming it. An input read from TREC text cannot hold one (its fields were split so)."""
+    if loaded.fixed_columns:
+        return
+    ids = [f"CAST({_q(loaded.columns[r])} AS VARCHAR)" for r in ("query_id", "doc_id")]
+    spaced = " OR ".join(f"contains({c}, {w})" for c in ids for w in _WHITESPACE)
+    found = con.execute(f"SELECT {', '.join(ids)} FROM {loaded.view} WHERE {spaced} LIMIT 1").fetchall()
     if found:
         value = next(v for v in found[0] if any(ch.isspace() for ch in v))
         raise SqlmetricsError(f"{name}: TREC text cannot hold the id {value!r}: its whitespace would split the line "
                               "into other fields. Write another format (e.g. .parquet or .csv), or change the id.")
+
+
+def refuse_spaced_tag(tag: str, shown: str) -> None:
+    """A TREC run's tag is its sixth field: whitespace in it would make more. `shown`: the option as given."""
+    if any(ch.isspace() for ch in tag):
+        raise SqlmetricsError(f"{shown}: a TREC run's tag is one field; give one without whitespace.")
 
 
 def write_trec(con, query: str, path: str) -> None:
