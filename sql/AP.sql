@@ -11,5 +11,5 @@
 -- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q2 d7 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6, q2 d8 0.5, q2 d7 0.4 => 5/12
 -- note: The `_avgjg` spellings are trec_eval's -R qrels_jg measures: with qrels_format='qrels_jg' every measure
 --   is computed per judgment group (the qrels' second field) and averaged over the query's groups, in the
---   statement (statement.py), not here. With ordinary qrels each query is one group, and they equal this measure.
+--   statement (statement/), not here. With ordinary qrels each query is one group, and they equal this measure.
 SUM(CASE WHEN rnk <= :k AND is_rel = 1 THEN CAST(rel_so_far AS DOUBLE) / rnk ELSE 0 END) / NULLIF(num_rel, 0)

@@ -15,6 +15,6 @@
 --   c = 0 (R = 0, or a tiny mult) leaves NULL, the empty value 0, as in trec_eval. mult=1 is Rprec.
 -- note: The `_avgjg` spellings are trec_eval's -R qrels_jg measures: with qrels_format='qrels_jg' every measure
 --   is computed per judgment group (the qrels' second field) and averaged over the query's groups, in the
---   statement (statement.py), not here. With ordinary qrels each query is one group, and they equal this measure.
+--   statement (statement/), not here. With ordinary qrels each query is one group, and they equal this measure.
 CAST(SUM(CASE WHEN rnk <= FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9) THEN is_rel ELSE 0 END) AS DOUBLE)
   / NULLIF(FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9), 0)

@@ -24,7 +24,7 @@
 -- the others: read it as MAX(num_ret), NULL for a list with no ranked document) and the collection columns;
 -- the template's windows run over them.
 --
--- Preference rows (templates with `rows: preferences`, trec_eval's prefs_* measures; statement.py builds
+-- Preference rows (templates with `rows: preferences`, trec_eval's prefs_* measures; statement/ builds
 -- them). A judgment group's preferences are the pairs of its documents at different levels within one of
 -- its subgroups, closed under transitivity; with qrels_format='qrels' every query is one group of one
 -- subgroup, its grades the levels. Documents are ordered as trec_eval orders them: the retrieved ones by
@@ -41,7 +41,7 @@
 --   rn, rn_ret    the group's prefs_avgjg_Rnonrel (_ret) ratio, NULL where trec_eval divides 0 by 0
 --   num_jgs       the number of judgment groups of the query
 --
--- Subtopic rows (templates with `rows: subtopics`, ndeval's diversity measures; statement.py builds them from
+-- Subtopic rows (templates with `rows: subtopics`, ndeval's diversity measures; statement/ builds them from
 -- subtopic qrels, qrels_format='subtopics'). A judgment is relevant to its subtopic when its grade reaches the
 -- relevance level. A list has rows of three kinds (row_kind), with these columns on every row:
 --   row_kind      'run': one per ranked document and subtopic it is relevant to;
@@ -55,13 +55,13 @@
 --   ideal_gain    'ideal': the gain of the ideal ranking's document at that position (0 elsewhere)
 --   subtopics     the query's subtopics with a relevant document (ndeval's actual subtopics)
 --
--- Overlap rows (templates with `rows: overlap`, ir_measures' Compat; statement.py builds them): one row per depth
+-- Overlap rows (templates with `rows: overlap`, ir_measures' Compat; statement/ builds them): one row per depth
 -- rnk = 1..D of each list, D the larger of its length and num_rel (its relevant judgments: graded at least the
 -- relevance level), with overlap_count, how many documents the list's top rnk and its ideal ranking's top rnk
 -- share. The ideal ranking is the list's own: the relevant judgments by grade, equal grades in the list's order,
 -- the unretrieved ones after them. A list with no row (nothing ranked, nothing relevant) takes the empty value.
 --
--- Recommendation rows (templates with `rows: recommendations`, one value per run: statement.py builds them).
+-- Recommendation rows (templates with `rows: recommendations`, one value per run: statement/ builds them).
 -- One row per item the run recommends (its lists pooled: every list of the run, judged or not), with:
 --   item_recs      how many of the run's lists recommend the item
 --   num_recs       the run's recommendations (its rows), on every row
@@ -79,7 +79,7 @@
 --   score_rank     the pair's rank among the run's pairs by prediction, ascending; tied scores share their mean rank
 --   user_pairs, user_pos, user_score_rank     the same within the pair's list (user)
 --
--- Judged statements (templates with `rows: verdicts`, RAG measures: statement.py reads them from verdicts=). The
+-- Judged statements (templates with `rows: verdicts`, RAG measures: statement/ reads them from verdicts=). The
 -- rows of the list's query (every list of that query reads the same), with:
 --   statement_of   'answer' (a claim of the generated answer), 'reference' (a claim of the reference answer) or
 --                  'context' (a sentence of the retrieved context)
@@ -90,7 +90,7 @@
 --   cosine         the cosine similarity of its embedding with the question asked's
 --   noncommittal   1 when that generation judged the answer noncommittal, else 0
 --
--- Item rows (templates with `rows: items`, per list: statement.py builds them). One row per ranked item of the
+-- Item rows (templates with `rows: items`, per list: statement/ builds them). One row per ranked item of the
 -- list, with rnk and is_rel (1 when its grade reaches the relevance level), and the cosine similarities of
 -- items by co-occurrence (`cooc_`: the item's training users, history=) or by their features (`feature_`, items=),
 -- a pair without a known similarity counting 0:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .engines import evaluate_on
 from .errors import SqlmetricsError
-from .local.evaluate import evaluate_local, fetch_arrow
+from .local.collect import fetch_arrow
+from .local.evaluate import evaluate_local
 from .local.output import checked_output, write_table
 from .options import BY_NAME, EVALUATE, EVALUATE_ON, check_log_options, resolve, signature, taken_by
 from .results import Results

@@ -125,7 +125,7 @@ def fusion_statement(runs: list, method: FusionMethod, norm: str, values: dict, 
         windows = [exp.alias_(_over(scopes["doc"][n], ["query_id", "doc_id"]), n) for n in docs]
         ctes.append(("fusion_docs", _select([exp.Star(), *windows], last)))
         last = "fusion_docs"
-    if fixed_order:  # sums in the runs' order: the same bits every time (statement._in_fixed_order)
+    if fixed_order:  # sums in the runs' order: the same bits every time (statement/trees.py, _in_fixed_order)
         body = _in_fixed_order(body, [exp.Ordered(this=exp.column("run_index"), nulls_first=False)])
     # Aliased: `SELECT r.query_id` names its column `r.query_id` on ClickHouse.
     final = exp.select(exp.alias_(exp.column("query_id", "r"), "query_id"), exp.alias_(exp.column("doc_id", "r"), "doc_id"),

@@ -58,8 +58,9 @@ def _level_name(base: str, level: int, default_level: int) -> str:
 
 def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expression:
     """Replace `:name` placeholders by the call's values; an absent value makes its comparison TRUE."""
-    values = call.values
-    params = call.measure.params
+    # A measure with another's body (body:) may leave some of its parameters out: those stay absent.
+    values = {**dict.fromkeys(call.measure.absent_params, ABSENT), **call.values}
+    params = {**call.measure.absent_params, **call.measure.params}
 
     def replace(node):
         if isinstance(node, exp.Placeholder) and node.name in values:
@@ -224,7 +225,7 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
 
     for call, out in zip(calls, output_columns(calls)):
         m = call.measure
-        # Aggregated over rows of their own kind (statement.py builds them): no shared columns to resolve.
+        # Aggregated over rows of their own kind (statement/ builds them): no shared columns to resolve.
         if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts", "embeddings",
                       "overlap"):
             body = _bind_placeholders(_parse(m.body), call)

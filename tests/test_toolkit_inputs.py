@@ -12,14 +12,13 @@ import ir_datasets
 import ir_measures
 import pandas as pd
 import pytest
-import ranx
 from ir_datasets.datasets.base import Dataset
 from ir_datasets.formats import TrecQrels, TrecScoredDocs
 from ir_datasets.util import LocalDownload
 
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
-from sqlmetrics.local import readers
+from sqlmetrics.local.readers import objects as readers
 
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1, "d7": 1}, "q2": {"d4": 1, "d5": 2}, "q3": {"d6": 1, "d9": 0}}
 RUN = {"q1": {"d1": 0.9, "d5": 0.8, "d3": 0.7, "d2": 0.6, "d8": 0.1}, "q2": {"d5": 3.0, "d6": 2.5, "d4": 1.0},
@@ -100,7 +99,11 @@ def test_pyterrier_result_and_qrels_frames():
 
 # --- ranx -----------------------------------------------------------------------------------------------------
 
+# ranx imports in about two seconds and compiles with numba at first use: its objects are the full suite's.
+@pytest.mark.slow
 def test_ranx_objects_and_a_run_name():
+    import ranx
+
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN, name="bm25")
     expected = oracle()
     with warnings.catch_warnings():
@@ -112,8 +115,11 @@ def test_ranx_objects_and_a_run_name():
     assert evaluate(qrels, ranx.Run(RUN)) == pytest.approx(expected, abs=1e-12)  # no name: one plain run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".json", ".trec", ".lz4", ".parquet"])
 def test_ranx_saved_runs(tmp_path, suffix):
+    import ranx
+
     qrels, run = ranx.Qrels(QRELS), ranx.Run(RUN, name="bm25")
     run.save(str(tmp_path / f"run{suffix}"))
     qrels_path = tmp_path / ("qrels.json" if suffix == ".lz4" else f"qrels{suffix}")  # ranx saves no .lz4 qrels

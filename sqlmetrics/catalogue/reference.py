@@ -26,6 +26,14 @@ def _params(m: Measure) -> str:
         for p in m.params.values()) or "–"
 
 
+def _body_of(m: Measure) -> list:
+    """A `body:` measure's line: whose SQL it takes (shown below), and each of its parameters left out here."""
+    if not m.body_of:
+        return []
+    absent = "".join(f"; `{n}`: {p.describe_default()}" for n, p in m.absent_params.items())
+    return [f"- per-list value: [`{m.body_of}`](#{m.body_of.lower()})'s SQL (below){absent}"]
+
+
 def _aliases(m: Measure, tool) -> str:
     return ", ".join(f"`{a.pattern}`" for a in m.aliases if a.tool == tool)
 
@@ -80,6 +88,7 @@ def document() -> str:
         parts += [
             "", f"## {m.name}", "", m.description, "",
             f"- parameters: {_params(m)}",
+            *_body_of(m),
             f"- aggregate over lists: {m.aggregate}; {m.better} is better; range {_range(m)}; "
             f"a list with nothing ranked scores {'null' if m.empty is None else f'{m.empty:g}'}",
             f"- trec_eval: {_aliases(m, 'trec_eval') or '–'}",

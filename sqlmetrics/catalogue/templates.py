@@ -24,7 +24,9 @@ value is an error naming the file and line):
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
     body: NAME                             this measure's per-list value is NAME's (its SQL and sections,
                                            its params declared alike here): the file has no SQL of its own
-                                           and changes what else it says (aggregate, aliases, examples)
+                                           and changes what else it says (aggregate, aliases, examples).
+                                           A param of NAME's that defaults to none may be left out: it
+                                           stays absent (GMAP is AP over the whole ranking, no `k`)
     rows: ranking | preferences | positions | subtopics | recommendations | ratings | items | verdicts | embeddings
           | overlap
                                            what the body aggregates (default ranking): the ranked rows of a
@@ -189,6 +191,7 @@ class Measure:
     path: Path
     rows: str = "ranking"  # what the body aggregates: the ranked rows, the list's preferences or positions (ROWS)
     body_of: str | None = None  # the measure whose SQL and sections this one takes (`body:`)
+    absent_params: dict = field(default_factory=dict)  # name -> Param: body_of's params left out here, absent
     kind_of: str | None = None  # the header's `kind:`, when it says one
 
     @property
@@ -462,12 +465,14 @@ def measures() -> dict[str, Measure]:
             other = found.get(m.body_of)
             if other is None or other.body_of:
                 raise SqlmetricsError(f"{m.path}: body: {m.body_of!r} is not a measure with SQL of its own.")
-            if m.params != other.params:
+            absent = {n: p for n, p in other.params.items() if n not in m.params}
+            if m.params != {n: p for n, p in other.params.items() if n in m.params} \
+                    or any(p.required or p.default is not ABSENT for p in absent.values()):
                 raise SqlmetricsError(f"{m.path}: body: {other.name} reads its own parameters; declare them as "
-                                      f"{other.path.name} does.")
+                                      f"{other.path.name} does (one that defaults to none may be left out).")
             found[name] = replace(m, body=other.body, windows=other.windows, ideals=other.ideals,
                                   ideal_order=other.ideal_order, ideal_running=other.ideal_running,
-                                  ideal_suffix=other.ideal_suffix, rows=other.rows)
+                                  ideal_suffix=other.ideal_suffix, rows=other.rows, absent_params=absent)
     lowered = {n.lower(): n for n in found}
     for key, (path, line) in claimed.items():
         if key in lowered and lowered[key] != path.stem:

@@ -21,8 +21,11 @@ from ..catalogue import split_measure_list
 from ..catalogue.fusion import DEFAULT_NORM, normalisations
 from ..catalogue.names import COMPAT
 from ..catalogue.trec import expand as trec_eval_measures
+from ..local.databases import _split_duckdb_target
 from ..local.output import database_target, output_format, process_folder, replace_file, writable_target, write_table
-from ..local.readers import KNOWN_NAMES, _split_duckdb_target, file_format, first_bytes
+from ..local.readers.files import file_format
+from ..local.readers.roles import KNOWN_NAMES
+from ..local.readers.text import first_bytes
 from ..options import ROLES, taken_by
 from ..stats.compare import unique_names
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..local import checks
-from ..local.evaluate import connect
+from ..local.connection import connect
 from ..local.output import process_folder, refuse_spaced_ids, refuse_spaced_tag, trec_number, write_trec
 from ..local.readers import load
 from ..options import CONVERT_CMD

@@ -10,7 +10,7 @@ import math
 
 from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
-from ..local.evaluate import python_rows
+from ..local.collect import python_rows
 from ..options import EVAL_CMD
 from ..stats.report import aligned, html, markdown
 from .common import (Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format, command_runs,

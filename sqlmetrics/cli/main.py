@@ -33,7 +33,7 @@ from pathlib import Path
 import duckdb
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
-from ..local.evaluate import interrupt_queries
+from ..local.connection import interrupt_queries
 from . import compare, convert, counterfactual, demo, evaluate, fuse, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 

@@ -17,7 +17,7 @@ from ..catalogue import parse, parse_all
 from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
-from ..local.evaluate import python_rows
+from ..local.collect import python_rows
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
 from .common import Progress, UsageError, command_runs, trec_line, trec_tag

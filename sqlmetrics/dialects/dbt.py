@@ -3,7 +3,7 @@
     python -m sqlmetrics.dialects.dbt            # rewrite dbt/sqlmetrics/ (after changing sql/), from the checkout
     python -m sqlmetrics.dialects.dbt --check    # exit 1 when the shipped package is not what sql/ gives
 
-A measure's macro holds render()'s statements for each dbt adapter, as they are: nothing of statement.py is
+A measure's macro holds render()'s statements for each dbt adapter, as they are: nothing of statement/ is
 re-implemented in Jinja. The tables and the numbers a macro takes are rendered as stand-ins (a name, a number
 no measure uses) which become Jinja expressions (`{{ qrels }}`, `{{ k }}`); each substitution is checked
 against a statement rendered with a real value, and a macro takes only what passed. The statements of the

@@ -106,14 +106,9 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
 
 
 def check_verdicts(con, loaded: Loaded) -> None:
-    """A RAG pipeline's judged statements (verdicts=): each row's statement_of names what the statement is of, and
-    its verdict is 1 or 0; the first row that is not so is named."""
-    columns = {c.lower(): c for c in _types_of(con, loaded)}
-    if "statement_of" not in columns:
-        raise SqlmetricsError(f"{loaded.label}: no column 'statement_of' (columns: "
-                              f"{', '.join(_types_of(con, loaded))}); "
-                              f"it says what each statement is of: {', '.join(map(repr, STATEMENTS_OF))}.")
-    of, verdict, query = _q(columns["statement_of"]), _col(loaded, "relevance"), _col(loaded, "query_id")
+    """A RAG pipeline's judged statements (verdicts=, whose columns the reader found): each row's statement_of names
+    what the statement is of, and its verdict is 1 or 0; the first row that is not so is named."""
+    of, verdict, query = _col(loaded, "statement_of"), _col(loaded, "verdict"), _col(loaded, "query_id")
     allowed = ", ".join(f"'{s}'" for s in STATEMENTS_OF)
     problems = (
         (f"{query} IS NULL OR CAST({query} AS VARCHAR) = ''", "the query id is empty"),
@@ -130,35 +125,29 @@ def check_verdicts(con, loaded: Loaded) -> None:
                                   f"{verdict_value!r}). Fix the row.")
 
 
-def check_embeddings(con, loaded: Loaded) -> tuple[tuple, tuple]:
-    """Question embeddings (embeddings=): an `embedding` array, or `dimension` and `value` (one row per dimension);
-    `generated` 0 for the question asked, 1.. for the generated ones; an optional `noncommittal` 0 or 1. Every query
-    with a generated question has its question asked, each question one vector of the question asked's
-    dimensions, none all zeros (no direction). Returns (the vector's columns, the noncommittal column or ())."""
-    types = {r[0].lower(): r[1] for r in con.execute(f"DESCRIBE {loaded.view}").fetchall()}
-    if "embedding" in types and types["embedding"].endswith("]"):
-        vector = ("embedding",)
-    elif "dimension" in types and "value" in types:
-        vector = ("dimension", "value")
-    else:
-        raise SqlmetricsError(f"{loaded.label}: no list column 'embedding', nor 'dimension' and 'value' (one row per "
-                              f"dimension); columns: {', '.join(_types_of(con, loaded))}.")
-    noncommittal = ("noncommittal",) if "noncommittal" in types else ()
-    query = _col(loaded, "query_id")
+def check_embeddings(con, loaded: Loaded) -> None:
+    """Question embeddings (embeddings=): an `embedding` array, or `dimension` and `value` (one row per dimension),
+    whichever the reader found; `generated` 0 for the question asked, 1.. for the generated ones; an optional
+    `noncommittal` 0 or 1. Every query with a generated question has its question asked, each question one vector of
+    the question asked's dimensions, none all zeros (no direction)."""
+    query, generated = _col(loaded, "query_id"), _col(loaded, "generated")
     number = "TRY_CAST({} AS DOUBLE)"
     rows = [(f"{query} IS NULL OR CAST({query} AS VARCHAR) = ''", "the query id is empty"),
-            (f"{number.format('generated')} IS NULL OR {number.format('generated')} < 0 OR "
-             f"{number.format('generated')} <> floor({number.format('generated')})",
+            (f"{number.format(generated)} IS NULL OR {number.format(generated)} < 0 OR "
+             f"{number.format(generated)} <> floor({number.format(generated)})",
              "generated is not 0 (the question asked) or a positive whole number")]
-    if noncommittal:
-        rows.append((f"{number.format('noncommittal')} IS NULL OR {number.format('noncommittal')} NOT IN (0, 1)",
+    if "noncommittal" in loaded.columns:
+        noncommittal = _col(loaded, "noncommittal")
+        rows.append((f"{number.format(noncommittal)} IS NULL OR {number.format(noncommittal)} NOT IN (0, 1)",
                      "noncommittal is not 1 or 0"))
-    if vector == ("embedding",):
-        rows.append(("TRY_CAST(embedding AS DOUBLE[]) IS NULL OR len(embedding) = 0 OR "
-                     "list_count(TRY_CAST(embedding AS DOUBLE[])) < len(embedding)",
+    if "embedding" in loaded.columns:
+        embedding = _col(loaded, "embedding")
+        rows.append((f"TRY_CAST({embedding} AS DOUBLE[]) IS NULL OR len({embedding}) = 0 OR "
+                     f"list_count(TRY_CAST({embedding} AS DOUBLE[])) < len({embedding})",
                      "the embedding is empty or holds a value that is not a number"))
     else:
-        rows.append((f"{number.format('dimension')} IS NULL OR {number.format('value')} IS NULL",
+        dimension, value = _col(loaded, "dimension"), _col(loaded, "value")
+        rows.append((f"{number.format(dimension)} IS NULL OR {number.format(value)} IS NULL",
                      "dimension or value is not a number"))
     for condition, what in rows:
         found = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {condition} "
@@ -167,10 +156,11 @@ def check_embeddings(con, loaded: Loaded) -> tuple[tuple, tuple]:
             raise SqlmetricsError(f"{loaded.at(found[0][0])}: {what}. Fix the row.")
     # One vector per question, as (query, generated, dimension, value) rows; then each question against its query's
     # question asked: the same dimensions, and a length above 0.
-    long = (f"SELECT CAST({query} AS VARCHAR) AS q, CAST(generated AS DOUBLE) AS g, CAST(dimension AS DOUBLE) AS d, "
-            f"CAST(value AS DOUBLE) AS v FROM {loaded.view}" if vector != ("embedding",) else
-            f"SELECT CAST({query} AS VARCHAR) AS q, CAST(generated AS DOUBLE) AS g, d, "
-            f"CAST(embedding AS DOUBLE[])[d] AS v FROM {loaded.view}, range(1, len(embedding) + 1) AS r(d)")
+    long = (f"SELECT CAST({query} AS VARCHAR) AS q, CAST({generated} AS DOUBLE) AS g, "
+            f"CAST({dimension} AS DOUBLE) AS d, CAST({value} AS DOUBLE) AS v FROM {loaded.view}"
+            if "embedding" not in loaded.columns else
+            f"SELECT CAST({query} AS VARCHAR) AS q, CAST({generated} AS DOUBLE) AS g, d, "
+            f"CAST({embedding} AS DOUBLE[])[d] AS v FROM {loaded.view}, range(1, len({embedding}) + 1) AS r(d)")
     problem = con.execute(f"""
         WITH long AS ({long}),
         questions AS (SELECT q, g, COUNT(*) AS dims, COUNT(DISTINCT d) AS distinct_dims, SUM(v * v) AS sq
@@ -189,11 +179,6 @@ def check_embeddings(con, loaded: Loaded) -> tuple[tuple, tuple]:
         q, g, what = problem[0]
         raise SqlmetricsError(f"{loaded.label}: query {q!r}, question {int(g)} {what}. Give each question one "
                               "vector of the same dimensions.")
-    return vector, noncommittal
-
-
-def _types_of(con, loaded: Loaded) -> list:
-    return [r[0] for r in con.execute(f"DESCRIBE {loaded.view}").fetchall()]
 
 
 def _shown(value: float) -> str:

@@ -31,6 +31,15 @@ _LOCKED = {"enable_external_access": False, "autoinstall_known_extensions": Fals
            "autoload_known_extensions": False, "lock_configuration": True}
 
 
+def _split_duckdb_target(text: str):
+    """'eval.duckdb:run_bm25' -> (Path('eval.duckdb'), 'run_bm25'); the same for a SQLite file
+    ('eval.db:run', 'eval.sqlite:run'); anything else -> None."""
+    path, sep, table = text.rpartition(":")
+    if sep and table and path.lower().endswith(DATABASE_FILES):
+        return Path(path), table
+    return None
+
+
 def copy_into(con, data, into: str) -> None:
     """Arrow data (a table, or a stream read once) -> the temporary table `into` on con."""
     source = f"{into}_source"

@@ -16,10 +16,14 @@ from ..identifiers import sql_literal as _lit
 from ..statement import READ
 from . import checks
 from ..options import EVALUATE, resolve
-from .evaluate import _is_run_dict, _source, connect, evaluate_local, python_rows
+from .collect import python_rows
+from .connection import connect
+from .evaluate import evaluate_local
 from .output import (EXTENSIONS, TABLE_FORMATS, database_target, refuse_spaced_ids, refuse_spaced_tag, replace_file,
                      trec_number, writable_target, write_table, write_trec)
 from .readers import load
+from .runs import _is_run_dict
+from .sources import _source
 
 FUSED_COLUMNS = ("query_id", "doc_id", "rank", "score")
 

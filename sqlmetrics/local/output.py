@@ -20,7 +20,7 @@ import duckdb
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
-from .readers import _split_duckdb_target
+from .databases import _split_duckdb_target
 
 # The format each extension of an output file names. A command takes those it can write (FORMATS of
 # cli/evaluate, cli/compare, cli/convert); evaluate(output=...) takes TABLE_FORMATS and DuckDB tables.

@@ -13,7 +13,7 @@ from ..errors import SqlmetricsError
 from ..engines import as_text
 from ..evaluation import engine_options, evaluate
 from ..local.databases import DATABASE_FILES
-from ..local.evaluate import python_rows
+from ..local.collect import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
 from ..statement import GMAP_FLOOR

@@ -20,7 +20,7 @@ from ..catalogue import parse_all
 from ..dialects.render import render
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
-from ..local.evaluate import python_rows
+from ..local.collect import python_rows
 from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
 from .compare import analyse_lists, lists_by_segment, unique_names

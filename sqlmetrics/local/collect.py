@@ -1,0 +1,81 @@
+"""The results: the statement's per-list rows checked for overflow, the segments given back their types, and the
+aggregates, per-list and per-segment tables fetched as Arrow tables or Python rows."""
+from __future__ import annotations
+
+import duckdb
+from sqlglot import exp
+
+from ..errors import SqlmetricsError
+from ..identifiers import quote_identifier as _q
+from ..identifiers import sql_literal as _lit
+from ..plan import output_columns
+from ..results import Results
+from ..statement import aggregate_sql
+from .job import _Job
+
+
+def fetch_arrow(con, query: str, names: list):
+    return con.sql(query).to_arrow_table().rename_columns(names)
+
+
+def python_rows(con, query: str, names: list) -> tuple:
+    """For evaluate_local(fetch=python_rows): per_query and per_group as (column names, list of row tuples)
+    instead of Arrow tables. The command line prints these, and never imports pyarrow (~0.15 s)."""
+    return names, con.execute(query).fetchall()
+
+
+def _check_finite(con, job: _Job) -> None:
+    """No NaN or infinity ever reaches the results. The inputs are finite (checked), so a non-finite value
+    is an overflow inside a measure, such as an exponential gain 2^grade - 1 past grade 1023."""
+    outs = output_columns(job.calls)
+    counts = con.execute("SELECT " + ", ".join(f"COUNT(*) FILTER (WHERE NOT isfinite({o}))" for o in outs)
+                         + " FROM per_list_result").fetchall()[0]
+    for out, call, count in zip(outs, job.calls, counts):
+        if count:
+            where = con.execute(f"SELECT query_id, {out} FROM per_list_result WHERE NOT isfinite({out}) "
+                                "ORDER BY ALL LIMIT 1").fetchall()[0]
+            raise SqlmetricsError(
+                f"{call.text} overflows a double for query {where[0]!r}"
+                + (f" and {count - 1} more lists" if count > 1 else "") + f": its value there would be {where[1]}. An exponential gain (2^grade - 1, as gain='exp' and ERR compute it) "
+                "overflows for grades of 1024 or more; use smaller grades or the linear gain.")
+
+
+def _restore_segment_types(con, checked: list, segments: tuple) -> None:
+    """The statement keys lists by segment values as text (the same on every engine); the results give each
+    segment column back its type in the runs, when they agree on one: a date stays a DATE."""
+    for i, name in enumerate(segments, 1):
+        types = {str(con.sql(f"SELECT seg_{i} FROM {view}").types[0]) for _, _, view in checked}
+        if len(types) == 1 and types != {"VARCHAR"}:
+            try:
+                con.execute(f"ALTER TABLE per_list_result ALTER COLUMN {_q(name)} TYPE {types.pop()}")
+            except duckdb.Error:
+                pass  # a type whose text does not read back (a nested one): the column stays text
+
+
+def _collect(con, job: _Job, run_names: list, multi: bool, union: bool, fetch) -> Results:
+    """Results from per_list_result: the aggregates, the per-list rows, and the per-segment rows."""
+    texts = job.texts
+    keys = ["run_name"] if union else []
+    aggregates = [(out, c.measure.aggregate) for out, c in zip(output_columns(job.calls), job.calls)]
+    segs = list(job.segments)
+    list_key = [*keys, *segs, "query_id"]
+    rows = con.execute(aggregate_sql("per_list_result", aggregates, keys, list_key)).fetchall()
+    # One named run's results get its name as their first column.
+    named = f"{_lit(str(run_names[0]))} AS run_name, " if multi and not union else ""
+    run_col = ["run"] if multi else []
+    per_list = fetch(con, f"SELECT {named}* FROM per_list_result", [*run_col, *segs, "query_id", *texts])
+    per_group = None
+    if segs:
+        groups = [(g, exp.to_identifier(g, quoted=True)) for g in segs]
+        con.execute("CREATE TEMP TABLE per_group_result AS " + aggregate_sql("per_list_result", aggregates, keys, list_key,
+                                                                          groups))
+        per_group = fetch(con, f"SELECT {named}* FROM per_group_result", [*run_col, *segs, *texts, "num_lists"])
+    if multi:
+        if not union:
+            rows = [(str(run_names[0]), *row) for row in rows]
+        aggregate = {row[0]: dict(zip(texts, row[1:])) for row in rows}
+        for name in run_names:  # a run with no judged query at all still gets its (empty) values
+            aggregate.setdefault(str(name), {t: None for t in texts})
+    else:
+        aggregate = dict(zip(texts, rows[0])) if rows else {t: None for t in texts}
+    return Results(aggregate=aggregate, per_query=per_list, measures=texts, per_group=per_group)

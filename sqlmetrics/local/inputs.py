@@ -1,0 +1,144 @@
+"""The inputs beside the runs, loaded and checked: the qrels; the training interactions (history=); the item
+features (items=); and a RAG pipeline's judged statements (verdicts=, judge= giving the verdicts) and question
+embeddings (embeddings=, embed= giving the vectors), each read as its own kind (readers.roles.RAG_ROLES)."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import SqlmetricsError
+from ..options import ITEM_ROLES, VERDICT_COLUMNS, Settings
+from ..statement import Embeddings, Source
+from . import checks
+from .readers import Loaded, load
+from .readers.loaded import _types
+from .sources import _source
+
+
+def _load_qrels(con, qrels, columns: dict, groups: tuple, o: Settings, inputs: list, step) -> Loaded:
+    """The qrels, checked, with the judgment-group roles (groups) their qrels_format reads."""
+    step("reading qrels")
+    q = load(con, qrels, "qrels", columns, own_columns=bool(o.qrels_columns),
+             layout=None if o.qrels_format == "qrels" else o.qrels_format, glob=o.glob)
+    inputs.append(q)
+    missing = [g for g in groups if g not in q.columns]
+    if missing:
+        raise SqlmetricsError(f"{q.label}: qrels_format={o.qrels_format!r} needs a {missing[0]!r} column; "
+                              f"name it so, or map it, e.g. qrels_columns={{{missing[0]!r}: '<your column>'}}.")
+    # trec_eval reads a preference level as any number (atof), a grade as an integer (atol).
+    step("checking qrels")
+    step.rows += checks.check(con, q, "qrels", groups=groups,
+                              whole_grades=o.qrels_format not in ("prefs", "qrels_prefs"))
+    return q
+
+
+def _other_inputs(con, o: Settings, qrels_columns: dict, inputs: list) -> dict:
+    """build_statement's other inputs, by keyword: history, verdicts, embeddings and items, None when not given."""
+    return {"history": None if o.history is None else _history(con, o, qrels_columns, inputs),
+            "verdicts": None if o.verdicts is None else _verdicts(con, o, qrels_columns, inputs),
+            "embeddings": None if o.embeddings is None else _embeddings(con, o, qrels_columns, inputs),
+            "items": None if o.items is None else _items(con, o, qrels_columns, inputs)}
+
+
+def _history(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
+    """The training interactions, read as qrels are (user, item, grade)."""
+    h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
+    inputs.append(h)
+    return _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
+
+
+def _verdicts(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
+    """The judged statements: the query as the qrels name it, the statement, what it is of (statement_of) and its
+    verdict, which judge= gives when the input has none (read as statements, then)."""
+    query = _only(qrels_columns, "query_id")
+    if o.judge is not None:
+        v = load(con, o.verdicts, "statements", query, what="verdicts")
+        inputs.append(v)
+        v = load(con, _judged(con, v, o.judge), "verdicts", query, what="verdicts (judged by judge=)")
+    else:
+        v = load(con, o.verdicts, "verdicts", query)
+    inputs.append(v)
+    checks.check_verdicts(con, v)
+    return _source(v.view, {r: v.columns[r] for r in ("query_id", *VERDICT_COLUMNS)})
+
+
+def _embeddings(con, o: Settings, qrels_columns: dict, inputs: list) -> Embeddings:
+    """The question embeddings: the query as the qrels name it, generated, the vector (an embedding list, or
+    dimension and value: one row per dimension) and noncommittal; embed= gives the vectors of the questions' texts
+    (read as questions, then)."""
+    query = _only(qrels_columns, "query_id")
+    if o.embed is not None:
+        e = load(con, o.embeddings, "questions", query, what="embeddings")
+        inputs.append(e)
+        e = load(con, _embedded(con, e, o.embed), "embeddings", query, what="embeddings (embedded by embed=)")
+    else:
+        e = load(con, o.embeddings, "embeddings", query)
+    inputs.append(e)
+    checks.check_embeddings(con, e)
+    source = _source(e.view, e.columns)
+    if "noncommittal" not in e.columns:  # optional here: no generation judged the answer noncommittal
+        source = dataclasses.replace(source, constants={"noncommittal": 0})
+    return Embeddings(source, "function" if "embedding" in e.columns else "long")
+
+
+def _items(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
+    """The item features: the item (read as the qrels' doc_id) and its features."""
+    mapped = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES}
+    item = {"doc_id": qrels_columns["doc_id"]} if "doc_id" in qrels_columns else {}
+    i = load(con, o.items, "items", {**item, **mapped})
+    inputs.append(i)
+    if "vector" in i.columns and not _types(con, i.view)[i.columns["vector"]].endswith("]"):
+        raise SqlmetricsError(f"{i.label}: the vector column {i.columns['vector']!r} is not a list of numbers; "
+                              "give a list (or array) per item, or the long form (dimension, value).")
+    return _source(i.view, i.columns)
+
+
+def _judged(con, loaded: Loaded, judge):
+    """The verdicts= rows (an Arrow table) with the verdict judge= gives each (a list of row dicts -> 1 or 0 each)."""
+    import pyarrow as pa
+
+    table = con.sql(f"SELECT * FROM {loaded.view}").to_arrow_table()
+    if "verdict" in (c.lower() for c in table.column_names):
+        raise SqlmetricsError(f"{loaded.label}: has a verdict column; judge= judges statements without one. Drop "
+                              "the column, or leave judge= out.")
+    verdicts = _called(judge, "judge", table.to_pylist(), "statements")
+    bad = next((v for v in verdicts if isinstance(v, str) or v not in (0, 1)), None)
+    if bad is not None:
+        raise SqlmetricsError(f"judge= returned {bad!r}: a verdict is 1 or 0 (True or False).")
+    return table.append_column("verdict", pa.array([int(v) for v in verdicts], pa.int64()))
+
+
+def _embedded(con, loaded: Loaded, embed):
+    """The embeddings= rows (an Arrow table) with the vector embed= gives each question's text (a list of strings ->
+    a list of numbers each)."""
+    import pyarrow as pa
+
+    table = con.sql(f"SELECT * FROM {loaded.view}").to_arrow_table()
+    if "embedding" in (c.lower() for c in table.column_names):  # the question column is there (kind "questions")
+        raise SqlmetricsError(f"{loaded.label}: embed= embeds each row's question (its text): give a question column "
+                              f"and no embedding column (columns: {', '.join(table.column_names)}).")
+    texts = table.column(loaded.columns["question"]).to_pylist()
+    if None in texts:
+        raise SqlmetricsError(f"{loaded.label}, row {texts.index(None) + 1}: the question is empty; embed= needs its "
+                              "text.")
+    vectors = _called(embed, "embed", [str(t) for t in texts], "questions")
+    try:
+        array = pa.array([[float(x) for x in v] for v in vectors], pa.list_(pa.float64()))
+    except (TypeError, ValueError):
+        raise SqlmetricsError("embed= returned something other than a list of numbers for a question.") from None
+    return table.append_column("embedding", array)
+
+
+def _called(function, name: str, items: list, what: str) -> list:
+    """The caller's function over all the items at once, one result per item."""
+    try:
+        out = list(function(items))
+    except Exception as e:  # the caller's code: any failure is theirs, named so
+        raise SqlmetricsError(f"{name}= failed on {len(items)} {what}: {type(e).__name__}: {e}") from e
+    if len(out) != len(items):
+        raise SqlmetricsError(f"{name}= returned {len(out)} results for {len(items)} {what}: give one per item, in "
+                              "order.")
+    return out
+
+
+def _only(columns: dict, role: str) -> dict:
+    return {role: columns[role]} if role in columns else {}

@@ -1,0 +1,202 @@
+"""The runs: loaded (one, {name: run}, or a table whose run_name column holds several), checked, de-duplicated by
+the duplicates= policy, and what the caller should know about them warned of."""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..identifiers import quote_identifier as _q
+from ..identifiers import sql_literal as _lit
+from ..options import Settings
+from . import checks
+from .job import _Job
+from .logs import _log_view
+from .readers import Loaded, load
+from .readers.loaded import _fresh, _numbered
+
+
+def _is_run_dict(run) -> bool:
+    """{run_name: run} rather than one ranx-style {query_id: {doc_id: score}} dict."""
+    if not isinstance(run, dict) or not run:
+        return False
+    values = list(run.values())
+    if all(isinstance(v, dict) for v in values):
+        # A ranx run maps documents to numbers; a dict of runs maps queries to dicts one level deeper. An empty
+        # list says neither: the others decide, and {"q1": {}} is one run whose list for q1 is empty.
+        inner = [x for v in values for x in v.values()]
+        return bool(inner) and all(isinstance(x, dict) for x in inner)
+    return True
+
+
+def _named_ranx(run):
+    """A ranx Run that has a name is that named run, {name: run}: its results are labelled with the name."""
+    if type(run).__module__.startswith("ranx") and isinstance(getattr(run, "name", None), str):
+        return {run.name: run}
+    return run
+
+
+def _load_runs(con, run, columns: dict, inputs: list, glob: bool, step) -> list:
+    """[(name or None, Loaded)]: one run, {name: run}, or a run table whose run_name column (mapped in
+    columns=) holds several runs, split into one relation per name."""
+    multi = _is_run_dict(run)
+    items = list(run.items()) if multi else [(None, run)]
+    if multi and not items:
+        raise SqlmetricsError("run: the dict of runs is empty.")
+    texts: dict = {}
+    for name, _ in items:  # names become text in the results: 1 and '1' would be one run's column twice
+        if str(name) in texts:
+            raise SqlmetricsError(f"run: the runs {texts[str(name)]!r} and {name!r} are both named {str(name)!r} in "
+                                  "the results; give them names that differ as text.")
+        texts[str(name)] = name
+    loaded = []
+    for name, item in items:
+        step("reading run" if name is None else f"reading run {str(name)!r}")
+        loaded.append((name, load(con, item, "run", columns, None if name is None else str(name), glob=glob)))
+        inputs.append(loaded[-1][1])  # for the caller to clean up after, whatever fails later
+    if "run_name" not in columns:
+        return loaded
+    if multi:
+        raise SqlmetricsError("columns= maps run_name, and the runs are a dict of runs too: name the runs one way "
+                              "(a run_name column in one table, or {name: run}).")
+    whole = loaded[0][1]
+    col = _q(whole.columns["run_name"])
+    nulls = con.execute(f"SELECT MIN(line_no) FROM {whole.numbered} WHERE {col} IS NULL").fetchall()[0][0]
+    if nulls is not None:
+        raise SqlmetricsError(f"{whole.at(nulls)}: the run name column "
+                              f"{whole.columns['run_name']!r} is empty there. Every row needs its run's name.")
+    names = [r[0] for r in con.execute(f"SELECT DISTINCT CAST({col} AS VARCHAR) AS n FROM {whole.view} "
+                                       "ORDER BY n").fetchall()]
+    out = []
+    roles = {r: c for r, c in whole.columns.items() if r != "run_name"}
+    for name in names:
+        where = f"CAST({col} AS VARCHAR) = {_lit(name)}"
+        view = _fresh("named")
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * FROM {whole.view} WHERE {where}")
+        numbered = f"(SELECT * FROM {whole.numbered} WHERE {where})"
+        out.append((name, dataclasses.replace(whole, view=view, columns=roles, label=f"run {name!r} of {whole.label}",
+                                              numbered=numbered)))
+    return out
+
+
+def _check_runs(con, runs: list, job: _Job, o: Settings, step) -> list:
+    """[(name, Loaded, log view or None)]: each run checked, de-duplicated by the policy, and in log mode
+    seen as a view keyed by its segments."""
+    checked = []
+    float32 = o.score_precision == "float32"
+    for name, loaded in runs:
+        step("checking run" if name is None else f"checking run {str(name)!r}")
+        if job.order_role not in loaded.columns:
+            raise SqlmetricsError(
+                f"{loaded.label}: ties='rank' orders by a rank or position column, and it has none."
+                if o.ties == "rank" else
+                f"{loaded.label}: has no score column; map one, or pass ties='rank' to order by rank.")
+        if job.log_mode:
+            # Repeats are per list (segment + query), checked in _log_view; the rest of the checks here.
+            step.rows += checks.check(con, loaded, "run", "max", job.order_role, float32)
+            view = _log_view(con, loaded, job.segments, o.label, o.relevance, job.order_role, o.duplicates)
+            checked.append((name, loaded, view))
+        else:
+            step.rows += checks.check(con, loaded, "run", o.duplicates, job.order_role, float32)
+            checked.append((name, _dedup(con, loaded, o.duplicates), None))
+    return checked
+
+
+def _dedup(con, loaded: Loaded, policy: str) -> Loaded:
+    if policy == "error":
+        return loaded
+    c = loaded.columns
+    q, d = _q(c["query_id"]), _q(c["doc_id"])
+    view = _fresh("dedup")
+    if policy == "max":
+        aggs = [f"MAX({_q(c['score'])}) AS {_q(c['score'])}"] if "score" in c else []
+        aggs += [f"MIN({_q(c['rank_position'])}) AS {_q(c['rank_position'])}"] if "rank_position" in c else []
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT {q}, {d}, {', '.join(aggs)} FROM {loaded.view} GROUP BY {q}, {d}")
+    else:
+        con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (line_no) FROM {loaded.numbered} "
+                    f"QUALIFY ROW_NUMBER() OVER (PARTITION BY {q}, {d} ORDER BY line_no) = 1")
+    return Loaded(view, {r: c[r] for r in c}, loaded.label, loaded.row_word, _numbered(view, 0))
+
+
+def _warn(con, q: Loaded | None, checked: list, job: _Job, o: Settings) -> None:
+    """What the caller should know about the data: missing queries, renumbered positions, unlabelled lists."""
+    if q is not None:
+        _warn_missing(con, q, [(n, lr) for n, lr, _ in checked], "intersection" if job.segments else o.queries)
+    seg_cols = [f"seg_{i}" for i in range(1, len(job.segments) + 1)]
+    if o.ties == "rank":
+        _check_positions(con, checked, seg_cols)
+    if job.labels:
+        _warn_unlabelled(con, checked, seg_cols)
+
+
+def _warn_missing(con, qrels: Loaded, runs: list, queries: str) -> None:
+    q_col = _q(qrels.columns["query_id"])
+    judged = f"SELECT DISTINCT CAST({q_col} AS VARCHAR) AS q FROM {qrels.view}"
+    for name, loaded in runs:
+        r_col = _q(loaded.columns["query_id"])
+        ranked = f"SELECT DISTINCT CAST({r_col} AS VARCHAR) AS q FROM {loaded.view}"
+        label = loaded.label
+        # One pass over each side: the queries on one side only.
+        unmatched = con.execute(f"SELECT j.q, r.q FROM ({judged}) AS j FULL OUTER JOIN ({ranked}) AS r ON j.q = r.q "
+                                "WHERE j.q IS NULL OR r.q IS NULL").fetchall()
+        missing = sorted(j for j, r in unmatched if r is None)
+        extra = sorted(r for j, r in unmatched if j is None)
+        if missing and queries == "qrels":
+            warnings.warn(f"{label} has no ranking for {len(missing)} qrels "
+                          f"quer{'y' if len(missing) == 1 else 'ies'} ({_few(missing)}); they score 0 "
+                          "(queries='intersection' averages only the queries in both).", SqlmetricsWarning, stacklevel=5)
+        if missing and queries == "intersection" and \
+                len(missing) == con.execute(f"SELECT COUNT(*) FROM ({judged})").fetchall()[0][0]:
+            warnings.warn(f"{label} ranks no judged query: with queries='intersection' there is nothing to average, "
+                          "and every measure is empty (NULL).", SqlmetricsWarning, stacklevel=5)
+        if extra:
+            warnings.warn(f"{label} ranks {len(extra)} quer{'y' if len(extra) == 1 else 'ies'} with no judgments "
+                          f"({_few(extra)}); they are not averaged.", SqlmetricsWarning, stacklevel=5)
+
+
+def _few(ids: list) -> str:
+    return ", ".join(map(repr, ids[:5])) + (", ..." if len(ids) > 5 else "")
+
+
+def _check_positions(con, loaded_runs: list, seg_cols: list) -> None:
+    for _name, loaded, view in loaded_runs:
+        if view is not None:
+            _warn_positions(con, view, [*seg_cols, "query_id"], loaded.label)
+        else:
+            c = loaded.columns
+            pos = _fresh("pos")
+            con.execute(f"CREATE TEMP VIEW {pos} AS SELECT {_q(c['query_id'])} AS query_id, "
+                        f"{_q(c['rank_position'])} AS rank_position FROM {loaded.view}")
+            _warn_positions(con, pos, ["query_id"], loaded.label)
+
+
+def _warn_positions(con, view: str, key: list, label: str) -> None:
+    """ties='rank': lists whose positions are not exactly 1..n are renumbered; say how many, never silently."""
+    k = ", ".join(key)
+    # Positions may be text (a TREC rank field, CSV): compared as numbers, not as '10' < '9'. The checks
+    # made sure each is a whole number that fits a BIGINT.
+    view = f"(SELECT * REPLACE (CAST(rank_position AS BIGINT) AS rank_position) FROM {view})"
+    row = con.execute(
+        "SELECT COUNT(*), SUM(CASE WHEN repeated THEN 1 ELSE 0 END), SUM(CASE WHEN gap THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN repeated OR gap THEN 1 ELSE 0 END) FROM ("
+        "SELECT COUNT(DISTINCT rank_position) < COUNT(*) AS repeated, "
+        "MIN(rank_position) <> 1 OR MAX(rank_position) <> COUNT(DISTINCT rank_position) AS gap "
+        f"FROM {view} GROUP BY {k})").fetchall()[0]
+    total, repeated, gaps, bad = row[0], row[1] or 0, row[2] or 0, row[3] or 0
+    if bad:
+        warnings.warn(
+            f"{label}: {bad} of {total} lists have positions that are not 1..n ({gaps} with gaps or not starting "
+            f"at 1, {repeated} with repeated positions); ties='rank' renumbers each list 1..n by position, then "
+            "by document id descending (byte order), and cutoffs apply to the new numbers.",
+            SqlmetricsWarning, stacklevel=6)
+
+
+def _warn_unlabelled(con, loaded_runs: list, seg_cols: list) -> None:
+    for _name, loaded, view in loaded_runs:
+        key = ", ".join([*seg_cols, "query_id"])
+        n = con.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {view} GROUP BY {key} "
+                        "HAVING COUNT(relevance) = 0)").fetchall()[0][0]
+        if n:
+            warnings.warn(f"{loaded.label}: {n} list{'s have' if n > 1 else ' has'} no labelled row (every "
+                          "label NULL); not averaged, like a query without judgments.",
+                          SqlmetricsWarning, stacklevel=5)

@@ -1,0 +1,73 @@
+"""The relations the statement reads, as statement.Source: the run (one, or several and the fused ones as one
+UNION ALL with run_name), and any relation of ours."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..catalogue.fusion import DEFAULT_NORM
+from ..errors import SqlmetricsError
+from ..fusion import fusion_settings, fusion_statement
+from ..identifiers import quote_identifier as _q
+from ..identifiers import sql_literal as _lit
+from ..statement import READ, Source
+from .job import _Job
+from .readers.loaded import _fresh
+
+
+def _source(view: str, columns: dict) -> Source:
+    """A relation of ours (its name is generated) whose columns are the caller's: quoted as written."""
+    return Source(exp.to_table(view), {role: exp.to_identifier(col, quoted=True) for role, col in columns.items()})
+
+
+def _fused_runs(fuse, checked: list, job: _Job, multi: bool) -> list:
+    """[(name, the fused run's SELECT in DuckDB's SQL)] for evaluate(fuse={name: {method, norm, params}}):
+    each fuses the checked runs, in the order given, and is one more run of the statement."""
+    if not fuse:
+        return []
+    if not isinstance(fuse, dict) or not all(isinstance(v, dict) for v in fuse.values()):
+        raise SqlmetricsError("fuse= takes {name: {'method': ..., 'norm': ..., **params}}, e.g. {'rrf': {'k': 60}}.")
+    if not multi or job.log_mode or job.order_role != "score":
+        raise SqlmetricsError("fuse= fuses the scores of named runs: pass {name: run, ...} (not logs, not ties='rank').")
+    taken = {str(name) for name, _, _ in checked}
+    sources = [_source(loaded.view, {r: loaded.columns[r] for r in ("query_id", "doc_id", "score")})
+               for _, loaded, _ in checked]
+    out = []
+    for name, spec in fuse.items():
+        if str(name) in taken:
+            raise SqlmetricsError(f"fuse=: {name!r} is already the name of a run; name the fused run otherwise.")
+        spec = dict(spec)
+        settings = fusion_settings(spec.pop("method", name), spec.pop("norm", DEFAULT_NORM), spec, len(sources))
+        out.append((str(name), fusion_statement(sources, *settings, fixed_order=True).sql(READ)))
+    return out
+
+
+def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Source:
+    """The run relation the statement reads: one run as it is, several (and the fused ones) as one UNION ALL
+    with run_name."""
+    options, segs = job.shape, job.segments
+    run_roles = ["query_id", "doc_id", job.order_role]
+    seg_cols = [f"seg_{i}" for i in range(1, len(segs) + 1)]
+    if job.log_mode:
+        roles = [*seg_cols, *run_roles, *(["relevance"] if job.labels else [])]
+        options.group_by = tuple((f"seg_{i}", exp.to_identifier(g, quoted=True)) for i, g in enumerate(segs, 1))
+        options.labels = job.labels
+        if not union:
+            return _source(checked[0][2], {r: r for r in roles})
+        options.run_key = ("run_name",)
+        parts = [f"SELECT {_lit(str(name))} AS run_name, {', '.join(roles)} FROM {view}" for name, _, view in checked]
+        run_view = _fresh("runs")
+        con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
+        return _source(run_view, {r: r for r in ["run_name", *roles]})
+    if not union:
+        loaded = checked[0][1]
+        return _source(loaded.view, {r: loaded.columns[r] for r in run_roles})
+    options.run_key = ("run_name",)
+    options.run_names = tuple(str(name) for name, _, _ in checked) + tuple(name for name, _ in fused)
+    parts = []
+    for name, loaded, _ in checked:
+        cols = ", ".join(f"{_q(loaded.columns[r])} AS {r}" for r in run_roles)
+        parts.append(f"SELECT {_lit(str(name))} AS run_name, {cols} FROM {loaded.view}")
+    parts += [f"SELECT {_lit(name)} AS run_name, query_id, doc_id, score FROM ({sql})" for name, sql in fused]
+    run_view = _fresh("runs")
+    con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
+    return _source(run_view, {r: r for r in ["run_name", *run_roles]})
