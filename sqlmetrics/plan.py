@@ -199,12 +199,33 @@ _PLANS: dict = {}
 
 def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
     plan = Plan()
-    shared = shared_columns()
+    columns = _SharedColumns(plan, relevance_level)
     local_names: dict[str, str] = {}  # a window/ideal section's SQL, bound -> its column name (one per distinct)
+    for call, out in zip(calls, output_columns(calls)):
+        # Aggregated over rows of their own kind (statement/ builds them): no shared columns to resolve.
+        if call.measure.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts",
+                                 "embeddings", "overlap"):
+            _plan_own_rows(plan, call, out)
+        else:
+            _plan_ranked(plan, call, out, relevance_level, columns, local_names)
+    plan.ranking_reads_collection = any(
+        c.name in plan.collection for tree in plan.row.values() for c in tree.find_all(exp.Column))
+    return plan
 
-    def need_shared(name: str, level: int) -> str:
+
+class _SharedColumns:
+    """The shared columns (sql/_shared.sql) the templates read, added to the plan's buckets as they are met."""
+
+    def __init__(self, plan: Plan, relevance_level: int):
+        self.plan = plan
+        self.relevance_level = relevance_level
+        self.shared = shared_columns()
+
+    def need(self, name: str, level: int) -> str:
+        """The shared column `name` at relevance level `level`, computed once: its name in the plan."""
+        plan, shared = self.plan, self.shared
         col = shared[name]
-        target = _level_name(name, level, relevance_level) if name in LEVEL_COLUMNS else name
+        target = _level_name(name, level, self.relevance_level) if name in LEVEL_COLUMNS else name
         bucket = {"row": plan.row, "window": plan.row, "query": plan.query, "collection": plan.collection}[col.scope]
         if target in bucket:
             return target
@@ -212,74 +233,88 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
             lambda n: exp.Literal.number(level) if isinstance(n, exp.Placeholder) and n.name == "level" else n)
         return target
 
-    def resolve_columns(tree: exp.Expression, level: int, sections: dict) -> exp.Expression:
+    def resolve(self, tree: exp.Expression, level: int, sections: dict) -> exp.Expression:
+        """A template's columns renamed: its sections' to their plan columns, the shared ones' to theirs."""
+        shared = self.shared
+
         def rename(node):
             if isinstance(node, exp.Column) and not node.table:
                 if node.name in sections:
                     return exp.column(sections[node.name])
                 if node.name in shared:
-                    return exp.column(need_shared(node.name, level))
+                    return exp.column(self.need(node.name, level))
             return node
 
         return tree.transform(rename)
 
-    for call, out in zip(calls, output_columns(calls)):
-        m = call.measure
-        # Aggregated over rows of their own kind (statement/ builds them): no shared columns to resolve.
-        if m.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts", "embeddings",
-                      "overlap"):
-            body = _bind_placeholders(_parse(m.body), call)
-            plan.values.append((out, body, m.empty))
-            plan.aggregates.append((out, m.aggregate))
-            {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
-             "ratings": plan.ratings, "items": plan.items, "verdicts": plan.verdicts,
-             "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
-            if m.rows == "items":
-                plan.item_columns.update(c.name for c in body.find_all(exp.Column))
-                plan.item_cutoffs.append(call.values.get("k"))
-            if m.rows == "subtopics" and call.values.get("k") is not None:
-                plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
-            if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):
-                plan.greedy_alphas.add(call.values["alpha"])
-            continue
-        level = call.values.get("rel", relevance_level)
-        if "rel" in m.params and m.params["rel"].default != "relevance_level":
-            level = relevance_level  # a gain threshold, not a relevance level: is_rel keeps the global one
-        sections: dict[str, str] = {}
-        ideal_rnk = "ideal_rnk"
-        if m.ideal_order:
-            order = _bind_placeholders(_parse(m.ideal_order), call)
-            if order != exp.column("relevance"):  # the shared ideal ranking sorts by relevance already
-                ideal_rnk = local_names.setdefault("ORDER BY " + order.sql(READ), f"ideal_rnk_{len(local_names) + 1}")
-                plan.ideal_orders[ideal_rnk] = order
-        if m.ideal_running and not m.ideals or m.ideal_suffix and not m.ideal_running:  # a template bug
-            raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section, ideal_suffix ones an "
-                               "ideal_running one")
-        for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running),
-                           ("ideal_suffix", m.ideal_suffix)):
-            for local, sql in defs.items():
-                # A suffix reads the running values by their section names, a position window the windows above it.
-                tree = resolve_columns(_bind_placeholders(_parse(sql), call), level,
-                                       sections if kind == "ideal_suffix" or m.rows == "positions" else {})
-                if kind in ("ideal", "ideal_running") and ideal_rnk != "ideal_rnk":
-                    tree = tree.transform(lambda n: exp.column(ideal_rnk) if n == exp.column("ideal_rnk") else n)
-                # A running ideal value is ordered by its ranking, which its SQL does not show.
-                rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind.startswith("ideal_") else "")
-                if m.rows == "positions":  # over the position rows, not the ranked ones: a column of its own
-                    rendered += " OVER POSITIONS"
-                if rendered not in local_names:
-                    local_names[rendered] = f"{local}_{len(local_names) + 1}"
-                    bucket = plan.ideal_running.setdefault(ideal_rnk, {}) if kind == "ideal_running" else \
-                        plan.ideal_suffix.setdefault(ideal_rnk, {}) if kind == "ideal_suffix" else \
-                        plan.ideal if kind == "ideal" else \
-                        plan.position_row if m.rows == "positions" else plan.row
-                    bucket[local_names[rendered]] = tree
-                sections[local] = local_names[rendered]
-        body = resolve_columns(_bind_placeholders(_parse(m.body), call), level, sections)
-        plan.values.append((out, body, m.empty))
-        plan.aggregates.append((out, m.aggregate))
-        if m.rows == "positions":
-            plan.positions.add(out)
-    plan.ranking_reads_collection = any(
-        c.name in plan.collection for tree in plan.row.values() for c in tree.find_all(exp.Column))
-    return plan
+
+def _plan_own_rows(plan: Plan, call: MeasureCall, out: str) -> None:
+    """A measure aggregated over rows of its own kind: its bound body, and what those rows must carry."""
+    m = call.measure
+    body = _bind_placeholders(_parse(m.body), call)
+    plan.values.append((out, body, m.empty))
+    plan.aggregates.append((out, m.aggregate))
+    {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
+     "ratings": plan.ratings, "items": plan.items, "verdicts": plan.verdicts,
+     "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
+    if m.rows == "items":
+        plan.item_columns.update(c.name for c in body.find_all(exp.Column))
+        plan.item_cutoffs.append(call.values.get("k"))
+    if m.rows == "subtopics" and call.values.get("k") is not None:
+        plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
+    if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):
+        plan.greedy_alphas.add(call.values["alpha"])
+
+
+def _plan_ranked(plan: Plan, call: MeasureCall, out: str, relevance_level: int, columns: _SharedColumns,
+                 local_names: dict) -> None:
+    """A measure over the ranked rows (or the position rows): its sections and body, their shared columns
+    resolved at its relevance level."""
+    m = call.measure
+    level = call.values.get("rel", relevance_level)
+    if "rel" in m.params and m.params["rel"].default != "relevance_level":
+        level = relevance_level  # a gain threshold, not a relevance level: is_rel keeps the global one
+    ideal_rnk = "ideal_rnk"
+    if m.ideal_order:
+        order = _bind_placeholders(_parse(m.ideal_order), call)
+        if order != exp.column("relevance"):  # the shared ideal ranking sorts by relevance already
+            ideal_rnk = local_names.setdefault("ORDER BY " + order.sql(READ), f"ideal_rnk_{len(local_names) + 1}")
+            plan.ideal_orders[ideal_rnk] = order
+    if m.ideal_running and not m.ideals or m.ideal_suffix and not m.ideal_running:  # a template bug
+        raise RuntimeError(f"{m.path.name}: ideal_running sections need an ideal section, ideal_suffix ones an "
+                           "ideal_running one")
+    sections = _plan_sections(plan, call, level, ideal_rnk, columns, local_names)
+    body = columns.resolve(_bind_placeholders(_parse(m.body), call), level, sections)
+    plan.values.append((out, body, m.empty))
+    plan.aggregates.append((out, m.aggregate))
+    if m.rows == "positions":
+        plan.positions.add(out)
+
+
+def _plan_sections(plan: Plan, call: MeasureCall, level: int, ideal_rnk: str, columns: _SharedColumns,
+                   local_names: dict) -> dict[str, str]:
+    """A measure's window and ideal sections, each bound, resolved and added to the plan once per distinct SQL:
+    {section name: its plan column}."""
+    m = call.measure
+    sections: dict[str, str] = {}
+    for kind, defs in (("window", m.windows), ("ideal", m.ideals), ("ideal_running", m.ideal_running),
+                       ("ideal_suffix", m.ideal_suffix)):
+        for local, sql in defs.items():
+            # A suffix reads the running values by their section names, a position window the windows above it.
+            tree = columns.resolve(_bind_placeholders(_parse(sql), call), level,
+                                   sections if kind == "ideal_suffix" or m.rows == "positions" else {})
+            if kind in ("ideal", "ideal_running") and ideal_rnk != "ideal_rnk":
+                tree = tree.transform(lambda n: exp.column(ideal_rnk) if n == exp.column("ideal_rnk") else n)
+            # A running ideal value is ordered by its ranking, which its SQL does not show.
+            rendered = tree.sql(READ) + (f" BY {ideal_rnk}" if kind.startswith("ideal_") else "")
+            if m.rows == "positions":  # over the position rows, not the ranked ones: a column of its own
+                rendered += " OVER POSITIONS"
+            if rendered not in local_names:
+                local_names[rendered] = f"{local}_{len(local_names) + 1}"
+                bucket = plan.ideal_running.setdefault(ideal_rnk, {}) if kind == "ideal_running" else \
+                    plan.ideal_suffix.setdefault(ideal_rnk, {}) if kind == "ideal_suffix" else \
+                    plan.ideal if kind == "ideal" else \
+                    plan.position_row if m.rows == "positions" else plan.row
+                bucket[local_names[rendered]] = tree
+            sections[local] = local_names[rendered]
+    return sections

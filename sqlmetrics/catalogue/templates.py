@@ -338,6 +338,23 @@ class _Reader:
 
     def read(self) -> Measure:
         header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
+        single, params, sections, examples = self.keys(header)
+        value, line = self.check_keys(single, params, examples)
+        empty, bounds = self.bounds(value, line)
+        self.check_body(value, line, body, body_line, sections, examples)
+        return Measure(
+            name=value["measure"], description=value["description"], reference=value["reference"],
+            params=params, at=value.get("at"),
+            aliases=self.aliases(line.get("aliases"), value.get("aliases", ""), params),
+            aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
+            range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
+            ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
+            ideal_suffix=sections["ideal_suffix"],
+            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"), body_of=value.get("body"),
+            kind_of=value.get("kind"))
+
+    def keys(self, header: list) -> tuple[dict, dict, dict, list]:
+        """The header's lines read into (single keys: key -> (value, line), params, sections, examples)."""
         single: dict = {}
         params: dict = {}
         sections: dict = {"window": {}, "ideal": {}, "ideal_running": {}, "ideal_suffix": {}}
@@ -345,19 +362,7 @@ class _Reader:
         last = None  # (key, name) of the line a continuation belongs to
         for line, text in header:
             if m := _CONTINUATION.match(text):
-                if last is None:
-                    raise self.fail(line, "an indented line must continue a key above it.")
-                key, name = last
-                if key == "param" and params[name].type == "choice":
-                    option = re.fullmatch(r"([\w.-]+)\s*:\s*(.+)", m.group("text"))
-                    if not option:
-                        raise self.fail(line, f"param {name}: each option is `--   NAME: SQL`.")
-                    params[name].options[option.group(1)] = option.group(2).strip()
-                elif key in ("note", "description"):
-                    if key == "description":
-                        single[key] = (single[key][0] + " " + m.group("text"), single[key][1])
-                else:
-                    raise self.fail(line, f"{key}: takes no continuation lines.")
+                self.continuation(line, m.group("text"), last, single, params)
                 continue
             m = _KEY.match(text)
             key = m.group("key") if m else None
@@ -380,6 +385,26 @@ class _Reader:
             elif key == "example":
                 examples.append(self.example(line, value))
             last = (key, name)
+        return single, params, sections, examples
+
+    def continuation(self, line: int, text: str, last: tuple | None, single: dict, params: dict) -> None:
+        """An indented line: one of a choice's options, or more of the description (a note's is for the reader)."""
+        if last is None:
+            raise self.fail(line, "an indented line must continue a key above it.")
+        key, name = last
+        if key == "param" and params[name].type == "choice":
+            option = re.fullmatch(r"([\w.-]+)\s*:\s*(.+)", text)
+            if not option:
+                raise self.fail(line, f"param {name}: each option is `--   NAME: SQL`.")
+            params[name].options[option.group(1)] = option.group(2).strip()
+        elif key in ("note", "description"):
+            if key == "description":
+                single[key] = (single[key][0] + " " + text, single[key][1])
+        else:
+            raise self.fail(line, f"{key}: takes no continuation lines.")
+
+    def check_keys(self, single: dict, params: dict, examples: list) -> tuple[dict, dict]:
+        """The keys' values checked (required, allowed, consistent): ({key: value}, {key: its line})."""
         for key in _REQUIRED:
             if key not in single and not (key == "example" and examples):
                 raise self.fail(1, f"the header has no `{key}:` line; every template needs one.")
@@ -400,6 +425,10 @@ class _Reader:
                             "recommendations or ratings) has the run's one value (aggregate: once), and only it.")
         if "at" in value and value["at"] not in params:
             raise self.fail(line["at"], f"at: {value['at']!r} is not a parameter of this measure.")
+        return value, line
+
+    def bounds(self, value: dict, line: dict) -> tuple:
+        """(the empty list's value, (low, high) of the range)."""
         empty = value.get("empty", "0")
         empty = None if empty == "null" else self.number(line.get("empty", 1), empty, "empty")
         low, sep, high = value.get("range", "..").partition("..")
@@ -407,6 +436,10 @@ class _Reader:
             raise self.fail(line["range"], "range: write LO..HI (HI may be left empty).")
         bounds = (self.number(line.get("range"), low, "range") if low else None,
                   self.number(line.get("range"), high, "range") if high else None)
+        return empty, bounds
+
+    def check_body(self, value: dict, line: dict, body: str, body_line: int, sections: dict, examples: list) -> None:
+        """The SQL body and sections (or `body:` instead of them), and the examples' qrels for the rows read."""
         if "body" in value:
             if body or any(sections.values()) or "ideal_order" in value or "rows" in value:
                 raise self.fail(line["body"], f"body: {value['body']} gives this measure {value['body']}'s SQL; "
@@ -420,16 +453,6 @@ class _Reader:
             if any(len(r) != (4 if subtopics else 3) for r in e.qrels):
                 raise self.fail(e.line, "example: a `rows: subtopics` template's qrels entries are `query subtopic "
                                         "doc grade`, every other template's `query doc grade`.")
-        return Measure(
-            name=value["measure"], description=value["description"], reference=value["reference"],
-            params=params, at=value.get("at"),
-            aliases=self.aliases(line.get("aliases"), value.get("aliases", ""), params),
-            aggregate=value.get("aggregate", "mean"), better=value.get("better", "higher"), empty=empty,
-            range=bounds, body=body, windows=sections["window"], ideals=sections["ideal"],
-            ideal_order=value.get("ideal_order"), ideal_running=sections["ideal_running"],
-            ideal_suffix=sections["ideal_suffix"],
-            examples=tuple(examples), path=self.path, rows=value.get("rows", "ranking"), body_of=value.get("body"),
-            kind_of=value.get("kind"))
 
 
 def sql_dir() -> Path:
