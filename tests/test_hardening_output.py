@@ -418,7 +418,7 @@ def test_a_full_spill_disk_is_a_clear_error(files, monkeypatch):
 
 def test_sql_duckdb_rejects_is_one_line_with_the_statement_kept(files, capsys, monkeypatch):
     class Broken:
-        def sql(self, dialect):
+        def sql(self, dialect, **options):
             return "SELECT no_such_column FROM no_such_table"
 
     monkeypatch.setattr(local_evaluate, "build_statement", lambda *args, **kwargs: Broken())

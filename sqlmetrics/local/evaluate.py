@@ -91,8 +91,9 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
         union = multi and len(checked) + len(fused) > 1
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
+        # Built for this evaluation alone: generated in place, not copied first.
         sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
-                              **others).sql(READ)
+                              **others).sql(READ, copy=False)
         step("computing measures")
         _compute(con, sql, o)
         _check_finite(con, job)

@@ -46,17 +46,26 @@ def _history(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
     return _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
 
 
+def _load_completed(con, given, kinds: tuple, query: dict, inputs: list, completion):
+    """A RAG input, read as kinds[1]; with completion = (complete, the user's function, how), read first as kinds[0]
+    (without the column the function gives) and completed by complete(con, loaded, function)."""
+    what = kinds[1]
+    if completion:
+        complete, function, how = completion
+        raw = load(con, given, kinds[0], query, what=what)
+        inputs.append(raw)
+        loaded = load(con, complete(con, raw, function), kinds[1], query, what=f"{what} ({how})")
+    else:
+        loaded = load(con, given, kinds[1], query)
+    inputs.append(loaded)
+    return loaded
+
+
 def _verdicts(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
     """The judged statements: the query as the qrels name it, the statement, what it is of (statement_of) and its
     verdict, which judge= gives when the input has none (read as statements, then)."""
-    query = _only(qrels_columns, "query_id")
-    if o.judge is not None:
-        v = load(con, o.verdicts, "statements", query, what="verdicts")
-        inputs.append(v)
-        v = load(con, _judged(con, v, o.judge), "verdicts", query, what="verdicts (judged by judge=)")
-    else:
-        v = load(con, o.verdicts, "verdicts", query)
-    inputs.append(v)
+    v = _load_completed(con, o.verdicts, ("statements", "verdicts"), _only(qrels_columns, "query_id"), inputs,
+                        o.judge and (_judged, o.judge, "judged by judge="))
     checks.check_verdicts(con, v)
     return _source(v.view, {r: v.columns[r] for r in ("query_id", *VERDICT_COLUMNS)})
 
@@ -65,14 +74,8 @@ def _embeddings(con, o: Settings, qrels_columns: dict, inputs: list) -> Embeddin
     """The question embeddings: the query as the qrels name it, generated, the vector (an embedding list, or
     dimension and value: one row per dimension) and noncommittal; embed= gives the vectors of the questions' texts
     (read as questions, then)."""
-    query = _only(qrels_columns, "query_id")
-    if o.embed is not None:
-        e = load(con, o.embeddings, "questions", query, what="embeddings")
-        inputs.append(e)
-        e = load(con, _embedded(con, e, o.embed), "embeddings", query, what="embeddings (embedded by embed=)")
-    else:
-        e = load(con, o.embeddings, "embeddings", query)
-    inputs.append(e)
+    e = _load_completed(con, o.embeddings, ("questions", "embeddings"), _only(qrels_columns, "query_id"), inputs,
+                        o.embed and (_embedded, o.embed, "embedded by embed="))
     checks.check_embeddings(con, e)
     source = _source(e.view, e.columns)
     if "noncommittal" not in e.columns:  # optional here: no generation judged the answer noncommittal
