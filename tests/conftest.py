@@ -20,6 +20,10 @@ REQUIRE_ENGINES = os.environ.get("SQLMETRICS_REQUIRE_ENGINES") == "1"
 PG_DSN = os.environ.get("SQLMETRICS_PG_DSN",
                         "host=127.0.0.1 port=5432 user=sqlmetrics password=sqlmetrics dbname=sqlmetrics connect_timeout=5")
 SHARED = Path(os.environ.get("SQLMETRICS_SHARED", REPO.parent / "shared"))
+# PostgreSQL compiles a statement whose estimated cost passes jit_above_cost with LLVM: for the engine tests'
+# statements (every measure at once) that is 15 s of compiling for a 0.3 s query. JIT changes no result, so the
+# tests' connections, and dbt's, go without it (libpq reads PGOPTIONS); a setting already given is kept.
+os.environ.setdefault("PGOPTIONS", "-c jit=off")
 
 
 def _need(path: Path) -> Path:
@@ -131,13 +135,26 @@ def spark_session():
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
              .config("spark.sql.adaptive.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-             # Tiny data, many short queries: the C1 compiler and interpreted expressions beat warming up
-             # HotSpot's C2 and Spark's code generation (the suite's Spark time drops from ~130 s to ~35 s).
-             .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+             # Tiny data, statements with large plans: interpreted expressions beat Spark's code generation,
+             # while the optimizer's minutes on those plans repay HotSpot's C2 (C1 alone: the Spark tests took
+             # 469 s in one process; with C2, 269 s).
+             .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC")
              .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def pytest_collection_modifyitems(config, items):
+    """The suite runs on every core (pytest-xdist, --dist loadgroup): each process starts what its tests need.
+    The tests that share something costly to start go to one process, as one xdist_group: every Spark test (one
+    JVM, the session spark_session() makes) and test_dbt's (a dbt build per target, minutes each)."""
+    for item in items:
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        if params.get("engine_name") == "spark" or params.get("engine") == "spark_con" or "on_spark" in item.name:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif item.path.name == "test_dbt.py":
+            item.add_marker(pytest.mark.xdist_group("dbt"))
 
 
 def pytest_sessionfinish(session, exitstatus):

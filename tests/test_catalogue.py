@@ -145,8 +145,15 @@ def test_list_exits_2_naming_the_file_and_line(catalogue_copy, capsys):
 # ---------------------------------------------------------------------------------------------- worked examples
 
 
-def _examples():
-    return [pytest.param(m, e, id=f"{m.name}:{e.line}") for m in measures().values() for e in m.examples]
+def _examples() -> list:
+    """The worked examples grouped by their inputs: one parameter per distinct (qrels, run, history, items,
+    verdicts, embeddings), named by its first example, holding every (measure, example) on those inputs."""
+    groups: dict = {}
+    for m in measures().values():
+        for e in m.examples:
+            key = (e.qrels, tuple(sorted(e.run)), e.history, e.items, e.verdicts, e.embeddings)
+            groups.setdefault(repr(key), []).append((m, e))
+    return [pytest.param(group, id=f"{group[0][0].name}:{group[0][1].line}+{len(group) - 1}") for group in groups.values()]
 
 
 def _expected(text: str):
@@ -213,12 +220,15 @@ def test_every_template_has_an_example():
     assert all(m.examples for m in measures().values())
 
 
-@pytest.mark.parametrize("measure, example", _examples())
-def test_examples_on_duckdb_and_sqlite(measure, example):
-    """Every `-- example:` line of every template: the hand-computed value, on DuckDB and on SQLite."""
-    assert parse(example.call).measure.name == measure.name, f"{measure.path}:{example.line} is not an example of it"
+@pytest.mark.parametrize("group", _examples())
+def test_examples_on_duckdb_and_sqlite(group):
+    """Every `-- example:` line of every template: the hand-computed value, on DuckDB and on SQLite. The examples
+    with the same inputs are evaluated together, in one statement per engine, and each value compared with its own
+    example's (a measure's value never depends on the others evaluated beside it)."""
+    for measure, example in group:
+        assert parse(example.call).measure.name == measure.name, f"{measure.path}:{example.line} is not an example of it"
+    example = group[0][1]  # the group's inputs, which every example in it shares
     (qrels, options), run = _qrels(example.qrels), _as_dicts(example.run)
-    want, tolerance = _expected(example.value)
     history = _as_dicts([(u, i, 1) for u, i in example.history])
     if history:  # the training interactions, for rows: recommendations and items
         options = {**options, "history": history}
@@ -231,19 +241,22 @@ def test_examples_on_duckdb_and_sqlite(measure, example):
                                                           for e in example.embeddings] for i, c in
                                                        enumerate(("query_id", "generated", "embedding", "noncommittal"))})}
     items = pa.table({role: [r[i] for r in example.items] for i, role in enumerate(("doc_id", "dimension", "value"))})
-    on_duckdb = sqlmetrics.evaluate(qrels, run, [example.call], **options,
-                                    **({"items": items} if example.items else {})).aggregate[example.call]
+    calls = list(dict.fromkeys(e.call for _, e in group))
+    on_duckdb = sqlmetrics.evaluate(qrels, run, calls, **options, **({"items": items} if example.items else {})).aggregate
     tables = {**({"history": "history"} if history else {}), **({"items": "items"} if example.items else {}),
               **({"verdicts": "verdicts"} if rows else {}), **({"embeddings": "embeddings"} if example.embeddings else {})}
-    on_sqlite = sqlmetrics.evaluate("qrels", "run", [example.call], **{**options, **tables},
+    on_sqlite = sqlmetrics.evaluate("qrels", "run", calls, **{**options, **tables},
                                     engine=_sqlite_tables(example.qrels, run, history, example.items, example.verdicts,
-                                                          example.embeddings)).aggregate[example.call]
-    where = f"{measure.path}:{example.line}"
-    for engine, got in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
-        if want is None:
-            assert got is None, f"{where}: {engine} gives {got}, the example says null"
-        else:
-            assert got is not None and abs(got - want) <= tolerance, f"{where}: {engine} gives {got}, the example {want}"
+                                                          example.embeddings)).aggregate
+    wrong = []
+    for measure, example in group:
+        want, tolerance = _expected(example.value)
+        for engine, values in (("duckdb", on_duckdb), ("sqlite", on_sqlite)):
+            got = values[example.call]
+            if want is None and got is not None or want is not None and (got is None or abs(got - want) > tolerance):
+                wrong.append(f"{measure.path}:{example.line}: {engine} gives {got}, the example says "
+                             f"{'null' if want is None else want}")
+    assert not wrong, "\n".join(wrong)
 
 
 # ---------------------------------------------------------------------------------------------- the contract

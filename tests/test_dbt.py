@@ -45,11 +45,36 @@ def _every_measure() -> list:
 TARGETS = {"duckdb": 1e-12, "postgres": 1e-9}
 
 
-@pytest.fixture(scope="module", params=list(TARGETS))
-def built(request, tmp_path_factory):
-    """The project built by dbt (seeds, then models) in a temporary copy, on one target: (a function reading a
-    model's table as {column: values}, the measures, the seeds' folder, the tolerance, a function running dbt)."""
-    target = request.param
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory):
+    """build(target): the project built by dbt (seeds, then models) in a temporary copy, on one target, once per
+    process whatever order the tests come in (pytest-xdist interleaves the targets): (a function reading a
+    model's table as {column: values}, the measures, the seeds' folder, the tolerance, a function running dbt).
+    The PostgreSQL schemas are dropped at the end."""
+    done, schemas = {}, []
+
+    def build(target):
+        if target not in done:
+            try:
+                done[target] = _build(target, tmp_path_factory, schemas)
+            except BaseException as e:  # a failed build fails each test that needs it, without building again
+                done[target] = e
+        if isinstance(done[target], BaseException):
+            raise done[target]
+        return done[target]
+
+    yield build
+    for schema in schemas:
+        with postgres_connection(autocommit=True) as con:
+            con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(params=list(TARGETS))
+def built(request, builds):
+    return builds(request.param)
+
+
+def _build(target, tmp_path_factory, schemas: list):
     dbt = os.environ.get("SQLMETRICS_DBT")
     if not dbt or not os.access(dbt, os.X_OK):
         unavailable("no dbt executable with dbt-duckdb and dbt-postgres: set SQLMETRICS_DBT (.ci/run makes one)")
@@ -62,6 +87,7 @@ def built(request, tmp_path_factory):
            "DBT_PARTIAL_PARSE": "false", "SQLMETRICS_DBT_DATABASE": str(database), "SQLMETRICS_DBT_PG_SCHEMA": schema}
     if target == "postgres":
         postgres_connection().close()  # unavailable() without a server
+        schemas.append(schema)
         dsn = dict(part.split("=", 1) for part in PG_DSN.split())
         env.update({f"SQLMETRICS_DBT_PG_{key.upper()}": dsn[key]
                     for key in ("host", "port", "user", "password", "dbname") if key in dsn})
@@ -72,25 +98,20 @@ def built(request, tmp_path_factory):
                                "--profiles-dir", str(project)], cwd=project, env=env, capture_output=True, text=True,
                               timeout=900)
 
-    try:
-        for command in (["deps"], ["build", "--vars", json.dumps({"measures": measures})]):
-            done = run_dbt(*command)
-            assert done.returncode == 0, f"dbt {command[0]} failed:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
-        if target == "duckdb":
-            def read(model):
-                with duckdb.connect(str(database), read_only=True) as con:
-                    rel = con.sql(f"SELECT * FROM main.{model}")
-                    return dict(zip(rel.columns, zip(*rel.fetchall())))
-        else:
-            def read(model):
-                with postgres_connection() as con:
-                    cur = con.execute(f"SELECT * FROM {schema}.{model}")
-                    return dict(zip([c.name for c in cur.description], zip(*cur.fetchall())))
-        yield read, measures, project / "seeds", TARGETS[target], run_dbt
-    finally:
-        if target == "postgres":
-            with postgres_connection(autocommit=True) as con:
-                con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    for command in (["deps"], ["build", "--vars", json.dumps({"measures": measures})]):
+        done = run_dbt(*command)
+        assert done.returncode == 0, f"dbt {command[0]} failed:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+    if target == "duckdb":
+        def read(model):
+            with duckdb.connect(str(database), read_only=True) as con:
+                rel = con.sql(f"SELECT * FROM main.{model}")
+                return dict(zip(rel.columns, zip(*rel.fetchall())))
+    else:
+        def read(model):
+            with postgres_connection() as con:
+                cur = con.execute(f"SELECT * FROM {schema}.{model}")
+                return dict(zip([c.name for c in cur.description], zip(*cur.fetchall())))
+    return read, measures, project / "seeds", TARGETS[target], run_dbt
 
 
 def _expected(seeds, measures, **options):

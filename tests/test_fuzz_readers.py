@@ -151,7 +151,9 @@ def test_every_base_file_is_valid():
         outcome(case, [("insert", 0, 0, b"")], valid=True)  # inserts nothing: the valid file evaluates
 
 
-@pytest.mark.parametrize("case", sorted(BASES) + ["parquet", "duckdb file", "sqlite file"])
+# The fast suite fuzzes one reader (TREC text, the most used); the full suite every one.
+@pytest.mark.parametrize("case", [pytest.param(case, marks=[] if case == "trec run" else [pytest.mark.slow])
+                                  for case in sorted(BASES) + ["parquet", "duckdb file", "sqlite file"]])
 def test_any_edit_gives_results_or_a_clear_error(case):
     @SETTINGS
     @given(steps=edits(), damage_compressed=st.booleans())

@@ -118,6 +118,7 @@ def test_sql_command_renders_lists(tmp_path, capsys):
     assert dict(zip(MEASURES, row)) == pytest.approx(expected(by_position=True), abs=1e-12)
 
 
+@pytest.mark.slow  # a server
 def test_rendered_sql_runs_on_postgres():
     con = postgres_connection()
     schema = f"sqlm_lists_{os.getpid()}"
@@ -141,6 +142,7 @@ def test_rendered_sql_runs_on_postgres():
         con.close()
 
 
+@pytest.mark.slow  # chDB, a ClickHouse in the process
 def test_rendered_sql_runs_on_clickhouse():
     """ClickHouse (chDB): ARRAY JOIN of the documents and arrayEnumerate's positions."""
     try:

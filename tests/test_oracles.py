@@ -34,7 +34,6 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 import pytrec_eval
-import ranx  # slow import (numba); its first evaluate JIT-compiles unless numba's cache is warm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -468,6 +467,8 @@ RANX_SPELLINGS = {
 
 def ranx_per_query(qrels, run, metrics):
     """ranx's per-query values {qid: {metric: value}} over the queries in both qrels and run."""
+    import ranx  # a slow import (numba, and matplotlib through ranx.meta), for the slow tests only
+
     common = sorted(set(qrels) & set(run))
     rq = ranx.Qrels({q: dict(qrels[q]) for q in common})
     rr = ranx.Run({q: dict(run[q]) for q in common})

@@ -353,7 +353,7 @@ def _check_per_user(results, want: dict):
         assert abs(results.aggregate[m] - np.mean(list(by_user.values()))) <= TOLERANCE, m
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("categories", [False, True], ids=["vectors", "categories"])
 def test_diversity_and_serendipity_equal_recommenders(seed, categories):
     history, reco, test = generated(seed)
@@ -442,6 +442,7 @@ def test_item_features_are_checked():
         sqlmetrics.render(measure, dialect="sqlite", items="item_features", columns={"vector": "embedding"})
 
 
+@pytest.mark.slow  # a server
 def test_vectors_as_postgres_arrays():
     """items= as a PostgreSQL table with a DOUBLE PRECISION[] column equals the same vectors read locally."""
     from conftest import postgres_connection

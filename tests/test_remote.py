@@ -192,6 +192,7 @@ def test_s3_glob_of_hive_partitioned_objects(bucket, files):
         assert got.aggregate[arm] == pytest.approx(expected.aggregate[arm], rel=1e-12)
 
 
+@pytest.mark.slow  # a second S3 server
 def test_new_s3_settings_take_effect(bucket, s3_server, files, monkeypatch):
     """DuckDB reads Parquet through the filesystem registered with it: after the settings change (another
     endpoint here), reads go to the new endpoint. (moto's servers in one process share their buckets.)"""
@@ -339,6 +340,7 @@ def test_compare_takes_glob(hive, files):
             sm.evaluate(files / "qrels.txt", paths[DAYS[1], arm], ["AP"]).aggregate["AP"], rel=1e-12)
 
 
+@pytest.mark.slow  # many random collections
 @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.integers(0, 3), min_size=len(_run_rows(5)), max_size=len(_run_rows(5))),
        nested=st.booleans())
@@ -391,6 +393,7 @@ def _write_text(path: Path, rows: list, fmt: str) -> None:
 SUFFIX = {"trec": ".txt", "csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}
 
 
+@pytest.mark.slow  # many random collections
 @settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.integers(0, 2), min_size=len(_run_rows(5)), max_size=len(_run_rows(5))),
        fmt=st.sampled_from(sorted(SUFFIX)), nested=st.booleans())

@@ -30,6 +30,9 @@ from sqlmetrics.errors import SqlmetricsError
 GOLDEN = Path(__file__).parent / "golden" / "sql"
 REGEN = os.environ.get("SQLMETRICS_REGEN_GOLDEN") == "1"
 ALL = list(DIALECTS)
+# Each quoting style in the fast suite; every dialect in the full one.
+QUOTE_STYLES = ("duckdb", "mysql", "bigquery", "tsql", "snowflake", "clickhouse")
+EVERY_DIALECT = [d if d in QUOTE_STYLES else pytest.param(d, marks=pytest.mark.slow) for d in ALL]
 
 
 def statements(sql: str, dialect: str) -> list:
@@ -55,14 +58,27 @@ def _every_measure(rows: str = "ranking", ties: str = "docid_desc") -> list[str]
 # ---------------------------------------------------------------------------------------------- one statement
 
 
-@pytest.mark.parametrize("dialect", ALL)
-@pytest.mark.parametrize("options", [
-    {},
-    {"per_query": True, "columns": {"run_name": "tag"}},
-    {"queries": "intersection", "ties": "rank", "relevance_level": 2},
-    {"ties": "docid_asc", "per_query": True},
-], ids=["defaults", "runs_per_query", "intersection_rank_level2", "docid_asc"])
-def test_one_statement_for_every_dialect(dialect, options):
+OPTION_SETS = {
+    "defaults": {},
+    "runs_per_query": {"per_query": True, "columns": {"run_name": "tag"}},
+    "intersection_rank_level2": {"queries": "intersection", "ties": "rank", "relevance_level": 2},
+    "docid_asc": {"ties": "docid_asc", "per_query": True},
+}
+
+
+def _covering(dialects: list, cases: list, fast: tuple) -> list:
+    """Every (case, dialect) pair as a parameter; the fast suite runs one dialect of each quoting style (`fast`),
+    each with one case, every case at least once (the i-th of them with case i mod n), the full suite the whole
+    cross product."""
+    order = [d for d in dialects if d in fast]
+    return [pytest.param(case, dialect, id=f"{case}-{dialect}", marks=[] if dialect in fast and
+                         cases.index(case) == order.index(dialect) % len(cases) else [pytest.mark.slow])
+            for case in cases for dialect in dialects]
+
+
+@pytest.mark.parametrize("case, dialect", _covering(ALL, list(OPTION_SETS), fast=QUOTE_STYLES))
+def test_one_statement_for_every_dialect(case, dialect):
+    options = OPTION_SETS[case]
     sql = render(_every_measure(ties=options.get("ties", "docid_desc")), dialect=dialect, history="train", **options)
     assert sql.startswith("-- sqlmetrics: ")
     parsed = statements(sql, dialect)
@@ -71,7 +87,9 @@ def test_one_statement_for_every_dialect(dialect, options):
     assert ctes[:2] == ["judgments", "run_rows"] and "list_values" in ctes
 
 
-@pytest.mark.parametrize("dialect", ALL)
+# The subtopic stage's SQL is the same tree in every dialect: the fast suite renders it in one dialect of each
+# quoting style, the full suite in all.
+@pytest.mark.parametrize("dialect", EVERY_DIALECT)
 def test_diversity_statement_for_every_dialect(dialect):
     """The diversity measures with subtopic qrels: the subtopic stage (greedy ideal steps included) renders."""
     sql = render([*_every_measure("subtopics"), "nDCG@10"], dialect=dialect, qrels_format="subtopics",
@@ -101,9 +119,6 @@ def _identifier_names(tree) -> list[str]:
     return [i.name for i in tree.find_all(exp.Identifier)]
 
 
-# Each quoting style in the fast suite; every dialect in the full one.
-QUOTE_STYLES = ("duckdb", "mysql", "bigquery", "tsql", "snowflake", "clickhouse")
-EVERY_DIALECT = [d if d in QUOTE_STYLES else pytest.param(d, marks=pytest.mark.slow) for d in ALL]
 
 
 @pytest.mark.parametrize("dialect", EVERY_DIALECT)
