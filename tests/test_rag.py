@@ -301,6 +301,20 @@ def test_a_bad_embed_is_named(embed, message):
                             embed=letter_counts)
 
 
+def test_what_judge_and_embed_cannot_take_is_named(tmp_path):
+    """A verdict column beside judge=, a question without text for embed=, and a RAG input without even its columns."""
+    table = pa.table({"query_id": ["q1"], "statement": ["a"], "statement_of": ["answer"], "verdict": [1]})
+    with pytest.raises(SqlmetricsError, match="has a verdict column; judge= judges statements without one"):
+        sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=table, judge=supported)
+    questions = pa.table({"query_id": ["q1", "q1"], "generated": [0, 1], "question": ["where is paris", None]})
+    with pytest.raises(SqlmetricsError, match=r"row 2: the question is empty; embed= needs its text"):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=questions, embed=letter_counts)
+    empty = tmp_path / "verdicts.jsonl"
+    empty.write_text("")
+    with pytest.raises(SqlmetricsError, match=r"is empty, without even its columns \(query_id, statement"):
+        sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=empty)
+
+
 # ---------------------------------------------------------------------------------------------- the demo
 
 
