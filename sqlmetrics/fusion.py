@@ -139,5 +139,5 @@ def fusion_statement(runs: list, method: FusionMethod, norm: str, values: dict, 
         group += [exp.column(n, "q") for n in queries]
     final = final.group_by(*group)
     for name, query in ctes:
-        final = final.with_(name, as_=query)
+        final = final.with_(name, as_=query, copy=False)  # built here: no copy (each would copy the whole tree)
     return final

@@ -10,9 +10,11 @@ import shutil
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from sqlmetrics.cli import main
+from sqlmetrics.local import connection
 
 REPO = Path(__file__).resolve().parent.parent
 # The engine tests' servers (.ci/engines.sh starts them); with SQLMETRICS_REQUIRE_ENGINES=1 (CI) a missing one fails.
@@ -24,6 +26,20 @@ SHARED = Path(os.environ.get("SQLMETRICS_SHARED", REPO.parent / "shared"))
 # statements (every measure at once) that is 15 s of compiling for a 0.3 s query. JIT changes no result, so the
 # tests' connections, and dbt's, go without it (libpq reads PGOPTIONS); a setting already given is kept.
 os.environ.setdefault("PGOPTIONS", "-c jit=off")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each process gets its share of the cores: the shared DuckDB database that evaluations
+    without resource options run on (local/connection.py) is opened with cores / processes threads. DuckDB's
+    default, every core in every process, oversubscribes them: on 2 cores the fast suite took 10% more CPU in
+    threads waiting on each other. The tests of thread counts set threads= themselves (a database of its own)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        share = max(1, (os.cpu_count() or 1) // int(workers))
+        with connection._SHARED_LOCK:
+            if not connection._SHARED:
+                connection._SHARED.append(duckdb.connect(config={
+                    **connection._NO_EXTENSIONS, "temp_directory": connection._spill_folder(), "threads": share}))
 
 
 def _need(path: Path) -> Path:
@@ -148,13 +164,15 @@ def spark_session():
 def pytest_collection_modifyitems(config, items):
     """The suite runs on every core (pytest-xdist, --dist loadgroup): each process starts what its tests need.
     The tests that share something costly to start go to one process, as one xdist_group: every Spark test (one
-    JVM, the session spark_session() makes) and test_dbt's (a dbt build per target, minutes each)."""
+    JVM, the session spark_session() makes) and test_dbt's (a dbt build per target, minutes each); and the modules
+    whose module fixtures start servers or build the same report in each process (S3 and HTTP servers; the demo
+    report): split, each process would pay for them again."""
     for item in items:
         params = item.callspec.params if hasattr(item, "callspec") else {}
         if params.get("engine_name") == "spark" or params.get("engine") == "spark_con" or "on_spark" in item.name:
             item.add_marker(pytest.mark.xdist_group("spark"))
-        elif item.path.name == "test_dbt.py":
-            item.add_marker(pytest.mark.xdist_group("dbt"))
+        elif item.path.name in ("test_dbt.py", "test_remote.py", "test_report.py"):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -122,6 +122,7 @@ def test_fisher_exact_equals_scipy_exhaustive_permutation(n):
         assert res["p"] == pytest.approx(_scipy_paired_permutation(d, 10000), abs=1e-12)
 
 
+@pytest.mark.slow  # scipy's 10,000 permutations; the exact Fisher test and the bootstrap's agreement are fast
 def test_fisher_monte_carlo_agrees_with_scipy_within_monte_carlo_error():
     d = VECTORS["normal"]  # 2^40 patterns: random sign flips
     ref = _scipy_paired_permutation(d, 200000)

@@ -63,6 +63,7 @@ def test_ips_and_snips_equal_numpy_on_the_same_rows_and_cover_the_truth(tmp_path
     assert sqlmetrics.ips(str(path), columns=COLUMNS) == est
 
 
+@pytest.mark.slow  # a simulation; test_ips_and_snips_equal_numpy_on_the_same_rows_and_cover_the_truth is the fast case
 def test_ips_intervals_cover_the_truth_at_about_their_level():
     hits = {"ips": 0, "snips": 0}
     for seed in range(20):
@@ -100,6 +101,7 @@ def _interleaved_log(seed: int, n: int, p_a: float, p_b: float, k: int = 2):
     return pa.table(rows), truth
 
 
+@pytest.mark.slow  # a simulation; test_command_line_ips_and_interleaving and the hand cases are fast
 def test_team_draft_credit_finds_the_true_winner_and_covers_the_true_delta():
     log, truth = _interleaved_log(3, 3000, 0.2, 0.3)
     res = sqlmetrics.interleaving(log, columns={"click": "clicked"})

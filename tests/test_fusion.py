@@ -257,7 +257,7 @@ def _rendered_equals_local(execute, create, dialect, norm, runs=None):
         assert all(abs(got[k] - want[k]) <= 1e-9 * max(1, abs(want[k])) for k in want), name
 
 
-@pytest.mark.parametrize("norm", ["min-max", "rank"])
+@pytest.mark.parametrize("norm", ["min-max", pytest.param("rank", marks=pytest.mark.slow)])
 def test_rendered_for_sqlite(norm):
     import sqlite3
 

@@ -213,7 +213,8 @@ def wait_for(predicate, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-SIGNALS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+# SIGTERM is the fast case: SIGINT takes the same way out (interrupt_queries, the same clean-up), in the full suite.
+SIGNALS = [pytest.param(signal.SIGINT, 130, "interrupted", marks=pytest.mark.slow), (signal.SIGTERM, 143, "terminated")]
 
 
 @pytest.mark.parametrize("number, code, word", SIGNALS, ids=["SIGINT", "SIGTERM"])

@@ -74,7 +74,9 @@ def test_a_null_segment_is_a_segment_of_its_own():
     assert res.aggregate == {"P@1": 0.5, "RR": 0.75}
 
 
-@pytest.mark.parametrize("mode", ["relevance", "label", "qrels"])
+# The qrels mode is the fast case (test_relevance_expression_forms_agree reads the other two)
+@pytest.mark.parametrize("mode", [pytest.param("relevance", marks=pytest.mark.slow),
+                                  pytest.param("label", marks=pytest.mark.slow), "qrels"])
 def test_per_segment_equals_each_segment_alone(log, mode):
     kwargs = dict(columns=LOG_COLUMNS, ties="rank")
     if mode == "relevance":

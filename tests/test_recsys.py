@@ -373,7 +373,7 @@ def test_diversity_and_serendipity_equal_recommenders(seed, categories):
 
 
 
-@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("seed", [4, pytest.param(5, marks=pytest.mark.slow)])
 def test_similarities_at_a_cutoff_equal_recommenders_on_the_top_items(seed):
     """Measures at cutoffs compare only the items down to the largest of them (and, without a measure reading
     pairs within a list, none of those): each equals Recommenders' on the lists cut to its own k, next to a

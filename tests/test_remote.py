@@ -139,6 +139,7 @@ def test_no_duckdb_extension_is_loaded(bucket, web, http_config):
                        "IN ('httpfs', 'aws', 'azure')").fetchall() == []
 
 
+@pytest.mark.slow  # several runs: evaluate's and compare's; one S3 run is the fast case
 def test_s3_several_runs_compare_like_local_files(bucket, files):
     got = sm.evaluate(f"{bucket}/qrels.txt", {"a": f"{bucket}/run.parquet", "b": f"{bucket}/run2.parquet"}, MEASURES)
     expected = sm.evaluate(files / "qrels.txt", {"a": files / "run.parquet", "b": files / "run2.parquet"}, MEASURES)
@@ -172,6 +173,7 @@ def test_s3_missing_bucket_names_the_url(bucket):
         sm.evaluate("s3://no-such-bucket/qrels.txt", f"{bucket}/run.txt", MEASURES)
 
 
+@pytest.mark.slow  # a connection timeout; HTTP's unreachable host is the fast case
 def test_s3_unreachable_endpoint_fails_fast_naming_the_url(monkeypatch, files):
     _s3_config(monkeypatch, f"http://127.0.0.1:{_free_port()}")
     start = time.monotonic()
@@ -180,6 +182,7 @@ def test_s3_unreachable_endpoint_fails_fast_naming_the_url(monkeypatch, files):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.slow  # the local hive folders and the S3 glob of text objects are the fast cases
 def test_s3_glob_of_hive_partitioned_objects(bucket, files):
     s3 = fsspec.filesystem("s3")
     for arm, name in (("a", "run.parquet"), ("b", "run2.parquet")):

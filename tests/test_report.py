@@ -131,6 +131,7 @@ def test_precision_recall_curves_equal_pytrec_eval(demo_report):
         assert demo_report.curves[name] == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow  # the log report; test_arms_per_segment_equal_compare is the fast case of segments
 def test_segments_equal_per_group_and_scipy(log_report):
     res = sqlmetrics.evaluate(None, {"log": LOG}, ["nDCG@5", "RR"], **LOG_OPTIONS)
     groups = res.per_group.to_pandas().set_index(["date", "arm"])
@@ -182,6 +183,7 @@ def test_arms_per_segment_equal_compare(arm_report):
     assert "▲/▼: significantly better/worse than control" in page
 
 
+@pytest.mark.slow  # a second page build
 def test_sql_block_is_the_rendered_statement(demo_report):
     expected = sqlmetrics.render(demo_report.measures + [f"IPrec@{i / 10:.1f}" for i in range(11)], "duckdb",
                                  qrels="qrels", run="run", per_query=True, columns={"run_name": "run_name"})
@@ -191,6 +193,7 @@ def test_sql_block_is_the_rendered_statement(demo_report):
     assert block and "WITH" in block.group(1) and "&lt;=" in block.group(1)  # escaped as HTML text
 
 
+@pytest.mark.slow  # two page builds; the browser test checks it too
 def test_the_page_fetches_nothing(demo_report, log_report):
     for page in (demo_report.to_html(), log_report.to_html()):
         assert "<script" not in page and "@import" not in page and "url(http" not in page

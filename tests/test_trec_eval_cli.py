@@ -42,14 +42,19 @@ def _run(cli, folder, suite, args):
     return out
 
 
-# The fast suite runs every command of 10.0's suite (the default) and 9.0.8's per-query all_trec; the full suite
-# every command of both.
+# The fast suite runs every command of 10.0's suite (the default) but its qrels_prefs (3 s: the preferences of
+# every pair of qrels.test's judged documents; out.test.prefs and out.test.qrels_jg are the fast preference
+# cases) and 9.0.8's per-query all_trec; the full suite every command of both.
 V9_FAST = ("out.test", "out.test.aq")
+V10_SLOW = ("out.test.qrels_prefs",)
+
+
+def _slow(command) -> bool:
+    return command[1] not in V9_FAST if command[0] == V9 else command[1] in V10_SLOW
 
 
 @pytest.mark.parametrize("suite,expected,args", [
-    pytest.param(*command, marks=[pytest.mark.slow] if command[0] == V9 and command[1] not in V9_FAST else [])
-    for command in COMMANDS])
+    pytest.param(*command, marks=[pytest.mark.slow] if _slow(command) else []) for command in COMMANDS])
 def test_trec_eval_command(cli, suite, expected, args, trec_eval_dir, trec_eval_10_dir):
     folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
     assert _run(cli, folder, suite, args) == (folder / expected).read_text()

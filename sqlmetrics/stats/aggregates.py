@@ -72,13 +72,13 @@ def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: 
     name_qualified_columns(tree)
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
-    tree = tree.with_("ab_v", as_=evaluation)  # the evaluation first: the others read it
+    tree = tree.with_("ab_v", as_=evaluation, copy=False)  # the evaluation first: the others read it
     for cte in ctes:
-        tree = tree.with_(cte.alias, as_=cte.this)
+        tree = tree.with_(cte.alias, as_=cte.this, copy=False)
     if kind == "clickhouse":  # it plans each WITH query anew where it is read: the bootstrap's plan is large
         tree.set("settings", [exp.EQ(this=exp.column("query_plan_max_optimizations_to_apply"),
                                      expression=exp.Literal.number(1000000))])
-    rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)
+    rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot, copy=False), tables)
     # MySQL/MariaDB return an integer SUM as a DECIMAL: the counts become ints and the values floats
     return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *(_int(v) for v in r[4 + k:6 + k]),
                                *(None if v is None else float(v) for v in r[6 + k:])])) for r in rows]
