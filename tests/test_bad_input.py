@@ -1,5 +1,6 @@
 """Each bad input of METRICS.md gets a SqlmetricsError that names the place and the fix, never a DuckDB trace."""
 import math
+import re
 import warnings
 
 import duckdb
@@ -167,3 +168,16 @@ def test_only_negative_judgments_scores_zero():
     assert res.aggregate["NumRel"] == 0 and res.aggregate["Judged@2"] == 1.0
     assert all(res.aggregate[m] == 0 for m in ["AP", "nDCG", "Bpref", "P@1", "RR"])
     assert res.aggregate["FirstRank"] is None or math.isnan(res.aggregate["FirstRank"])
+
+
+def test_a_parameter_given_in_two_places_is_refused():
+    with pytest.raises(SqlmetricsError, match=r"measure 'P\(k=5\)@3': parameter 'k' is given twice"):
+        sqlmetrics.catalogue.parse("P(k=5)@3")
+
+
+@pytest.mark.parametrize("typed, nearest", [("nDGC@10", "ndcg@10"), ("R-Prec", "Rprec"), ("mapp", "map")])
+def test_did_you_mean_lists_each_spelling_once_nearest_first(typed, nearest):
+    with pytest.raises(SqlmetricsError) as info:
+        sqlmetrics.catalogue.parse(typed)
+    suggested = re.findall(r"'([^']*)'", str(info.value).split("Did you mean ")[1].split("?")[0])
+    assert suggested[0] == nearest and len(suggested) == len(set(suggested)), suggested

@@ -741,3 +741,24 @@ def test_eval_runs_of_one_table_named_by_a_column(capsys, tmp_path):
     assert got == {"a": {"AP": pytest.approx(5 / 12, abs=1e-12)}, "b": {"AP": pytest.approx(1.0, abs=1e-12)}}
     code, out, err = run_cli(capsys, "eval", qrels, table, table, "--column", "run_name=arm", "-m", "AP")
     assert code == 2 and "names the runs of one table: give one RUN" in err
+
+
+# ------------------------------------------------------------------------------- messages name the flags
+
+@pytest.mark.parametrize("argv, says, never", [
+    # the qrels lack the column --column maps: both flags are named whole (not "qrels_--qrels-column")
+    (["eval", "q.csv", "r.csv", "--column", "query_id=question", "-m", "AP"],
+     "(--column maps both tables; --qrels-column overrides it for the qrels)", "qrels_--"),
+    (["compare", "q.csv", "r.csv", "r.csv", "--baseline", "nope", "-m", "AP", "--qrels-column", "query_id=query_id",
+      "--column", "query_id=question"], "--baseline nope is not one of the runs", "baseline="),
+    (["eval", "q.csv", "r.csv", "--column", "query_id=question", "--qrels-column", "query_id=query_id",
+      "--group-by", "AP", "-m", "AP"], "--group-by 'AP': that name is taken", "group_by"),
+    (["trec_eval", "q.txt", "dup.txt"], "appears more than once", "pass --duplicates"),
+])
+def test_messages_name_the_command_lines_flags(cli, argv, says, never):
+    Path("q.csv").write_text("query_id,doc_id,relevance\nq1,d1,1\n")
+    Path("r.csv").write_text("question,doc_id,score\nq1,d1,1.0\n")
+    Path("q.txt").write_text("q1 0 d1 1\n")
+    Path("dup.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
+    code, out, err = cli(*argv)
+    assert code == 2 and says in err and never not in err, err

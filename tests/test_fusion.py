@@ -13,6 +13,7 @@ import pytest
 import sqlmetrics
 import sqlmetrics.dialects
 from sqlmetrics.catalogue.fusion import DEFAULT_NORM, fusion_methods, normalisations
+from sqlmetrics.cli.main import main
 from sqlmetrics.errors import SqlmetricsError
 
 from conftest import mariadb_connection, postgres_connection
@@ -208,7 +209,6 @@ def test_a_bad_header_is_named(fusion_copy, old, new, message):
 # ---------------------------------------------------------------------------------------------- command line
 
 def test_command_line_fuse_and_sql(tmp_path, capsys):
-    from sqlmetrics.cli.main import main
     from sqlmetrics.demo import paths
 
     _, (bm25, rerank) = paths()
@@ -421,3 +421,14 @@ def test_compare_tests_fused_runs_against_their_inputs():
     assert report.means["rrf"]["nDCG@10"] == pytest.approx(
         sqlmetrics.evaluate(qrels, fused, ["nDCG@10"]).aggregate["nDCG@10"], abs=1e-12)
     assert {(c.baseline, c.run) for c in report.comparisons} == {("bm25", "rerank"), ("bm25", "rrf"), ("rerank", "rrf")}
+
+
+def test_fuse_refuses_what_it_cannot_take_naming_only_its_own_flags(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    (tmp_path / "dup.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
+    for argv, says in (([str(tmp_path / "a.txt")] * 2 + ["-p", "k=60", "-p", "k=10"], "-p k= is given twice"),
+                       ([str(tmp_path / "dup.txt"), str(tmp_path / "a.txt")], "appears more than once")):
+        capsys.readouterr()
+        code = main(["fuse", *argv, "--method", "rrf"])
+        out, err = capsys.readouterr()
+        assert code == 2 and says in err and "duplicates" not in err and out == "", err

@@ -3,6 +3,8 @@
 One query (max grade in the qrels is 3): judgments a=3, b=0, c=1, d=-1; run a .9, x .8, c .7, b .6, d .5.
 Relevant (grade >= 1): a at rank 1, c at rank 3. x is unjudged, d is "pooled, not judged" (-1).
 """
+import sqlite3
+
 import pytest
 
 import sqlmetrics
@@ -47,3 +49,27 @@ def test_first_rank_mean_skips_queries_without_a_relevant_document():
     res = sqlmetrics.evaluate(qrels, run, ["FirstRank", "RR"])
     assert res.aggregate["FirstRank"] == pytest.approx((2 + 1) / 2)
     assert res.aggregate["RR"] == pytest.approx((1 / 2 + 0 + 1) / 3)
+
+
+# trec_eval -M N -J cuts each ranking at N first, then drops its unjudged documents (form_res_rels.c). q1's run, in
+# score order: d2, d3 (unjudged), d1 (relevant), d5 (judged non-relevant). At -M2 nothing judged is left: trec_eval
+# prints num_ret 0 and P_2 0.0000. At -M3, d1 alone: num_ret 1, P@2 0.5, AP 1.
+CUT_QRELS = [("q1", "d1", 1), ("q1", "d5", 0)]
+CUT_RUN = [("q1", "d2", 4.0), ("q1", "d3", 3.0), ("q1", "d1", 2.0), ("q1", "d5", 1.0)]
+
+
+@pytest.mark.parametrize("depth, expected", [(2, {"num_ret": 0, "P@2": 0.0, "AP": 0.0}),
+                                             (3, {"num_ret": 1, "P@2": 0.5, "AP": 1.0}),
+                                             (None, {"num_ret": 2, "P@2": 0.5, "AP": 1.0})])
+def test_depth_cuts_before_judged_only_drops(tmp_path, depth, expected):
+    (tmp_path / "q.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in CUT_QRELS))
+    (tmp_path / "r.txt").write_text("".join(f"{q} Q0 {d} {i} {s} t\n" for i, (q, d, s) in enumerate(CUT_RUN, 1)))
+    got = sqlmetrics.evaluate(tmp_path / "q.txt", tmp_path / "r.txt", list(expected), depth=depth, judged_only=True)
+    assert got.aggregate == expected
+    con = sqlite3.connect(":memory:")  # the rendered statement, on another engine
+    con.execute("CREATE TABLE qrels (query_id TEXT, doc_id TEXT, relevance INTEGER)")
+    con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
+    con.executemany("INSERT INTO qrels VALUES (?, ?, ?)", CUT_QRELS)
+    con.executemany("INSERT INTO run VALUES (?, ?, ?)", CUT_RUN)
+    sql = sqlmetrics.render(list(expected), "sqlite", depth=depth, judged_only=True)
+    assert con.execute(sql).fetchall() == [tuple(expected.values())]

@@ -3,6 +3,7 @@ NULL segments are in test_logs.py (test_a_null_segment_is_a_segment_of_its_own).
 import csv
 import io
 import json
+import random
 import re
 import tempfile
 import warnings
@@ -125,6 +126,28 @@ def test_the_same_input_gives_the_same_bits_with_any_thread_count():
     assert len(seen) == 1
 
 
+@pytest.mark.slow  # 6 s: seven evaluations large enough for threads to race (smaller ones show it one time in two)
+def test_the_diversity_measures_give_the_same_bits_with_any_thread_count():
+    """ndeval's greedy ideal ranking places the document whose subtopics gain most; a gain is a sum of
+    (1 - alpha)^c terms, once added in whatever order threads handed them over: with alpha = 0.3 two documents
+    tied in one evaluation and not in the next, and alpha_nDCG changed (0.096148 / 0.096174 / 0.096284)."""
+    rng = random.Random(1)
+    qrels, run = [], []
+    for qi in range(60):
+        docs = [f"q{qi}_d{i:03d}" for i in range(100)]
+        qrels += [(f"q{qi}", f"st{s}", d, rng.choice((0, 1, 2))) for s in range(rng.randint(1, 6))
+                  for d in docs if rng.random() < 0.3]
+        run += [(f"q{qi}", d, rng.random()) for d in rng.sample(docs, 80)]
+    qrels = pa.table(dict(zip(("query_id", "subtopic", "doc_id", "relevance"), map(list, zip(*qrels)))))
+    run = pa.table(dict(zip(("query_id", "doc_id", "score"), map(list, zip(*run)))))
+    measures = ["alpha_nDCG(alpha=0.3)@10", "alpha_nDCG(alpha=0.8)@10", "nERR_IA@20", "NRBP(alpha=0.7,beta=0.3)"]
+    seen = set()
+    for threads in (1, 8, 3, 8, 8, 2, 8):
+        res = sqlmetrics.evaluate(qrels, run, measures, qrels_format="subtopics", threads=threads)
+        seen.add(tuple(tuple(c.to_pylist()) for c in res.per_query.columns))
+    assert len(seen) == 1
+
+
 # ---------------------------------------------------------------------------------------------- numbers
 # Each case: files written into the working folder, the command line, and either the expected numbers
 # (computed by hand, in the last lines of `-f csv` output: run,query_id,measures...) or the error text.
@@ -175,7 +198,7 @@ NUMBER_CASES = {
     "division by zero in a relevance expression": (
         {"log.csv": "query_id,doc_id,position,clicks,shown\nq1,d1,1,1,0\nq1,d2,2,0,1\n"},
         ["none", "log.csv", "-m", "P@1", "--ties", "rank", "--relevance", "clicks / shown"],
-        r"log\.csv', line 2: relevance='clicks / shown' is inf there \(1 such row\), not a grade: a division by zero"),
+        r"log\.csv', line 2: --relevance 'clicks / shown' is inf there \(1 such row\), not a grade: a division by zero"),
     # CSV columns are read as text (ids as written): the expression's columns are typed from their values.
     # d1: 2*1 + 0 = 2, d2: 0 + 1 = 1, d3: 0: with level 2 only d1 is relevant, at position 2.
     "relevance expression over CSV columns": (
@@ -211,7 +234,7 @@ def test_a_null_relevance_is_unjudged_with_a_warning(cli, tmp_path):
     write(tmp_path, "log.csv", "query_id,doc_id,position,clicks,shown\nq1,d1,1,1,0\nq1,d2,2,0,1\nq1,d3,3,2,2\n")
     code, out, err = cli("eval", "none", "log.csv", "-m", "RR,Judged@3", "--ties", "rank", "-f", "csv",
                          "--relevance", "clicks / NULLIF(shown, 0)")
-    assert code == 0 and "relevance='clicks / NULLIF(shown, 0)' is NULL in 1 of 3 rows" in err
+    assert code == 0 and "--relevance 'clicks / NULLIF(shown, 0)' is NULL in 1 of 3 rows" in err
     assert out.splitlines()[-1] == f"log,,{1 / 3!r},{2 / 3!r}"
 
 

@@ -10,6 +10,7 @@ import os
 import sys
 
 import duckdb
+import jinja2
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -315,6 +316,16 @@ def test_compare_text_formats_from_the_extension(files, capsys):
     assert code == 2 and "names the format json but -f/--format says latex" in err
 
 
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl"])
+def test_compare_rows_to_standard_output_are_the_files_bytes(files, capsys, fmt):
+    (files / "other.txt").write_text(OTHER)
+    argv = ("compare", "qrels.txt", "run.txt", "other.txt", "-m", "AP,P@1", "-f", fmt)
+    code, printed, err = run_cli(capsys, *argv)
+    assert code == 0 and printed, err
+    assert run_cli(capsys, *argv, "-o", f"cmp.{fmt}")[0] == 0
+    assert printed == (files / f"cmp.{fmt}").read_text() and leftovers(files) == []
+
+
 # ---------------------------------------------------------------------------------------------- convert
 
 def test_convert_run_round_trips_through_every_format(files, capsys):
@@ -435,9 +446,57 @@ def test_sql_dbt_compiles_to_the_evaluation(files, capsys):
     assert con.execute(compiled).fetchall() == [(0.75, 0.5)]  # by hand: the means of BY_HAND
 
 
+class _Ran(Exception):
+    pass
+
+
+def _compile_as_dbt(model: str) -> str:
+    """The model as dbt's Jinja compiles it: each reference a table name; any other call would run something."""
+    def ran(*args, **kwargs):
+        raise _Ran(args)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, extensions=["jinja2.ext.do"], keep_trailing_newline=True)
+    return env.from_string(model).render(source=lambda s, t: f"{s}_{t}", ref=lambda *a, **k: a[-1], run_query=ran,
+                                         var=ran, env_var=ran, log=ran, adapter=ran)
+
+
+# What a user types that Jinja would run, or change, if the model carried it as it is: in a column name, a
+# segment, a literal of --relevance, a comment (the header names them all).
+INJECTIONS = [
+    ["--column", "query_id={{ run_query('DROP TABLE t') }}"],
+    ["--column", "doc_id={# hidden #}"],
+    ["--group-by", "{% do run_query('DROP TABLE t') %}"],
+    ["--relevance", "CASE WHEN score = '{{ 7*7 }}' THEN 1 ELSE 0 END", "--qrels", "none"],
+    ["--column", "run_name={%- raw -%}x"],
+]
+
+
+@pytest.mark.parametrize("extra", INJECTIONS, ids=range(len(INJECTIONS)))
+@pytest.mark.parametrize("dialect", ["duckdb", "bigquery", "tsql"])
+def test_sql_dbt_carries_no_jinja_but_the_references(capsys, extra, dialect):
+    qrels_ref = [] if "--qrels" in extra else ["--qrels", SOURCE]
+    code, model, err = run_cli(capsys, "sql", "-m", "RR", "--dialect", dialect, "--dbt", *qrels_ref, "--run", REF, *extra)
+    assert code == 0, err
+    qrels_plain = [] if "--qrels" in extra else ["--qrels", "raw_qrels"]
+    code, plain, err = run_cli(capsys, "sql", "-m", "RR", "--dialect", dialect, *qrels_plain, "--run", "stg_run", *extra)
+    assert code == 0, err
+    assert _compile_as_dbt(model) == plain.rstrip().removesuffix(";") + "\n"
+
+
+def test_sql_dbt_fusion_keeps_references_and_carries_no_jinja(capsys):
+    code, model, err = run_cli(capsys, "sql", "--dbt", "--fuse", "rrf", "--fuse-run", REF, "--fuse-run",
+                               "{% do run_query('x') %}")
+    assert code == 2 and "other Jinja is not kept" in err and model == ""
+    code, model, err = run_cli(capsys, "sql", "--dbt", "--fuse", "rrf", "--fuse-run", REF, "--fuse-run", SOURCE)
+    assert code == 0, err
+    code, plain, err = run_cli(capsys, "sql", "--fuse", "rrf", "--fuse-run", "stg_run", "--fuse-run", "raw_qrels")
+    assert _compile_as_dbt(model) == plain.rstrip().removesuffix(";") + "\n"
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--run", REF], "is a dbt reference: add --dbt"),
     (["--dbt", "--into", "t"], "dbt writes a model's table itself"),
+    (["--dbt", "--run", "{{ ref('a') }}{% do run_query('x') %}{{ ref('b') }}"], "other Jinja is not kept"),
+    (["--dbt", "--run", "{{ ref(var('x')) }}"], "other Jinja is not kept"),
 ])
 def test_sql_dbt_refusals(capsys, argv, message):
     code, out, err = run_cli(capsys, "sql", "-m", "AP", *argv)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -223,6 +224,9 @@ class _RangeHandler(SimpleHTTPRequestHandler):
     filesystem uses to read part of a file, as real web servers and CDNs answer them."""
 
     def send_head(self):
+        if status := re.match(r"/status/(\d+)/", self.path):  # what a server without the file for us answers
+            self.send_error(int(status.group(1)))
+            return None
         wanted = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
         path = self.translate_path(self.path)
         if not wanted or not os.path.isfile(path):
@@ -265,6 +269,38 @@ def test_http_run_and_qrels_equal_the_local_files(web, http_config, files, run):
 def test_http_missing_file_names_the_url(web, http_config):
     with pytest.raises(sm.SqlmetricsError, match=re.escape(f"run file '{web}/missing.csv': no such object")):
         sm.evaluate(f"{web}/qrels.txt", f"{web}/missing.csv", MEASURES)
+
+
+@pytest.mark.parametrize("status, says", [(401, "HTTP 401 (unauthorized"), (403, "HTTP 403 (forbidden"),
+                                          (500, "HTTP 500 (internal server error)")])
+def test_http_status_is_named(web, http_config, status, says):
+    with pytest.raises(sm.SqlmetricsError, match=re.escape(f"run file '{web}/status/{status}/run.csv': the server "
+                                                           f"answered {says}")):
+        sm.evaluate(f"{web}/qrels.txt", f"{web}/status/{status}/run.csv", MEASURES)
+
+
+SECRETS = ("PASSWORD", "SIGNATURE", "TOKEN")
+
+
+@pytest.mark.parametrize("secret_url", [
+    "http://alice:PASSWORD@{host}/missing.txt",
+    "http://{host}/missing.txt?X-Amz-Credential=TOKEN&X-Amz-Signature=SIGNATURE",
+    "http://{host}/status/403/run.txt?sv=2024&sig=SIGNATURE",
+])
+def test_no_message_shows_a_urls_secrets(web, http_config, files, capsys, secret_url):
+    url = secret_url.format(host=web.removeprefix("http://"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            sm.evaluate(url, files / "run.txt", MEASURES, queries="qrels")
+            message = ""
+        except sm.SqlmetricsError as e:
+            message = str(e)
+    capsys.readouterr()
+    main(["eval", url, str(files / "run.txt")])
+    out, err = capsys.readouterr()
+    shown = " ".join([message, *(str(w.message) for w in caught), out, err])
+    assert shown.strip() and not any(secret in shown for secret in SECRETS), shown
 
 
 def test_http_glob_is_refused(web, http_config):

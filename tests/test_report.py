@@ -245,7 +245,7 @@ def test_cli_refuses_before_any_work(capsys, tmp_path):
     code, _, err = _cli(capsys, "report", QRELS, BM25, RERANK, "-o", tmp_path / "r.html", "--plot", tmp_path / "x.jpg")
     assert code == 2 and "--plot" in err and ".png or .svg" in err
     code, _, err = _cli(capsys, "report", QRELS, BM25, RERANK, "--baseline", "nope", "-o", tmp_path / "r.html")
-    assert code == 2 and "baseline='nope'" in err
+    assert code == 2 and "--baseline nope is not one of the runs" in err
     code, _, err = _cli(capsys, "report", "none", LOG, "-o", tmp_path / "r.html")
     assert code == 2 and "--label or --relevance" in err
     assert list(tmp_path.iterdir()) == []

@@ -2,6 +2,8 @@
 name changed, print exactly trec_eval's bytes: trec_eval 10.0's suite by default, 9.0.8's under
 --compat trec_eval-9.0.8 (the suites and the command behind each file: ../shared/data/trec_eval*_test).
 """
+from pathlib import Path
+
 import pytest
 
 V10, V9 = "trec_eval-10.0", "trec_eval-9.0.8"
@@ -133,3 +135,12 @@ def test_eval_takes_trec_eval_measure_syntax(cli, trec_eval_10_dir):
     code, out, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "all_trec", "-f", "json")
     assert code == 0, err
     assert '"Rndcg"' in out and '"Unjudged@5"' not in out  # 9.0.8's all_trec (this command's compat)
+
+
+def test_depth_cuts_before_judged_only_drops(cli):
+    """trec_eval -M2 -J: the cut at 2 leaves d2, d3 (both unjudged), then -J drops them (form_res_rels.c)."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d5 0\n")
+    Path("r.txt").write_text("q1 Q0 d2 1 4.0 t\nq1 Q0 d3 2 3.0 t\nq1 Q0 d1 3 2.0 t\nq1 Q0 d5 4 1.0 t\n")
+    for compat in ("trec_eval-9.0.8", "trec_eval-10.0"):
+        code, out, err = cli("trec_eval", "--compat", compat, "-M2", "-J", "-m", "num_ret", "-m", "P.2", "q.txt", "r.txt")
+        assert code == 0 and out == "num_ret               \tall\t0\nP_2                   \tall\t0.0000\n", err

@@ -90,14 +90,27 @@ def _all_spellings() -> list[str]:
     for m in measures().values():
         names.append(f"{m.name}@k" if m.at and m.params[m.at].required else m.name)
         names.extend(re.sub(r"\{\w+(?::[^}]*)?\}", "10", a.text) for a in m.aliases)
-    return names
+    return list(dict.fromkeys(names))  # once each: a measure and its alias may be spelled alike
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance, ignoring case: how far a spelling is from what was typed."""
+    a, b = a.lower(), b.lower()
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
 
 
 def _unknown(text: str, what: str) -> SqlmetricsError:
     base = re.split(r"[@(_.]", text)[0] or text
-    close = difflib.get_close_matches(text, _all_spellings(), n=4, cutoff=0.5) or difflib.get_close_matches(
-        base, _all_spellings(), n=4, cutoff=0.5
-    )
+    spellings = _all_spellings()
+    candidates = difflib.get_close_matches(text, spellings, n=20, cutoff=0.5) or difflib.get_close_matches(
+        base, spellings, n=20, cutoff=0.5)
+    # The nearest spellings first, by edits to what was typed: nDGC@10 is nDCG@10 with two letters swapped
+    close = sorted(candidates, key=lambda c: (_edits(text, c), candidates.index(c)))[:4]
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return SqlmetricsError(f"unknown measure {text!r}: {what}.{hint} `sqlmetrics list` shows the catalogue.")
 
@@ -238,6 +251,9 @@ def parse(text: str, relevance_level: int = 1, compat: str = COMPAT) -> MeasureC
     if m.group("at") is not None:
         if not measure.at:
             raise SqlmetricsError(f"measure {text!r}: {measure.name} takes no @ value (it has no cutoff).")
+        if measure.at in given:  # P(k=5)@3: two values for one parameter
+            raise SqlmetricsError(f"measure {text!r}: parameter {measure.at!r} is given twice (the @ value is "
+                                  f"{measure.at}); give it once.")
         given[measure.at] = m.group("at")
     return _bind(measure, given, text, relevance_level, compat)
 

@@ -106,6 +106,8 @@ def fusion_params(args) -> dict:
         name, eq, value = (s.strip() for s in pair.partition("="))
         if not eq or not name:
             raise UsageError(f"-p/--param takes NAME=VALUE, such as -p k=60; got {pair!r}.")
+        if name in params:
+            raise UsageError(f"-p {name}= is given twice ({name}={params[name]}, {pair}); give it once.")
         params[name] = _number(value, f"-p {pair!r}")
     if args.weights is not None:
         params["weights"] = [_number(w.strip(), f"--weights {args.weights!r}") for w in args.weights.split(",")]
@@ -210,6 +212,13 @@ def write_output(content, path: str | None) -> None:
     """Write text to stdout, or atomically to a file: a temp file beside it, then a rename (local.output);
     a TableOutput or ArrowOutput through local.output.write_table; a TextFile's text the same way, streamed."""
     if isinstance(content, (TableOutput, ArrowOutput)):
+        if not path or path in STDOUT_NAMES:  # text rows (compare -f csv without -o): written, then printed
+            if content.fmt in ("parquet", "duckdb"):
+                raise UsageError(f"-f {content.fmt} writes a file: give -o FILE.")
+            text = os.path.join(process_folder(), f"stdout-{os.getpid()}-{threading.get_ident()}.{content.fmt}")
+            write_table(content.arrow(), text, content.fmt, "standard output")
+            write_output(TextFile(text), None)
+            return
         write_table(content.arrow(), path, content.fmt, f"--output {path!r}", content.into_mode, content.key)
         return
     if isinstance(content, TextFile):

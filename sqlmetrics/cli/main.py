@@ -32,8 +32,9 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..errors import SqlmetricsError, SqlmetricsWarning, redacted
 from ..local.connection import interrupt_queries
+from ..options import OPTIONS
 from . import compare, convert, counterfactual, demo, evaluate, fuse, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
@@ -103,7 +104,7 @@ def _run(args, signals: _Signals) -> int:
                 if getattr(e, "sql", None):  # the statement DuckDB rejected: kept out of the one-line message
                     print(f"-- the statement:\n{e.sql}", file=sys.stderr)
                 raise
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            first = redacted(str(e).strip().splitlines()[0]) if str(e).strip() else ""
             print(f"sqlmetrics {args.command}: internal error: {type(e).__name__}: {first} "
                   "(run again with --debug for the traceback, and please report it)", file=sys.stderr)
             return 1
@@ -166,37 +167,36 @@ def _flush_warnings(caught: list, stdin_names: dict) -> None:
     caught.clear()
 
 
-# The core's messages name Python keyword arguments; on the command line the options are spelled so.
-_OPTION_SPELLINGS = (
-    (re.compile(r"queries='(\w+)'"), r"--queries \1"),
-    (re.compile(r"duplicates='(\w+)'"), r"--duplicates \1"),
-    (re.compile(r"ties='(\w+)'"), r"--ties \1"),
-    (re.compile(r"into_mode='(\w+)'"), r"--into-mode \1"),
-    (re.compile(r"columns=\{'(\w+)': '([^']*)'\}"), r"{column} \1=\2"),
-    (re.compile(r"columns=\{'(\w+)': \.\.\.\}"), r"{column} \1=..."),
-    (re.compile(r"columns=\{role: name\}"), r"{column} ROLE=NAME"),
-    (re.compile(r"columns="), r"{column}"),
-    (re.compile(r"test='(\w+)'"), r"--test \1"),
-    (re.compile(r"\bmax_p=(\S+)"), r"--max-p \1"),
-    (re.compile(r"\bn_resamples=(\S+)"), r"--n-resamples \1"),
-    (re.compile(r"\bseed=(\S+)"), r"--seed \1"),
-    (re.compile(r"\bcorrection="), r"--correction "),
-    (re.compile(r"\bmemory_limit='([^']*)'"), r"--memory-limit \1"),
-    (re.compile(r"\btemp_directory='([^']*)'"), r"--temp-directory \1"),
-    (re.compile(r"\bthreads=(\d+)"), r"--threads \1"),
-    (re.compile(r"\bmemory_limit=(?=[\s,.)])"), r"--memory-limit"),
-    (re.compile(r"\btemp_directory=(?=[\s,.)])"), r"--temp-directory"),
-    (re.compile(r"\bthreads=(?=[\s,.)])"), r"--threads"),
-)
+# The core's messages name Python keyword arguments; on the command line the options are spelled as flags.
+# A keyword is matched whole (not inside qrels_columns=, nor a measure's own parameter: AP(judged_only=True)).
+_KEYWORD = r"(?<![\w-])(?<!\w\(){}="
+_COLUMN_SPELLINGS = tuple((re.compile(r"(?<![\w-])" + name + "=" + pattern), replacement.format(flag=flag))
+                          for name, flag in (("qrels_columns", "--qrels-column"), ("columns", "--column"))
+                          for pattern, replacement in ((r"\{'(\w+)': '([^']*)'\}", r"{flag} \1=\2"),
+                                                       (r"\{'(\w+)': \.\.\.\}", r"{flag} \1=..."),
+                                                       (r"\{role: name\}", "{flag} ROLE=NAME"), ("", "{flag}")))
+
+
+def _flag_value(flag: str):
+    """`name='value'` as `--flag value`, quoted where the value has spaces (an expression)."""
+    return lambda m: f"{flag} {m.group(1)}" if re.fullmatch(r"[\w.:/-]*", m.group(1)) else f"{flag} '{m.group(1)}'"
+
+
+_OPTION_SPELLINGS = tuple(
+    (re.compile(_KEYWORD.format(o.name) + pattern), replacement)
+    for o in OPTIONS if o.cli_flags and o.kind not in ("mapping", "object")
+    for pattern, replacement in ((r"'([^']*)'", _flag_value(o.cli_flags[-1])), (r"(?=[\s,.)])", o.cli_flags[-1]),
+                                 ("", o.cli_flags[-1] + " ")))
 
 
 def _clean(text: str, stdin_names: dict) -> str:
+    """A message as the command line prints it: spooled standard input by its name, keywords as flags, URLs
+    without their secrets, on one line."""
     for tmp, name in stdin_names.items():
         text = text.replace(repr(tmp), name).replace(tmp, name)
-    column = "--qrels-column" if text.startswith("qrels") else "--column"
-    for pattern, replacement in _OPTION_SPELLINGS:
-        text = pattern.sub(replacement.replace("{column}", column), text)
-    return " ".join(text.split())
+    for pattern, replacement in _COLUMN_SPELLINGS + _OPTION_SPELLINGS:
+        text = pattern.sub(replacement, text)
+    return " ".join(redacted(text).split())
 
 
 def _quiet_broken_pipe() -> None:

@@ -36,21 +36,29 @@ def add_parser(sub, parents) -> None:
     p.set_defaults(func=run)
 
 
-# A Jinja expression given as a table: a dbt reference, which dbt replaces by the table's name.
-_JINJA = re.compile(r"\{\{.*\}\}", re.S)
+# A table given as a dbt reference, which dbt replaces by the table's name: {{ ref('model') }}, {{ ref('package',
+# 'model', v=2) }} or {{ source('source', 'table') }}, with plain string arguments. Nothing else the user types is
+# kept as Jinja: dbt would run it when it compiles the model.
+_ARG = r"""\s*(?:'[^'{}%#\\]*'|"[^"{}%#\\]*")\s*"""
+_REFERENCE = re.compile(r"\{\{\s*(?:ref|source)\s*\(" + _ARG + "(?:," + _ARG + r")?(?:,\s*(?:v|version)\s*=" +
+                        r"""\s*(?:\d+|'[\w.]*'|"[\w.]*")\s*)?\)\s*\}\}""")
+_JINJA = re.compile(r"\{[{%#]")  # what opens Jinja: an expression, a statement, a comment
 # What stands for it while the statement is rendered: a plain name, which no dialect quotes or folds apart from
 # case (Snowflake upper-cases), bracketed (T-SQL) or backquoted (MySQL) at most.
 _STAND_IN = "sqlmetrics_dbt_{}"
-_STAND_INS = re.compile(r"[\"`\[]?\b" + _STAND_IN.format(r"(qrels|run)") + r"\b[\"`\]]?", re.I)
+_STAND_INS = re.compile(r"[\"`\[]?\b" + _STAND_IN.format(r"(qrels|run\d*)") + r"\b[\"`\]]?", re.I)
 
 
 def run(args) -> tuple:
     if args.method is not None:
         if args.measure is not None:
             raise UsageError("--fuse prints the fused run's statement; -m evaluates a run: give one of them.")
-        sql = render_fusion(args.fuse_run or [], args.method, norm=args.norm, dialect=args.dialect,
+        runs = {f"run{i}": table for i, table in enumerate(args.fuse_run or [])}
+        references = _references(runs, args.dbt, "--fuse-run")
+        runs.update({role: _STAND_IN.format(role) for role in references})
+        sql = render_fusion(list(runs.values()), args.method, norm=args.norm, dialect=args.dialect,
                             **fusion_params(args))
-        return sql + ";\n", args.output
+        return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
     if args.measure is None:
         raise UsageError("give the measures to evaluate (-m nDCG@10 ...), or --fuse METHOD with --fuse-run tables.")
     options = option_values(args, SQL_CMD)
@@ -61,13 +69,29 @@ def run(args) -> tuple:
     elif args.dbt:
         raise UsageError("--into and --dbt: dbt writes a model's table itself (its materialization); leave --into out.")
     tables = {"qrels": None if args.qrels.lower() == "none" else args.qrels, "run": args.run}
-    references = {role: t.strip() for role, t in tables.items() if t and _JINJA.fullmatch(t.strip())}
-    if references and not args.dbt:
-        raise UsageError(f"--{next(iter(references))} {next(iter(references.values()))!r} is a dbt reference: "
-                         "add --dbt, which keeps it as it is.")
+    references = _references(tables, args.dbt)
     tables.update({role: _STAND_IN.format(role) for role in references})
     sql = render(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                  per_query=args.per_query, header=not args.no_header, **options)
-    if args.dbt:
-        return _STAND_INS.sub(lambda m: references.get(m.group(1).lower(), m.group(0)), sql) + "\n", args.output
-    return sql + ";\n", args.output
+    return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
+
+
+def _references(tables: dict, dbt: bool, flag: str | None = None) -> dict:
+    """{role: reference} for the tables given as dbt references; other Jinja in a table name is refused."""
+    references = {role: t.strip() for role, t in tables.items() if t and _REFERENCE.fullmatch(t.strip())}
+    if references and not dbt:
+        role, reference = next(iter(references.items()))
+        raise UsageError(f"{flag or '--' + role} {reference!r} is a dbt reference: add --dbt, which keeps it as it is.")
+    for role, table in tables.items():
+        if dbt and role not in references and table and _JINJA.search(table):
+            raise UsageError(f"{flag or '--' + role} {table!r}: a dbt model takes a table as a plain name, "
+                             "{{ ref('model') }} or {{ source('source', 'table') }}; other Jinja is not kept.")
+    return references
+
+
+def _for_dbt(sql: str, references: dict) -> str:
+    """The statement as a dbt model: every Jinja opener in it (in a column name, a literal, a comment: what the
+    user typed) printed by Jinja as text, so that compiling the model runs nothing; then the references put in
+    for their stand-ins; no trailing ';'."""
+    sql = _JINJA.sub(lambda m: "{{ '%s' }}" % m.group(0), sql)
+    return _STAND_INS.sub(lambda m: references.get(m.group(1).lower(), m.group(0)), sql) + "\n"

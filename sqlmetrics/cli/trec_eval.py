@@ -17,6 +17,7 @@ from ..catalogue import parse, parse_all
 from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
+from ..local.checks import RepeatedDocument
 from ..local.collect import python_rows
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
@@ -102,7 +103,12 @@ def run(args) -> tuple:
     if args.Max_retrieved_per_topic is not None:
         options["depth"] = args.Max_retrieved_per_topic
     with Progress("evaluating", quiet=args.quiet) as progress:
-        res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows, _progress=progress.listener)
+        try:
+            res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows,
+                           _progress=progress.listener)
+        except RepeatedDocument as e:  # this command takes no --duplicates: trec_eval refuses a repeat too
+            raise SqlmetricsError(f"{e.where}. Remove the repeat: trec_eval takes each document once per query "
+                                  "(`sqlmetrics eval --duplicates max` keeps its highest score).") from None
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
     aggregate = dict(res.aggregate[name])

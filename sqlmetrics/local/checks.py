@@ -211,7 +211,15 @@ def _report_duplicate(con, loaded: Loaded, kind: str, ids: list, groups: tuple =
         dup = (dup[0], dup[-1])
         fix = ("Remove the repeated judgment." if kind == "qrels" else
                "Remove the repeat, or pass duplicates='max' (keep the highest score) or 'first' (keep the first line).")
-        raise SqlmetricsError(
-            f"{loaded.label}: document {dup[1]!r} appears more than once for query {dup[0]!r}{group} "
-            f"({loaded.lines(*lines)}). {fix}"
-        )
+        where = (f"{loaded.label}: document {dup[1]!r} appears more than once for query {dup[0]!r}{group} "
+                 f"({loaded.lines(*lines)})")
+        raise RepeatedDocument(f"{where}. {fix}", where)
+
+
+class RepeatedDocument(SqlmetricsError):
+    """A document twice in one query's judgments or ranking; .where says which, without the fix (a command
+    that takes no duplicates= words its own)."""
+
+    def __init__(self, message: str, where: str):
+        super().__init__(message)
+        self.where = where

@@ -46,7 +46,11 @@ def fused_sources(con, items: list, columns: dict | None, inputs: list) -> list:
         inputs.append(loaded)
         if "score" not in loaded.columns:
             raise SqlmetricsError(f"{loaded.label}: has no score column; fusion reads each run's scores.")
-        checks.check(con, loaded, "run", "error", "score")
+        try:
+            checks.check(con, loaded, "run", "error", "score")
+        except checks.RepeatedDocument as e:  # fusion takes no duplicates=: say only what fixes it
+            raise SqlmetricsError(f"{e.where}. Remove the repeat: a run to fuse ranks each document once per "
+                                  "query.") from None
         sources.append(_source(loaded.view, {r: loaded.columns[r] for r in ("query_id", "doc_id", "score")}))
     return sources
 

@@ -115,6 +115,16 @@ def _judged_run(options: Shape, key: list) -> exp.Select:
                   copy=False) \
             .where(_c("query_id", "run_rows").isin(query=exp.select("query_id").from_("query_stats", copy=False)),
                    copy=False)
+    if options.judged_only and options.depth is not None:
+        # trec_eval cuts each list at the depth first, then drops its unjudged documents (form_res_rels.c): the
+        # cut counts every ranked document, so it is a rank over the whole list, before the judged ones are kept.
+        names = [s.alias_or_name for s in judged.selects]
+        ranked = exp.select(*_cols(names), exp.alias_(_window(exp.func("ROW_NUMBER"), _cols(key), _order_by(options)),
+                                                      "full_rnk", copy=False)).from_(judged.subquery("whole", copy=False),
+                                                                                     copy=False)
+        return exp.select(*_cols(names)).from_(ranked.subquery("cut", copy=False), copy=False).where(
+            exp.and_(exp.LTE(this=_c("full_rnk"), expression=exp.Literal.number(options.depth)),
+                     exp.GTE(this=_c("relevance"), expression=exp.Literal.number(0))), copy=False)
     if options.judged_only:
         grade = _c("relevance") if options.labels else _c("relevance", "judgments")
         judged = judged.where(exp.GTE(this=grade, expression=exp.Literal.number(0)), copy=False)

@@ -19,7 +19,10 @@ from .trees import _by, _c, _cols, _ordered, _parse_ours
 #   position  one per position 1..depth (the measures' largest cutoff): normalisers are sums over positions.
 # The greedy ideal ranking is ndeval's: at each position, the document whose relevant subtopics still gain
 # most, each subtopic gaining (1 - alpha)^(documents placed above relevant to it); ties go to the greatest
-# document id. It is iterative: two plain CTEs per position, each reading the one before once. No recursion:
+# document id. A document's gain is a sum over its subtopics, added in subtopic order: in whatever order threads
+# hand the rows over, (1 - alpha)^c terms (alpha = 0.3) sum to values a bit apart, and two documents that tie
+# in one evaluation would not in the next, so the ideal ranking, and the measure, changed from run to run. It is
+# iterative: two plain CTEs per position, each reading the one before once. No recursion:
 # SQLite and MySQL allow neither aggregates nor windows in a recursive term. (Spark's analyzer gives up on
 # a statement three levels per position deep at 20 positions.) A greedy CTE's rows are the query's
 # (document, subtopic) relevant pairs: `cnt`, the documents placed so far relevant to the pair's subtopic;
@@ -47,7 +50,8 @@ _GREEDY_PLACE = (
     "CASE WHEN any_open = 1 AND doc_id = pick THEN {step} ELSE pos END AS p1, "
     "CASE WHEN any_open = 1 AND doc_id = pick THEN gain_now ELSE gain END AS g1, "
     "SUM(POWER(1 - alpha, CASE WHEN any_open = 1 AND pick = best_s THEN cnt + 1 ELSE cnt END)) "
-    "OVER (PARTITION BY query_id, alpha, doc_id) AS gn FROM {previous}")
+    "OVER (PARTITION BY query_id, alpha, doc_id ORDER BY subtopic ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+    "FOLLOWING) AS gn FROM {previous}")
 # Choose the next document.
 _GREEDY_PICK = (
     "SELECT query_id, alpha, doc_id, subtopic, c1 AS cnt, p1 AS pos, g1 AS gain, gn AS gain_now, "

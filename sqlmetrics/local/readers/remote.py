@@ -78,6 +78,11 @@ def _remote_view(con, url: str, kind: str, label: str, columns: dict | None, fmt
         raise
 
 
+_STATUS = {400: "bad request", 401: "unauthorized: no or wrong credentials", 403: "forbidden: the credentials may not "
+           "read it", 408: "timed out", 429: "too many requests", 500: "internal server error", 502: "bad gateway",
+           503: "service unavailable", 504: "gateway timeout"}
+
+
 @contextlib.contextmanager
 def _remote_errors(label: str):
     """A filesystem's failure as a SqlmetricsError naming the URL. Each filesystem raises its own errors
@@ -89,9 +94,14 @@ def _remote_errors(label: str):
     except Exception as e:
         # fsspec's http filesystem says FileNotFoundError when the host cannot be reached too: the
         # connection's error is then its cause.
+        cause = e.__cause__ if isinstance(e, FileNotFoundError) and e.__cause__ is not None else e
+        status = getattr(cause, "status", None)  # aiohttp's answer of a web server, which fsspec words as not found
+        if isinstance(status, int) and status != 404:
+            raise SqlmetricsError(f"{label}: the server answered HTTP {status} ({_STATUS.get(status, 'an error')}). "
+                                  + ("Check the credentials, or the URL's signature and its expiry."
+                                     if status in (401, 403) else "Check the URL, or try again later.")) from None
         if isinstance(e, FileNotFoundError) and not isinstance(e.__cause__, OSError):
             raise SqlmetricsError(f"{label}: no such object. Check the URL.") from None
-        cause = e.__cause__ if isinstance(e, FileNotFoundError) else e
         reason = " ".join(str(cause).split()) or type(cause).__name__
         raise SqlmetricsError(f"{label}: cannot be read ({reason}). Check the URL, the network, and the "
                               "credentials fsspec finds (environment, config files).") from None

@@ -66,8 +66,10 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
             if columns[role] not in present:
                 also = (" (columns= maps both tables; qrels_columns= overrides it for the qrels)"
                         if kind == "qrels" or kind in RAG_ROLES else "")
+                # The qrels' mapping is columns= and qrels_columns= merged: say which maps both tables
+                mapped = f"{role!r} is mapped" if also else f"columns= maps {role!r}"
                 raise SqlmetricsError(
-                    f"{label}: columns= maps {role!r} to {columns[role]!r}, which is not a column "
+                    f"{label}: {mapped} to {columns[role]!r}, which is not a column "
                     f"(columns: {', '.join(present)}){also}."
                 )
             mapping[role] = columns[role]
@@ -92,7 +94,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
     if missing:
         raise SqlmetricsError(
             f"{label}: no column for {', '.join(map(repr, missing))} (columns: {', '.join(present)}). "
-            f"Rename it or map it, e.g. columns={{{missing[0]!r}: '<your column>'}}."
+            f"Rename it or map it, e.g. {'qrels_columns' if kind == 'qrels' else 'columns'}={{{missing[0]!r}: "
+            "'<your column>'}."
         )
     if kind == "embeddings":
         _vector_roles(mapping, types, label)
