@@ -4,6 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def fixed(value: float, digits: int = 4) -> str:
+    """A number as the tables print it: `digits` decimals, and never -0.0000: a value a hair below zero (the
+    floating-point noise of an exact 0, as in Personalization of identical lists) prints as 0.0000."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
 @dataclass
 class Results:
     """Evaluation results, keyed by the measure strings exactly as passed.

@@ -10,9 +10,9 @@ import shutil
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
+from sqlmetrics import embedded
 from sqlmetrics.cli import main
 from sqlmetrics.local import connection
 
@@ -38,8 +38,8 @@ def pytest_configure(config):
         share = max(1, (os.cpu_count() or 1) // int(workers))
         with connection._SHARED_LOCK:
             if not connection._SHARED:
-                connection._SHARED.append(duckdb.connect(config={
-                    **connection._NO_EXTENSIONS, "temp_directory": connection._spill_folder(), "threads": share}))
+                connection._SHARED.append(embedded.connect(config={"temp_directory": connection._spill_folder(),
+                                                                   "threads": share}))
 
 
 def _need(path: Path) -> Path:

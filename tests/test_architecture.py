@@ -31,3 +31,15 @@ def test_no_package_import_inside_a_function():
                 if own:
                     hidden.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     assert not hidden, hidden
+
+
+def test_every_duckdb_connection_is_opened_by_embedded():
+    """DuckDB downloads and loads an extension when a query seems to need one unless told not to: the package
+    opens DuckDB only through embedded.connect(), which tells it."""
+    calls = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect" \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb":
+                calls.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert calls and all(c.startswith("embedded.py:") for c in calls), calls

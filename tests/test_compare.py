@@ -427,3 +427,8 @@ def test_markdown_escapes_a_pipe_in_a_run_name_once():
     assert rows[2].startswith("| a | x\\|y | ") and "\\\\|" not in rows[2]  # one backslash: a literal pipe
     assert rows[3].startswith("| b | b\\_c | ")
     assert all(len(r.replace("\\|", "").split("|")) == 5 for r in rows[:4])  # 3 cells in every row
+
+
+def test_a_p_value_below_the_smallest_double_is_printed_as_such():
+    from sqlmetrics.stats.report import _p
+    assert (_p(0.0), _p(1e-320), _p(0.00042), _p(0.5)) == ("<1e-300", "1.0e-320", "4.2e-04", "0.5000")

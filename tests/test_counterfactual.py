@@ -145,6 +145,14 @@ def test_sign_test_equals_scipy_binomtest(k, n):
     ("ips", {"a": 1}, "cannot read a dict"),
     ("ips", "nope.parquet", "no such file"),
     ("interleaving", pa.table({"impression": ["i"] * 3, "team": ["A", "B", "C"], "click": [1, 0, 0]}), "exactly two"),
+    # a click that is not a number is neither a click nor none: never counted for a team, never a NaN estimate
+    ("ips", pa.table({"action": ["a", "a"], "click": [1.0, float("nan")], "propensity": [0.5, 0.5],
+                      "new_action": ["a", "a"]}), r"1 row\(s\) have no click \(NULL, NaN or infinite\)"),
+    ("ips", pa.table({"action": ["a"], "click": [float("inf")], "propensity": [0.5], "new_action": ["a"]}), "no click"),
+    ("ips", pa.table({"action": ["a"], "click": [1], "propensity": [float("nan")], "new_action": ["a"]}), "propensity"),
+    ("interleaving", pa.table({"impression": ["i", "i"], "team": ["A", "B"], "click": [float("nan"), 0.0]}),
+     r"interleaving: 1 row\(s\) have no click"),
+    ("interleaving", pa.table({"impression": ["i", "i"], "team": ["A", "B"], "click": [None, 1]}), "have no click"),
 ])
 def test_bad_logs_are_named(call, log, message):
     with pytest.raises(SqlmetricsError, match=message):
@@ -202,3 +210,21 @@ def test_command_line_ips_and_interleaving(tmp_path, capsys):
     assert err.count("\n") == 1 and "no column 'click' for the role 'click'" in err and "Traceback" not in err
     assert main(["ips", str(tmp_path / "bandit.parquet"), *mapping, "--confidence", "1.5"]) == 2
     assert "confidence=1.5" in capsys.readouterr().err
+
+
+def test_json_is_valid_and_a_nan_click_in_parquet_is_refused(tmp_path, capsys):
+    """-f json prints null where an estimate is not a number (JSON has no NaN); a NaN in a Parquet file, which
+    DuckDB's isnan() alone misses there (the file's statistics leave NaN out), is a missing click."""
+    from sqlmetrics.cli.main import main
+    never = tmp_path / "never.parquet"  # the new ranker never agrees: SNIPS has nothing to say
+    pq.write_table(pa.table({"action": ["a", "b"], "click": [1.0, 0.0], "propensity": [0.5, 0.5],
+                             "new_action": ["c", "c"]}), never)
+    capsys.readouterr()
+    assert main(["ips", str(never), "-f", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)  # strict: NaN would fail here
+    assert printed["snips"] == {"value": None, "se": None, "ci_low": None, "ci_high": None}
+    nan = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"action": ["a", "a"], "click": [1.0, float("nan")], "propensity": [0.5, 0.5],
+                             "new_action": ["a", "a"]}), nan)
+    assert main(["ips", str(nan), "-f", "json"]) == 2
+    assert "1 row(s) have no click (NULL, NaN or infinite)" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import datetime
 import io
 import json
 import os
+import sqlite3
 import sys
 
 import duckdb
@@ -605,3 +606,21 @@ def test_python_output_with_an_engine(files):
     assert {r["query_id"]: {m: r[m] for m in MEASURES} for r in pq.read_table("eng.parquet").to_pylist()} == BY_HAND
     sqlmetrics.evaluate("qrels", "run", ["AP"], engine=con, output="eng.duckdb:res", into_mode="replace")
     assert _table("eng.duckdb")[1] == [("q1", 0.5), ("q2", 1.0)]
+
+
+def test_a_sqlite_file_named_duckdb_is_refused_and_nothing_is_fetched(files, capsys, monkeypatch):
+    """DuckDB opens a SQLite file through its sqlite extension, which by default it downloads into
+    ~/.duckdb/extensions: no connection of the package installs or loads an extension."""
+    monkeypatch.setenv("HOME", str(files / "home"))
+    (files / "home").mkdir()
+    with sqlite3.connect(files / "lite.duckdb") as con:
+        con.execute("CREATE TABLE kept (a INTEGER)")
+    before = (files / "lite.duckdb").read_bytes()
+    for argv in (["eval", "qrels.txt", "run.txt", "-m", "AP", "-o", "lite.duckdb:t"],
+                 ["compare", "qrels.txt", "run.txt", "run.txt", "-m", "AP", "-o", "lite.duckdb:t"],
+                 ["fuse", "run.txt", "run.txt", "--method", "rrf", "-o", "lite.duckdb:t"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and "is a SQLite database, not a DuckDB one" in err, err
+    with pytest.raises(SqlmetricsError, match="is a SQLite database"):
+        sqlmetrics.evaluate(files / "qrels.txt", files / "run.txt", ["AP"], output=str(files / "lite.duckdb") + ":t")
+    assert list((files / "home").iterdir()) == [] and (files / "lite.duckdb").read_bytes() == before

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.metrics.pairwise import cosine_similarity
@@ -492,3 +494,24 @@ def test_compare_tests_the_per_user_measures():
                                    qrels_columns={**columns, "relevance": "rating"}).aggregate
     text = report.to_markdown() if hasattr(report, "to_markdown") else str(report)
     assert all(m in text for m in measures) and f"{want['Serendipity']:.4f}" in text
+
+
+def test_personalization_of_identical_lists_prints_zero(tmp_path, capsys):
+    """Identical lists: cosine 1 for every pair, Personalization 0 up to floating-point noise, which may fall a hair
+    below 0; the table prints 0.0000, never -0.0000."""
+    from sqlmetrics.cli.main import main
+    n, length = 2, 3
+    run = pa.table({"query_id": [f"u{u}" for u in range(n) for _ in range(length)],
+                    "doc_id": [f"i{i}" for _ in range(n) for i in range(length)],
+                    "score": [float(length - i) for _ in range(n) for i in range(length)]})
+    history = pa.table({"query_id": [f"u{u}" for u in range(n)], "doc_id": ["i0"] * n, "relevance": [1] * n})
+    pq.write_table(run, tmp_path / "same.parquet")
+    pq.write_table(history, tmp_path / "history.parquet")
+    assert sqlmetrics.evaluate(history, run, ["Personalization"], history=history).aggregate["Personalization"] == \
+        pytest.approx(0, abs=1e-12)
+    for fmt in ("table", "markdown", "html"):
+        capsys.readouterr()
+        assert main(["eval", str(tmp_path / "history.parquet"), str(tmp_path / "same.parquet"), "-m", "Personalization",
+                     "--history", str(tmp_path / "history.parquet"), "-f", fmt]) == 0
+        out = capsys.readouterr().out
+        assert "0.0000" in out and "-0.0000" not in out, out

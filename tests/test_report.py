@@ -330,3 +330,12 @@ def test_other_commands_do_not_import_matplotlib():
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("False")
+
+
+def test_dollar_signs_in_names_are_text(tmp_path):
+    """matplotlib reads $...$ as maths: a run named `bm25 $\\frac{$` failed the report; names are drawn as text."""
+    runs = {"bm25 $\\frac{$": str(BM25), "rerank $x$": str(RERANK)}
+    report = build_report(str(QRELS), runs, ["AP"], test="student")
+    page = report.to_html()
+    assert "bm25 $\\frac{$" in page
+    report.chart("deltas", "AP").savefig(tmp_path / "deltas.png")

@@ -3,6 +3,7 @@ printed as a small table, or as JSON with -f json."""
 from __future__ import annotations
 
 import json
+import math
 
 from ..stats.counterfactual import INTERLEAVING_ROLES, IPS_ROLES, interleaving, ips
 from .common import role_pairs
@@ -36,12 +37,22 @@ def _common_arguments(p, roles: tuple) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of standard output")
 
 
+def _json(out: dict) -> str:
+    """Valid JSON: a value that is not a number (SNIPS when the rankers never agree, a spread of one row) is
+    null, as in every JSON output of the package."""
+    def finite(v):
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+    return json.dumps(finite(out), indent=2, allow_nan=False) + "\n"
+
+
 def run_ips(args) -> tuple:
     est = ips(args.log, role_pairs(args.column, "--column", IPS_ROLES), args.confidence)
     if args.format == "json":
         out = {"n": est["n"], "matches": est["matches"], "confidence": args.confidence,
                **{name: vars(est[name]) for name in ("ips", "snips")}}
-        return json.dumps(out, indent=2, allow_nan=True) + "\n", args.output
+        return _json(out), args.output
     level = f"{args.confidence:.0%}".replace(".0%", "%")
     lines = [f"{'estimate':<9} {'value':>10} {'se':>10} {level + ' interval':>25}"]
     for name in ("ips", "snips"):
@@ -58,7 +69,7 @@ def run_interleaving(args) -> tuple:
     if args.format == "json":
         out = {"teams": [a, b], "impressions": res["impressions"], "wins": res["wins"], "ties": res["ties"],
                "delta": vars(res["delta"]), "p_value": res["p_value"], "confidence": args.confidence}
-        return json.dumps(out, indent=2, allow_nan=True) + "\n", args.output
+        return _json(out), args.output
     d = res["delta"]
     level = f"{args.confidence:.0%}".replace(".0%", "%")
     return (f"{res['impressions']} impressions: {a} wins {res['wins'][a]}, {b} wins {res['wins'][b]}, "

@@ -12,6 +12,7 @@ from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.collect import python_rows
 from ..options import EVAL_CMD
+from ..results import fixed
 from ..stats.report import aligned, html, markdown
 from .common import (Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format, command_runs,
                      measures_from, option_values, trec_line, trec_tag)
@@ -116,7 +117,7 @@ def _rows(table: tuple, fmt: str) -> str:
         writer.writerow(names)
         writer.writerows([["" if v is None else v for v in r.values()] for r in records])
         return buf.getvalue()
-    cells = [[f"{v:.4f}" if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
+    cells = [[fixed(v) if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
     align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
     if fmt == "html":
         return html([[_html.escape(str(c)) for c in row] for row in (names, *cells)], align) + "\n"
@@ -153,7 +154,7 @@ class EvalTable:
         v = self._value(measure, v)
         if v is None:
             return "–"
-        return str(v) if isinstance(v, int) else f"{v:.{digits}f}"
+        return str(v) if isinstance(v, int) else fixed(v, digits)
 
     def records(self, per_query: bool) -> list:
         """One record per run and query: run, query_id, one key per measure. The aggregate's query_id is

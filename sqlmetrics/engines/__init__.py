@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 import sqlite3
 
-import duckdb
-
+from .. import embedded
 from ..catalogue import parse_all
 from ..dialects import DIALECTS, dialect_info, render
 from ..errors import SqlmetricsError
@@ -232,7 +231,7 @@ def evaluate_on(engine, measures, qrels="qrels", run="run", **options) -> Result
     per_query = pa.table(data)
 
     aggregates = [(out, c.measure.aggregate) for out, c in zip(outs, calls)]
-    con = duckdb.connect()
+    con = embedded.connect()
     try:
         run_key = ["run_name"] if multi else []
         list_key = [*run_key, *segs, "query_id"]

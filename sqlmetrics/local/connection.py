@@ -10,6 +10,7 @@ import weakref
 
 import duckdb
 
+from .. import embedded
 from ..errors import SqlmetricsError
 from ..options import Settings
 from .output import process_folder
@@ -19,8 +20,6 @@ _SHARED: list = []  # the process's in-memory DuckDB database, opened by the fir
 _SHARED_LOCK = threading.Lock()
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # the connections connect() gave, for interrupt_queries()
 _SPILLS = itertools.count()
-# DuckDB's defaults that are not ours to keep: it would download and load extensions on first use.
-_NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def connect(memory_limit=None, threads=None, temp_directory=None):
@@ -39,13 +38,13 @@ def connect(memory_limit=None, threads=None, temp_directory=None):
     if not resources:
         with _SHARED_LOCK:
             if not _SHARED:
-                _SHARED.append(duckdb.connect(config={**_NO_EXTENSIONS, "temp_directory": _spill_folder()}))
+                _SHARED.append(embedded.connect(config={"temp_directory": _spill_folder()}))
             con = _SHARED[0].cursor()
     else:
         if "temp_directory" not in resources:
             resources["temp_directory"] = _spill_folder()
         try:
-            con = duckdb.connect(config={**_NO_EXTENSIONS, **resources})
+            con = embedded.connect(config=resources)
         except (duckdb.Error, TypeError, ValueError) as e:
             raise SqlmetricsError(f"memory_limit/threads/temp_directory: {_first_line(e)} "
                                   "(e.g. memory_limit='2GB', threads=2, temp_directory='/tmp/spill').") from None

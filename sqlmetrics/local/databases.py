@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from .. import embedded
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 
@@ -83,7 +84,7 @@ def _no_table(label: str, tables: list) -> SqlmetricsError:
 
 def _copy_duckdb(con, path: Path, table: str, into: str, label: str) -> None:
     try:
-        source = duckdb.connect(str(path), read_only=True, config=_LOCKED)
+        source = embedded.connect(str(path), read_only=True, config=_LOCKED)
     except duckdb.Error as e:
         # DuckDB opens a file once per process with one configuration: a connection of the caller's own
         # to it (read-write, or without our locks) is in the way.

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from .. import embedded
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
@@ -274,6 +275,14 @@ def write_trec(con, query: str, path: str) -> None:
     con.execute(f"COPY ({query}) TO {_lit(path)} (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')")
 
 
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple, name: str) -> None:
     """The rows of a pyarrow Table into the table `table_name` of the DuckDB file at `path`, in one
     transaction (an error leaves the table as it was), its columns typed as the Arrow table's (text, DOUBLE,
@@ -281,8 +290,11 @@ def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple,
     it, 'append' the rows, or 'merge' them: rows with the same `key` (the result's key columns) are replaced."""
     writable_target(path, name)
     new_file = not path.exists()
+    if not new_file and _is_sqlite(path):  # DuckDB would want its sqlite extension for it, which is never loaded
+        raise SqlmetricsError(f"{name}: {str(path)!r} is a SQLite database, not a DuckDB one. Write the table into a "
+                              "DuckDB file (a new name, e.g. results.duckdb:table), or read the SQLite file as an input.")
     try:
-        con = duckdb.connect(str(path))
+        con = embedded.connect(str(path))
     except duckdb.Error as e:
         raise SqlmetricsError(f"{name}: cannot open {str(path)!r} as a DuckDB database ({_first_line(e)}).") from None
     target, columns = _q(table_name), ", ".join(_q(c) for c in table.column_names)

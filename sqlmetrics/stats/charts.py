@@ -5,6 +5,7 @@ never load it.
 """
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
@@ -29,6 +30,20 @@ def figure_class():
     return Figure
 
 
+def _literal_text(draw):
+    """Run and segment names are text, never maths: matplotlib reads `$...$` in any label as mathtext (and fails
+    on `bm25 $\\frac{$`). Labels take the setting when they are made, tick labels when the figure is drawn:
+    charts are built and drawn with it off."""
+    @functools.wraps(draw)
+    def literal(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return literal
+
+
+@_literal_text
 def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
     """Per-query differences against the baseline: one panel per run, bars sorted from the largest
     improvement to the largest loss, green where the run is better, red where it is worse.
@@ -60,6 +75,7 @@ def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
     return fig
 
 
+@_literal_text
 def pr_chart(levels: list, curves: dict):
     """Interpolated precision at the recall levels, one line per run: {run: [precision per level]}."""
     Figure = figure_class()
@@ -78,6 +94,7 @@ def pr_chart(levels: list, curves: dict):
     return fig
 
 
+@_literal_text
 def segments_chart(measure: str, points: list):
     """Each segment's mean with its 95% confidence interval: points are (category, series, mean, low, high);
     categories along the x axis, the series of a category side by side."""
@@ -106,6 +123,7 @@ def segments_chart(measure: str, points: list):
     return fig
 
 
+@_literal_text
 def svg(fig, prefix: str) -> str:
     """The figure as an <svg> element to inline in HTML: text drawn as paths (no font is fetched or needed),
     no date, and every id prefixed (references too) so that several charts on one page share none."""
@@ -127,6 +145,7 @@ def chart_path(path: str, name: str) -> str:
     return path
 
 
+@_literal_text
 def save(fig, path: str, name: str) -> None:
     """The figure written atomically (local.output.replace_file) as PNG or SVG, by the file's suffix."""
     fmt = Path(chart_path(path, name)).suffix.lower()[1:]

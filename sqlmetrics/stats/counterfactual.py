@@ -17,6 +17,7 @@ from statistics import NormalDist
 
 import duckdb
 
+from .. import embedded
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier, sql_literal
 
@@ -47,11 +48,12 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
     with _opened(log, columns, IPS_ROLES, "ips") as (con, view, c):
         bad = con.execute(f"""
             SELECT COUNT(*) FROM {view}
-            WHERE {c['propensity']} IS NULL OR {c['propensity']} <= 0 OR {c['propensity']} > 1
-               OR {c['click']} IS NULL""").fetchone()[0]
+            WHERE {_not_finite(c['propensity'])} OR {c['propensity']} <= 0 OR {c['propensity']} > 1
+               OR {_not_finite(c['click'])}""").fetchone()[0]
         if bad:
-            raise SqlmetricsError(f"ips: {bad} row(s) have no click or a propensity outside (0, 1] (columns "
-                                  f"{c['propensity']!r}, {c['click']!r}); every logged decision needs both.")
+            raise SqlmetricsError(f"ips: {bad} row(s) have no click (NULL, NaN or infinite) or a propensity outside "
+                                  f"(0, 1] (columns {c['propensity']!r}, {c['click']!r}); every logged decision "
+                                  "needs both.")
         n, matches, sw, swr, sw2r2, sw2r, sw2 = con.execute(f"""
             SELECT COUNT(*), SUM(CASE WHEN w > 0 THEN 1 ELSE 0 END), SUM(w), SUM(w * r), SUM(w * w * r * r),
                    SUM(w * w * r), SUM(w * w)
@@ -90,7 +92,11 @@ def interleaving(log, columns: dict | None = None, confidence: float = 0.95) -> 
             raise SqlmetricsError(f"interleaving: the team column {c['team']!r} must hold exactly two rankers' names "
                                   f"and no NULL; it holds {sorted(map(repr, teams))}.")
         a, b = sorted(teams)
-        clicked = f"CASE WHEN {c['click']} IS NOT NULL AND {c['click']} <> 0 THEN 1 ELSE 0 END"
+        missing = con.execute(f"SELECT COUNT(*) FROM {view} WHERE {_not_finite(c['click'])}").fetchone()[0]
+        if missing:  # neither a click nor no click: which team it would credit is a guess
+            raise SqlmetricsError(f"interleaving: {missing} row(s) have no click (NULL, NaN or infinite in column "
+                                  f"{c['click']!r}); give each shown document 0 or 1, or leave its impression out.")
+        clicked = f"CASE WHEN {c['click']} <> 0 THEN 1 ELSE 0 END"
         n, wins_a, wins_b = con.execute(f"""
             SELECT COUNT(*), SUM(CASE WHEN ca > cb THEN 1 ELSE 0 END), SUM(CASE WHEN cb > ca THEN 1 ELSE 0 END)
             FROM (SELECT {c['impression']},
@@ -102,6 +108,13 @@ def interleaving(log, columns: dict | None = None, confidence: float = 0.95) -> 
     var = (wins_a + wins_b - n * delta * delta) / (n - 1) if n > 1 else math.nan
     return {"teams": (a, b), "impressions": n, "wins": {a: wins_a, b: wins_b}, "ties": n - wins_a - wins_b,
             "delta": _estimate(delta, math.sqrt(max(0.0, var) / n), z), "p_value": sign_test(wins_b, wins_a + wins_b)}
+
+
+def _not_finite(column: str) -> str:
+    """SQL: the column's value is NULL, NaN or infinite. A NaN is also found by its hash: in Parquet, DuckDB answers
+    isnan() from the file's min/max statistics, which leave NaN out."""
+    x = f"CAST({column} AS DOUBLE)"
+    return f"({x} IS NULL OR isnan({x}) OR isinf({x}) OR hash({x}) = hash(CAST('nan' AS DOUBLE)))"
 
 
 def sign_test(k: int, n: int) -> float:
@@ -133,7 +146,7 @@ class _opened:
         self.log, self.columns, self.roles, self.what = log, dict(columns or {}), roles, what
 
     def __enter__(self):
-        self.con = duckdb.connect()
+        self.con = embedded.connect()
         try:
             return self.con, "sqlm_log", self._view()
         except BaseException:

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..options import CORRECTIONS, TESTS
+from ..results import fixed
 
 _SUPERSCRIPT = dict(zip("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"))
 
@@ -389,7 +390,7 @@ def _clean(v):
 def _number(v, aggregate: str, digits: int) -> str:
     if aggregate == "sum" and float(v).is_integer():
         return str(int(v))
-    return f"{v:.{digits}f}"
+    return fixed(v, digits)
 
 
 def _signed(v: float, digits: int) -> str:
@@ -401,12 +402,14 @@ def _signed(v: float, digits: int) -> str:
 
 
 def _plain(v: float, digits: int) -> str:
-    return "–" if v is None or math.isnan(v) else f"{v:.{digits}f}"
+    return "–" if v is None or math.isnan(v) else fixed(v, digits)
 
 
 def _p(p: float) -> str:
     if p is None or math.isnan(p):
         return "–"
+    if p == 0:  # below the smallest double: the test's statistic is that far out
+        return "<1e-300"
     return f"{p:.4f}" if p >= 0.001 else f"{p:.1e}"
 
 

@@ -25,8 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 
-import duckdb
-
+from .. import embedded
 from ..errors import SqlmetricsError
 from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
 from .ranks import tolerant_ranks_sql
@@ -244,7 +243,7 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
     if not live:
         return out
     exact = {k: test == "fisher" and 2 ** len(d) <= n_resamples for k, d in live}
-    con = duckdb.connect()
+    con = embedded.connect()
     try:
         # plain INSERTs, not a pyarrow table: building one from Python lists imports pandas
         con.execute("CREATE TEMP TABLE sqlm_jobs (job INTEGER, n INTEGER, dv DOUBLE[], obs DOUBLE, tol DOUBLE, "
@@ -314,7 +313,7 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
     percentile interval of the resampled differences of means, and p = (count + 1) / (n_resamples + 1) of
     resamples at least as far from the observed difference as it is from 0.
     """
-    con = duckdb.connect()
+    con = embedded.connect()
     try:
         con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[])")
         con.execute("CREATE TEMP TABLE sqlm_pairs (job INTEGER, gx INTEGER, gy INTEGER)")
