@@ -410,6 +410,21 @@ def test_optimize_fusion_bad_input():
         sqlmetrics.optimize_fusion(qrels, runs, "rrf", metric="GMAP")
 
 
+@pytest.mark.parametrize("method, grid, message", [
+    ("wsum", {"step": -0.1}, r"step=-0.1 must be a positive number"),
+    ("wsum", {"step": 0}, r"step=0 must be a positive number"),  # once silently ranx's 0.1
+    ("wsum", {"step": 2}, r"step=2 leaves no weights between 0 and 1"),
+    ("rrf", {"min_k": 100, "max_k": 10}, r"min_k=100 is above max_k=10"),
+    ("rrf", {"step": 2.5}, r"RRF's k is a whole number"),
+    ("rbc", {"min_phi": 0.9, "max_phi": 0.5}, r"min_phi=0.9 is above max_phi=0.5"),
+])
+def test_optimize_fusion_names_a_bad_grid(method, grid, message):
+    """Each said "train= is empty" before, though no train= was given."""
+    qrels, runs = _same_documents_runs(3, 2)
+    with pytest.raises(SqlmetricsError, match=message):
+        sqlmetrics.optimize_fusion(qrels, runs, method, **grid)
+
+
 def test_compare_tests_fused_runs_against_their_inputs():
     from sqlmetrics.demo import paths
 

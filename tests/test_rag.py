@@ -14,6 +14,7 @@ answer relevancy is the mean cosine of embeddings it is given, zeroed when every
 from __future__ import annotations
 
 import math
+import re
 import random
 from pathlib import Path
 
@@ -342,3 +343,33 @@ def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds()
     assert math.isclose(results.aggregate["Faithfulness"], faithfulness)
     assert math.isclose(results.aggregate["AnswerRelevancy"], relevancy, abs_tol=1e-12)
     assert round(relevancy, 3) == 0.742 and round(faithfulness, 3) == 0.503  # as the README says
+
+
+def test_rag_rows_matching_no_judged_query_are_warned_about():
+    """Verdicts keyed Q1/Q2 against qrels q1/q2 matched nothing, silently: Faithfulness null, exit 0."""
+    rows = [("Q1", "answer", 1), ("Q2", "answer", 0), ("Q3", "answer", 1)]
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"verdicts \(Arrow table\) matches none of the 3 judged "
+                                                          r"queries by query id \(its ids: 'Q1', 'Q2', 'Q3'; the qrels': "
+                                                          r"'q1', 'q2', 'q3'\)"):
+        res = sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=verdicts_table(rows))
+    assert res.aggregate["Faithfulness"] is None
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"has no rows for 1 of the 3 judged queries \('q3'\); "
+                                                          "their Faithfulness is empty"):
+        sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=verdicts_table([("q1", "answer", 1),
+                                                                                   ("q2", "answer", 0)]))
+
+
+@pytest.mark.parametrize("form", ["list", "long", "embed="])
+def test_a_nan_or_infinite_embedding_is_named_with_its_row(form):
+    """Once "AnswerRelevancy overflows a double ... use smaller grades": the input, the row and the real cause."""
+    rows = [("q1", 0, [1.0, 0.0], 0), ("q1", 1, [float("nan"), 1.0], 0), ("q2", 0, [1.0, float("inf")], 0)]
+    if form == "embed=":
+        questions = pa.table({"query_id": ["q1", "q1"], "generated": [0, 1], "question": ["asked", "broken"]})
+        with pytest.raises(SqlmetricsError, match=r"embeddings \(embedded by embed=\).*row 2: the embedding holds NaN"):
+            sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=questions,
+                                embed=lambda texts: [[1.0, 0.0] if t == "asked" else [float("nan"), 0.0] for t in texts])
+        return
+    table = as_arrays(rows) if form == "list" else as_long(rows)
+    where = "row 2: the embedding holds NaN" if form == "list" else "row 3: the value is NaN or infinite"
+    with pytest.raises(SqlmetricsError, match=re.escape(where)):
+        sqlmetrics.evaluate(QRELS, RUN, ["AnswerRelevancy"], embeddings=table)

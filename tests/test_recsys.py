@@ -515,3 +515,17 @@ def test_personalization_of_identical_lists_prints_zero(tmp_path, capsys):
                      "--history", str(tmp_path / "history.parquet"), "-f", fmt]) == 0
         out = capsys.readouterr().out
         assert "0.0000" in out and "-0.0000" not in out, out
+
+
+@pytest.mark.parametrize("vectors, message", [
+    ([("i1", [1.0, 0.0]), ("i2", [0.0, 1.0]), ("i1", [0.0, 1.0])], r"item 'i1' has more than one vector \(rows 1 and 3\)"),
+    ([("i1", [1.0, 0.0]), ("i2", [float("nan"), 1.0])], r"row 2: the vector holds NaN or an infinite value"),
+    ([("i1", [1.0, float("inf")]), ("i2", [0.0, 1.0])], r"row 1: the vector holds NaN or an infinite value"),
+])
+def test_item_vectors_are_one_per_item_and_finite(vectors, message):
+    """Two vectors of one item were averaged in silence; a NaN gave an overflow error about grades."""
+    items = pa.table({"doc_id": [v[0] for v in vectors], "vector": [v[1] for v in vectors]})
+    run = pa.table({"query_id": ["u1", "u1"], "doc_id": ["i1", "i2"], "score": [2.0, 1.0]})
+    qrels = pa.table({"query_id": ["u1"], "doc_id": ["i1"], "relevance": [1]})
+    with pytest.raises(SqlmetricsError, match=message):
+        sqlmetrics.evaluate(qrels, run, ["IntraListDiversity(similarity='features')"], items=items, history=qrels)

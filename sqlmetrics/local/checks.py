@@ -125,6 +125,29 @@ def check_verdicts(con, loaded: Loaded) -> None:
                                   f"{verdict_value!r}). Fix the row.")
 
 
+def _not_finite_in(vector: str) -> str:
+    """SQL: the list holds a NaN or an infinite value."""
+    return f"len(list_filter({vector}, lambda x: NOT isfinite(x))) > 0"
+
+
+def check_items(con, loaded: Loaded) -> None:
+    """Item features (items=) given as a vector per item: each item once (two vectors of one item were averaged in
+    silence), and each vector of finite numbers. (Categories and the long form take a row per category or
+    dimension.)"""
+    if "vector" not in loaded.columns:
+        return
+    item, vector = _col(loaded, "doc_id"), _col(loaded, "vector")
+    twice = con.execute(f"SELECT CAST({item} AS VARCHAR), min(line_no), max(line_no) FROM {loaded.numbered} "
+                        "GROUP BY ALL HAVING COUNT(*) > 1 ORDER BY 2 LIMIT 1").fetchall()
+    if twice:
+        raise SqlmetricsError(f"{loaded.label}: item {twice[0][0]!r} has more than one vector "
+                              f"({loaded.lines(*twice[0][1:])}); give each item one.")
+    bad = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {_not_finite_in(f'CAST({vector} AS DOUBLE[])')} "
+                      "ORDER BY line_no LIMIT 1").fetchall()
+    if bad:
+        raise SqlmetricsError(f"{loaded.at(bad[0][0])}: the vector holds NaN or an infinite value; fix the row.")
+
+
 def check_embeddings(con, loaded: Loaded) -> None:
     """Question embeddings (embeddings=): an `embedding` array, or `dimension` and `value` (one row per dimension),
     whichever the reader found; `generated` 0 for the question asked, 1.. for the generated ones; an optional
@@ -145,10 +168,14 @@ def check_embeddings(con, loaded: Loaded) -> None:
         rows.append((f"TRY_CAST({embedding} AS DOUBLE[]) IS NULL OR len({embedding}) = 0 OR "
                      f"list_count(TRY_CAST({embedding} AS DOUBLE[])) < len({embedding})",
                      "the embedding is empty or holds a value that is not a number"))
+        rows.append((_not_finite_in(f"TRY_CAST({embedding} AS DOUBLE[])"),
+                     "the embedding holds NaN or an infinite value (the embedding model's output is broken there)"))
     else:
         dimension, value = _col(loaded, "dimension"), _col(loaded, "value")
         rows.append((f"{number.format(dimension)} IS NULL OR {number.format(value)} IS NULL",
                      "dimension or value is not a number"))
+        rows.append((f"NOT isfinite({number.format(value)})",
+                     "the value is NaN or infinite (the embedding model's output is broken there)"))
     for condition, what in rows:
         found = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {condition} "
                             "ORDER BY line_no LIMIT 1").fetchall()

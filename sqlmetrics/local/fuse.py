@@ -116,18 +116,39 @@ def _arange(start: float, stop: float, step: float) -> list:
     return [round(start + i * step, digits) for i in range(math.ceil((stop - start) / step))]
 
 
+def _range(name: str, low, high, least) -> None:
+    """min_<name> and max_<name> bound a grid: numbers, least <= min <= max (RRF's k also whole)."""
+    for bound, value in ((f"min_{name}", low), (f"max_{name}", high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not least <= value < math.inf or \
+                (name == "k" and not float(value).is_integer()):
+            raise SqlmetricsError(f"optimize_fusion: {bound}={value!r} must be a {'whole ' if name == 'k' else ''}"
+                                  f"number of at least {least}.")
+    if low > high:
+        raise SqlmetricsError(f"optimize_fusion: min_{name}={low!r} is above max_{name}={high!r}: the grid is empty.")
+
+
 def fusion_grid(method, n_runs: int, step=None, min_k: int = 10, max_k: int = 100, min_phi: float = 0.01,
                 max_phi: float = 1.0) -> list:
     """The parameter settings ranx's optimize_fusion tries, in its order: WSum every weight vector of
     0, step, ..., 1 (default 0.1) whose float sum is exactly 1.0; RRF k = min_k, min_k + step (default 10),
     ..., max_k; RBC phi = min_phi, ... max_phi by step (default 0.01)."""
     name = fusion_method(method).name
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 < step < math.inf):
+        raise SqlmetricsError(f"optimize_fusion: step={step!r} must be a positive number (e.g. step=0.05), or left "
+                              "out for ranx's default.")
     if name == "WSum":
+        if step is not None and step > 1:
+            raise SqlmetricsError(f"optimize_fusion: step={step!r} leaves no weights between 0 and 1 to try; give "
+                                  "a step of at most 1, e.g. 0.1.")
         weights = _arange(0, 1 + (step or 0.1), step or 0.1)
         return [{"weights": list(w)} for w in itertools.product(weights, repeat=n_runs) if sum(w) == 1.0]
     if name == "RRF":
-        return [{"k": k} for k in range(min_k, max_k + 1, step or 10)]
+        if step is not None and not float(step).is_integer():
+            raise SqlmetricsError(f"optimize_fusion: RRF's k is a whole number: step={step!r} must be one too.")
+        _range("k", min_k, max_k, 1)
+        return [{"k": k} for k in range(min_k, max_k + 1, int(step or 10))]
     if name == "RBC":
+        _range("phi", min_phi, max_phi, 0)
         return [{"phi": phi} for phi in _arange(min_phi, max_phi + (step or 0.01), step or 0.01)]
     raise SqlmetricsError(f"{name} has no parameter to optimise; optimize_fusion tunes WSum's weights, RRF's k "
                           "and RBC's phi.")
