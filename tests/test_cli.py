@@ -635,15 +635,19 @@ def test_progress_line_on_a_terminal_only():
 
 
 def test_quiet_is_taken_by_every_evaluating_command(capsys, tmp_path):
-    """--quiet (no progress line) is a flag of every subcommand; it changes nothing else."""
+    """--quiet (no progress line, no warnings: trec_eval scripts parse stderr) is a flag of every subcommand; it
+    changes nothing on stdout, and errors still print."""
     qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
-    qrels.write_text("q1 0 d1 1\n")
+    qrels.write_text("q1 0 d1 1\nq2 0 d1 1\n")  # q2 is not ranked: a warning without --quiet
     run.write_text("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4 t\n")
-    for argv in (["eval", qrels, run, "-m", "P@1"], ["trec_eval", "-m", "P.1", qrels, run],
+    for argv in (["eval", qrels, run, "-m", "P@1"], ["trec_eval", "-c", "-m", "P.1", qrels, run],
                  ["compare", qrels, run, run, "--name", "a", "--name", "b", "-m", "P@1"]):
-        code, plain, _ = run_cli(capsys, *argv)
+        code, plain, warned = run_cli(capsys, *argv)
         code_quiet, quiet, err = run_cli(capsys, *argv[:1], "--quiet", *argv[1:])
         assert code == code_quiet == 0 and plain == quiet and err == "", argv
+        assert argv[0] == "trec_eval" or "warning" in warned, argv
+    code, _, err = run_cli(capsys, "eval", "--quiet", qrels, tmp_path / "missing.txt", "-m", "P@1")
+    assert code == 2 and "error" in err
 
 
 @pytest.mark.slow  # a fresh interpreter

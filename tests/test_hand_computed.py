@@ -4,6 +4,7 @@ One query (max grade in the qrels is 3): judgments a=3, b=0, c=1, d=-1; run a .9
 Relevant (grade >= 1): a at rank 1, c at rank 3. x is unjudged, d is "pooled, not judged" (-1).
 """
 import sqlite3
+import warnings
 
 import pytest
 
@@ -73,3 +74,16 @@ def test_depth_cuts_before_judged_only_drops(tmp_path, depth, expected):
     con.executemany("INSERT INTO run VALUES (?, ?, ?)", CUT_RUN)
     sql = sqlmetrics.render(list(expected), "sqlite", depth=depth, judged_only=True)
     assert con.execute(sql).fetchall() == [tuple(expected.values())]
+
+
+def test_grades_above_errs_gmax_are_warned_about_once():
+    """ERR's gmax is 4: a grade of 2000 counts as 4, as it always did, but no longer without a word."""
+    run = {"q1": {"d2": 2.0, "d1": 1.0}}
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"ERR@10: the qrels hold grades up to 2000, above gmax=4; "
+                                                          r"they count as 4\. ERR\(gmax='max'\)") as caught:
+        high = sqlmetrics.evaluate({"q1": {"d1": 2000, "d2": 1}}, run, ["ERR@10", "P@1"]).aggregate["ERR@10"]
+    assert len([w for w in caught if "gmax" in str(w.message)]) == 1
+    assert high == sqlmetrics.evaluate({"q1": {"d1": 4, "d2": 1}}, run, ["ERR@10"]).aggregate["ERR@10"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # grades within gmax: nothing to say
+        sqlmetrics.evaluate({"q1": {"d1": 4, "d2": 1}}, run, ["ERR@10"])

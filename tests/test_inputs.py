@@ -234,3 +234,16 @@ def test_one_named_run_is_labelled_like_several():
     assert res.aggregate == {"base": pytest.approx(EXPECTED)}
     assert res.per_query.column_names == ["run", "query_id", "P@2", "AP"]
     assert set(res.per_query.column("run").to_pylist()) == {"base"}
+
+
+def test_recommender_and_log_column_names_are_recognised(tmp_path):
+    """user_id / item_id / rating / prediction (a recommender's tables) and session_id or request_id with position
+    (a search log's) play their roles without a mapping."""
+    (tmp_path / "truth.csv").write_text("user_id,item_id,rating\nu1,i1,5\nu1,i2,0\n")
+    (tmp_path / "reco.csv").write_text("user_id,item_id,prediction\nu1,i2,0.9\nu1,i1,0.5\n")
+    got = sqlmetrics.evaluate(tmp_path / "truth.csv", tmp_path / "reco.csv", ["P@1", "RR"]).aggregate
+    assert got == {"P@1": 0.0, "RR": 0.5}
+    for key in ("session_id", "request_id"):
+        (tmp_path / "log.csv").write_text(f"{key},item_id,position,clicked\ns1,i1,1,0\ns1,i2,2,1\n")
+        assert sqlmetrics.evaluate(None, tmp_path / "log.csv", ["RR"], label="clicked", ties="rank").aggregate == \
+            {"RR": 0.5}

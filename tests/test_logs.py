@@ -553,3 +553,19 @@ def test_render_into_executes_on_engine(engine_name, loaded_logs, tmp_path):
         bad = [f"{m}: {engine_name}={v!r} duckdb={w[m]!r}" for m, v in zip(SOME, g[2:-1])
                if not _close(None if v is None else float(v), w[m])]
         assert not bad, f"{engine_name} {w['date']} {w['arm']}:\n" + "\n".join(bad)
+
+
+def test_positions_counted_from_zero_are_said_so_once_and_ranked_as_from_one():
+    """0-based positions, the usual logging convention, once gave "3096 of 3096 lists have positions that are not
+    1..n": now one plain sentence, and the values of the same log numbered from 1."""
+    rows = [("s1", "a", 0, 1), ("s1", "b", 1, 0), ("s1", "c", 2, 1), ("s2", "a", 0, 0), ("s2", "d", 1, 1)]
+    log = pa.table({"session_id": [r[0] for r in rows], "doc": [r[1] for r in rows],
+                    "position": [r[2] for r in rows], "clicked": [r[3] for r in rows]})
+    one_based = log.set_column(2, "position", pa.array([r[2] + 1 for r in rows]))
+    options = dict(label="clicked", ties="rank", columns={"doc_id": "doc"})
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"positions count from 0 in all 2 of 2 lists") as caught:
+        got = sqlmetrics.evaluate(None, log, ["RR", "P@2", "nDCG@2"], **options)
+    assert not any("not 1..n" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert got.aggregate == sqlmetrics.evaluate(None, one_based, ["RR", "P@2", "nDCG@2"], **options).aggregate

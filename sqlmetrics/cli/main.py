@@ -44,7 +44,8 @@ COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, trec_eval, conv
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    common.add_argument("--quiet", action="store_true", help="no progress line on the terminal during a long run")
+    common.add_argument("--quiet", action="store_true",
+                        help="no progress line and no warnings on stderr (errors still print); for scripts that read it")
     parser = argparse.ArgumentParser(
         prog="sqlmetrics", allow_abbrev=False,
         description="Ranked-retrieval evaluation as SQL on DuckDB, trec_eval-exact.",
@@ -81,14 +82,14 @@ def _run(args, signals: _Signals) -> int:
             text, output = args.func(args)
             if signals.number:  # a signal whose exception something swallowed: the work is not to be trusted
                 raise KeyboardInterrupt
-            _flush_warnings(caught, stdin_names)  # before the output, so a terminal shows them first
+            _flush_warnings(caught, stdin_names, args)  # before the output, so a terminal shows them first
             write_output(text, output)
         except (KeyboardInterrupt, duckdb.InterruptException):
             return _interrupted(args, signals, caught, stdin_names)
         except (SqlmetricsError, UsageError) as e:
             if signals.number:  # DuckDB's "interrupted" error, worded as bad input by a reader
                 return _interrupted(args, signals, caught, stdin_names)
-            _flush_warnings(caught, stdin_names)
+            _flush_warnings(caught, stdin_names, args)
             if debug:
                 raise
             print(f"sqlmetrics {args.command}: error: {_clean(str(e), stdin_names)}", file=sys.stderr)
@@ -99,7 +100,7 @@ def _run(args, signals: _Signals) -> int:
         except Exception as e:  # noqa: BLE001 - a bug of ours: say so, briefly
             if signals.number:  # DuckDB answers a signal during a query with RuntimeError("Query interrupted")
                 return _interrupted(args, signals, caught, stdin_names)
-            _flush_warnings(caught, stdin_names)
+            _flush_warnings(caught, stdin_names, args)
             if debug:
                 if getattr(e, "sql", None):  # the statement DuckDB rejected: kept out of the one-line message
                     print(f"-- the statement:\n{e.sql}", file=sys.stderr)
@@ -149,13 +150,16 @@ class _Signals:
 
 
 def _interrupted(args, signals: _Signals, caught: list, stdin_names: dict) -> int:
-    _flush_warnings(caught, stdin_names)
+    _flush_warnings(caught, stdin_names, args)
     number = signals.number or signal.SIGINT  # DuckDB's InterruptException without a signal: as Ctrl-C
     print(f"sqlmetrics {args.command}: {_Signals.NAMES[number]}", file=sys.stderr)
     return 128 + number
 
 
-def _flush_warnings(caught: list, stdin_names: dict) -> None:
+def _flush_warnings(caught: list, stdin_names: dict, args) -> None:
+    if getattr(args, "quiet", False):  # trec_eval scripts parse stderr: --quiet leaves only errors there
+        caught.clear()
+        return
     seen = set()
     for w in caught:
         text = _clean(str(w.message), stdin_names)

@@ -119,9 +119,11 @@ def _dedup(con, loaded: Loaded, policy: str) -> Loaded:
 
 
 def _warn(con, q: Loaded | None, checked: list, job: _Job, o: Settings) -> None:
-    """What the caller should know about the data: missing queries, renumbered positions, unlabelled lists."""
+    """What the caller should know about the data: missing queries, renumbered positions, unlabelled lists,
+    grades above a measure's largest grade."""
     if q is not None:
         _warn_missing(con, q, [(n, lr) for n, lr, _ in checked], "intersection" if job.segments else o.queries)
+        _warn_grades_above(con, q, job.calls)
     seg_cols = [f"seg_{i}" for i in range(1, len(job.segments) + 1)]
     if o.ties == "rank":
         _check_positions(con, checked, seg_cols)
@@ -154,6 +156,22 @@ def _warn_missing(con, qrels: Loaded, runs: list, queries: str) -> None:
                           f"({_few(extra)}); they are not averaged.", SqlmetricsWarning, stacklevel=5)
 
 
+def _warn_grades_above(con, q: Loaded, calls: list) -> None:
+    """A measure whose largest grade is a number (ERR's gmax = 4) counts any grade above it as that number."""
+    capped = [(c, p.name, c.values[p.name]) for c in calls for p in c.measure.params.values()
+              if p.type == "grade" and isinstance(c.values[p.name], (int, float))]
+    if not capped:
+        return
+    top = con.execute(f"SELECT MAX(TRY_CAST({_q(q.columns['relevance'])} AS DOUBLE)) FROM {q.view}").fetchall()[0][0]
+    def shown(v):
+        return int(v) if float(v).is_integer() else v
+    for call, name, value in capped:
+        if top is not None and top > value:
+            warnings.warn(f"{call.text}: the qrels hold grades up to {shown(top)}, above {name}={shown(value)}; they "
+                          f"count as {shown(value)}. {call.measure.name}({name}='max') takes the qrels' largest grade.",
+                          SqlmetricsWarning, stacklevel=5)
+
+
 def _few(ids: list) -> str:
     return ", ".join(map(repr, ids[:5])) + (", ..." if len(ids) > 5 else "")
 
@@ -178,12 +196,18 @@ def _warn_positions(con, view: str, key: list, label: str) -> None:
     view = f"(SELECT * REPLACE (CAST(rank_position AS BIGINT) AS rank_position) FROM {view})"
     row = con.execute(
         "SELECT COUNT(*), SUM(CASE WHEN repeated THEN 1 ELSE 0 END), SUM(CASE WHEN gap THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN repeated OR gap THEN 1 ELSE 0 END) FROM ("
+        "SUM(CASE WHEN repeated OR gap THEN 1 ELSE 0 END), SUM(CASE WHEN from_zero THEN 1 ELSE 0 END) FROM ("
         "SELECT COUNT(DISTINCT rank_position) < COUNT(*) AS repeated, "
-        "MIN(rank_position) <> 1 OR MAX(rank_position) <> COUNT(DISTINCT rank_position) AS gap "
-        f"FROM {view} GROUP BY {k})").fetchall()[0]
-    total, repeated, gaps, bad = row[0], row[1] or 0, row[2] or 0, row[3] or 0
-    if bad:
+        "MIN(rank_position) <> 1 OR MAX(rank_position) <> COUNT(DISTINCT rank_position) AS gap, "
+        "COUNT(DISTINCT rank_position) = COUNT(*) AND MIN(rank_position) = 0 AND MAX(rank_position) = COUNT(*) - 1 "
+        f"AS from_zero FROM {view} GROUP BY {k})").fetchall()[0]
+    total, repeated, gaps, bad, from_zero = row[0], row[1] or 0, row[2] or 0, row[3] or 0, row[4] or 0
+    if bad and bad == from_zero:  # the usual logging convention: said once, plainly
+        warnings.warn(
+            f"{label}: positions count from 0 in {'all ' if bad == total else ''}{bad} of {total} lists (0..n-1); "
+            "ties='rank' ranks position 0 first, and cutoffs count ranks from 1 (P@10 reads positions 0..9).",
+            SqlmetricsWarning, stacklevel=6)
+    elif bad:
         warnings.warn(
             f"{label}: {bad} of {total} lists have positions that are not 1..n ({gaps} with gaps or not starting "
             f"at 1, {repeated} with repeated positions); ties='rank' renumbers each list 1..n by position, then "

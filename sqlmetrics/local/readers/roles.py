@@ -12,10 +12,13 @@ RANKING_ROLES = ("query_id", "doc_id", "score", "rank_position")  # run_name onl
 # Column names recognised without a mapping (case-insensitive). A role is guessed only when exactly one
 # of its names is present; anything else needs columns={role: name}.
 KNOWN_NAMES = {
-    "query_id": ("query_id", "qid", "query", "topic", "topic_id", "q_id", "queryid", "query-id"),
-    "doc_id": ("doc_id", "docid", "docno", "doc", "document", "document_id", "pid", "item_id", "item", "corpus-id"),
+    # a recommender's list is a user's, a search log's a session's or a request's
+    "query_id": ("query_id", "qid", "query", "topic", "topic_id", "q_id", "queryid", "query-id", "user_id", "userid",
+                 "user", "session_id", "sessionid", "session", "request_id", "requestid"),
+    "doc_id": ("doc_id", "docid", "docno", "doc", "document", "document_id", "pid", "item_id", "itemid", "item",
+               "corpus-id"),
     "relevance": ("relevance", "rel", "label", "grade", "judgment", "judgement", "qrel", "rating"),
-    "score": ("score", "sim", "similarity", "rsv"),
+    "score": ("score", "sim", "similarity", "rsv", "prediction"),
     "rank_position": ("rank", "position", "pos", "rank_position"),
     "judgment_group": ("judgment_group", "jg"),
     "judgment_subgroup": ("judgment_subgroup", "jsg"),
