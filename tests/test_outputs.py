@@ -624,3 +624,35 @@ def test_a_sqlite_file_named_duckdb_is_refused_and_nothing_is_fetched(files, cap
     with pytest.raises(SqlmetricsError, match="is a SQLite database"):
         sqlmetrics.evaluate(files / "qrels.txt", files / "run.txt", ["AP"], output=str(files / "lite.duckdb") + ":t")
     assert list((files / "home").iterdir()) == [] and (files / "lite.duckdb").read_bytes() == before
+
+
+class _CommitThenSignal:
+    """A DuckDB connection whose COMMIT goes through, after which Ctrl-C (or SIGTERM) lands."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql, *args):
+        result = self._con.execute(sql, *args)
+        if sql == "COMMIT":
+            raise KeyboardInterrupt
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def test_an_interrupt_after_the_commit_finishes_the_append(files, capsys, monkeypatch):
+    """--into-mode append interrupted just after its COMMIT exited 130 "interrupted" with the rows appended: a
+    script retrying appended them twice. After the commit the work is done: exit 0, the rows once."""
+    from sqlmetrics import embedded
+    from sqlmetrics.local import output as local_output
+    assert run_cli(capsys, "eval", "qrels.txt", "run.txt", "-m", "AP", "-q", "-o", "res.duckdb:res")[0] == 0
+    connect = embedded.connect
+    monkeypatch.setattr(local_output.embedded, "connect", lambda *a, **k: _CommitThenSignal(connect(*a, **k)))
+    code, out, err = run_cli(capsys, "eval", "qrels.txt", "run.txt", "-m", "AP", "-q", "-o", "res.duckdb:res",
+                             "--into-mode", "append")
+    monkeypatch.undo()
+    assert code == 0 and err == "", err
+    with duckdb.connect(str(files / "res.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT COUNT(*) FROM res").fetchall()[0][0] == 2 * 3  # 2 queries + the mean, twice

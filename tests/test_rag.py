@@ -269,6 +269,22 @@ def test_judge_gives_the_verdicts():
     assert {r["query_id"]: r["Faithfulness"] for r in res.per_query.to_pylist()} == {"q1": 0.5, "q2": 1.0, "q3": None}
 
 
+def test_judge_reads_the_rows_by_their_roles_names():
+    """The rows judge= gets name the roles as documented (query_id), whatever the files call them (question_id)."""
+    qrels = pa.table({"question_id": ["q1", "q2"], "doc_id": ["d1", "d3"], "relevance": [1, 1]})
+    table = pa.table({"question_id": ["q1", "q2"], "statement": ["paris is big", "oslo is cold"],
+                      "statement_of": ["answer", "answer"], "context": ["paris is big", "oslo is warm"]})
+    seen = []
+
+    def judge(rows):
+        seen.extend(rows)
+        return supported(rows)
+    res = sqlmetrics.evaluate(qrels, RUN, ["Faithfulness"], verdicts=table, judge=judge,
+                              qrels_columns={"query_id": "question_id"})
+    assert [sorted(r) for r in seen] == [["context", "query_id", "statement", "statement_of"]] * 2
+    assert {r["query_id"]: r["Faithfulness"] for r in res.per_query.to_pylist()} == {"q1": 1.0, "q2": 0.0}
+
+
 def test_embed_gives_the_vectors():
     questions = {("q1", 0): "where is paris", ("q1", 1): "where is rome", ("q1", 2): "what is paris"}
     table = pa.table({"query_id": [q for q, _ in questions], "generated": [g for _, g in questions],

@@ -132,7 +132,11 @@ def _judged(con, loaded: Loaded, judge):
     if "verdict" in (c.lower() for c in table.column_names):
         raise SqlmetricsError(f"{loaded.label}: has a verdict column; judge= judges statements without one. Drop "
                               "the column, or leave judge= out.")
-    verdicts = _called(judge, "judge", table.to_pylist(), "statements")
+    # Each row as documented: its roles by their names (query_id, statement, statement_of, whatever the file calls
+    # them), its other columns as they are.
+    roles = {column: role for role, column in loaded.columns.items()}
+    rows = [{roles.get(k, k): v for k, v in row.items()} for row in table.to_pylist()]
+    verdicts = _called(judge, "judge", rows, "statements")
     bad = next((v for v in verdicts if isinstance(v, str) or v not in (0, 1)), None)
     if bad is not None:
         raise SqlmetricsError(f"judge= returned {bad!r}: a verdict is 1 or 0 (True or False).")

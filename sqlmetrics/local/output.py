@@ -9,6 +9,7 @@ import atexit
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -98,8 +99,7 @@ def replace_file(path, name: str, write) -> None:
         mode = stat.S_IMODE(os.stat(real).st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-    os.close(fd)
+    tmp = _temporary_beside(real)
     try:
         write(tmp)
         fd = os.open(tmp, os.O_RDONLY)
@@ -112,6 +112,21 @@ def replace_file(path, name: str, write) -> None:
     except BaseException:  # KeyboardInterrupt and SIGTERM (the command line raises for it) too
         _unlink(tmp)
         raise
+
+
+def _temporary_beside(real: Path) -> str:
+    """A new empty file beside `real`, named before it exists: a signal that lands while it is made (inside
+    mkstemp, the name was not yet the caller's to remove) leaves nothing behind."""
+    while True:
+        tmp = str(real.parent / f".{real.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return tmp
+        except FileExistsError:  # someone else's file by that name: left alone, another name tried
+            continue
+        except BaseException:  # KeyboardInterrupt or SIGTERM while it was made: the name is ours
+            _unlink(tmp)
+            raise
 
 
 def _umask() -> int:
@@ -275,6 +290,15 @@ def write_trec(con, query: str, path: str) -> None:
     con.execute(f"COPY ({query}) TO {_lit(path)} (FORMAT csv, DELIMITER ' ', HEADER false, QUOTE '')")
 
 
+def _committed(con) -> bool:
+    """Whether the connection's transaction is committed: a ROLLBACK then finds none to roll back."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        return True
+    return False
+
+
 def _is_sqlite(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -321,6 +345,11 @@ def write_duckdb(table, path: Path, table_name: str, into_mode: str, key: tuple,
             con.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM sqlm_new_rows")
         con.execute("COMMIT")
     except BaseException as e:
+        if isinstance(e, KeyboardInterrupt) and _committed(con):
+            # Ctrl-C or SIGTERM as the COMMIT returned: the rows are written, once. The work is finished, not
+            # interrupted: a script that retried would write them twice.
+            con.close()
+            return
         con.close()  # an open transaction is rolled back
         if new_file:  # nothing was there: nothing stays, not even an empty database
             for leftover in (path, Path(f"{path}.wal")):
