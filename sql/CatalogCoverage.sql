@@ -1,5 +1,5 @@
 -- measure: CatalogCoverage
--- description: Catalog coverage of a run: the distinct items it recommends (over all its lists) divided by the distinct items of the training interactions (history=); one value per run.
+-- description: Catalog coverage of a run: the distinct items it recommends (over all its lists) divided by the catalogue's items: those of the item features (items=) when given, else the distinct items of the training interactions (history=); one value per run.
 -- reference: Microsoft Recommenders python_evaluation.catalog_coverage (Shani and Gunawardana, Evaluating Recommendation Systems, 2010)
 -- rows: recommendations
 -- aggregate: once
@@ -9,5 +9,6 @@
 -- example: qrels: u1 i2 1 run: u1 i1 0.9, u1 i5 0.8, u2 i1 0.7 history: u1 i3, u3 i1 => 1
 -- note: As Recommenders counts them, a recommended item the history never saw still counts (the value may
 --   pass 1): example 2 recommends i1 and i5 against a catalogue of i1 and i3. Every row of the run counts,
---   whether or not its user has test interactions (qrels).
-CAST(COUNT(*) AS DOUBLE) / NULLIF(MAX(hist_items), 0)
+--   whether or not its user has test interactions (qrels). With items= (the whole catalogue, e.g. 2,000 items) the
+--   denominator is its items: a random recommender's coverage no longer passes 1 for lack of training items.
+CAST(COUNT(*) AS DOUBLE) / NULLIF(MAX(catalogue_items), 0)

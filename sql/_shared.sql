@@ -69,7 +69,8 @@
 --   list_weight    the sum of 1/sqrt(length) over the lists recommending the item; list_weight_sq: of 1/length
 --   run_lists      the run's lists (with a recommendation)
 --   hist_count     the item's rows in the training interactions (history=); NULL when it has none
---   hist_rows      the training interactions' rows;  hist_items: their distinct items (the catalogue)
+--   hist_rows      the training interactions' rows;  hist_items: their distinct items
+--   catalogue_items  the catalogue's items: the item features' (items=) when given, else hist_items
 --
 -- Rated pairs (templates with `rows: ratings`, one value per run): one row per run row with a grade (as
 -- Recommenders' merge_rating_true_pred pairs them; with labels in the run, each labelled row), with:

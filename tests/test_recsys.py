@@ -11,6 +11,7 @@ recmetrics package itself imports plotly, seaborn and funcsigs and would downgra
 from __future__ import annotations
 
 import random
+import sqlite3
 import warnings
 from pathlib import Path
 
@@ -529,3 +530,24 @@ def test_item_vectors_are_one_per_item_and_finite(vectors, message):
     qrels = pa.table({"query_id": ["u1"], "doc_id": ["i1"], "relevance": [1]})
     with pytest.raises(SqlmetricsError, match=message):
         sqlmetrics.evaluate(qrels, run, ["IntraListDiversity(similarity='features')"], items=items, history=qrels)
+
+
+def test_catalog_coverage_divides_by_the_catalogue_when_items_lists_it():
+    """Recommended i1 and i5; training items i1, i3: 2/2 = 1 (Recommenders' catalog_coverage). With items= listing
+    the catalogue i1..i5: 2/5. A random recommender over a 2,000-item catalogue once showed 1.44."""
+    qrels = pa.table({"query_id": ["u1"], "doc_id": ["i2"], "relevance": [1]})
+    run = pa.table({"query_id": ["u1", "u1", "u2"], "doc_id": ["i1", "i5", "i1"], "score": [0.9, 0.8, 0.7]})
+    history = pa.table({"query_id": ["u1", "u3"], "doc_id": ["i3", "i1"], "relevance": [1, 1]})
+    items = pa.table({"doc_id": [f"i{i}" for i in range(1, 6)], "category": ["a", "a", "b", "b", "c"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # u2 has no test interactions
+        assert sqlmetrics.evaluate(qrels, run, ["CatalogCoverage"], history=history).aggregate == {"CatalogCoverage": 1.0}
+        assert sqlmetrics.evaluate(qrels, run, ["CatalogCoverage"], history=history, items=items).aggregate == \
+            {"CatalogCoverage": 0.4}
+    con = sqlite3.connect(":memory:")  # the rendered statement reads the catalogue too
+    for name, table in (("qrels", qrels), ("run", run), ("history", history), ("items", items)):
+        con.execute(f"CREATE TABLE {name} ({', '.join(table.column_names)})")
+        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * table.num_columns)})",
+                        [tuple(r.values()) for r in table.to_pylist()])
+    sql = sqlmetrics.render(["CatalogCoverage"], "sqlite", history="history", items="items")
+    assert con.execute(sql).fetchall() == [(0.4,)]

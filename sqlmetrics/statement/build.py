@@ -115,7 +115,9 @@ def _other_rows(plan: Plan, options: Shape, key: list, fixed, history, items, ve
     if plan.overlap:
         ctes += overlap_values(plan, options, key, fixed)
         joined.append(("overlap_values", plan.overlap, key))
-    run_ctes, run_joined = run_values(plan, options, fixed)
+    if plan.recommendations and items is not None:  # the item features list the catalogue (CatalogCoverage)
+        ctes.append(("catalogue_rows", items.select({"doc_id": "VARCHAR"})))
+    run_ctes, run_joined = run_values(plan, options, fixed, catalogue=plan.recommendations and items is not None)
     ctes += run_ctes
     joined += run_joined
     if plan.verdicts:

@@ -24,16 +24,19 @@ _RECOMMENDATIONS = [
                    "FROM run_rows AS r JOIN rec_lists AS l ON {on_l_r} GROUP BY {r_k_}r.doc_id"),
     ("rec_run_lists", "SELECT {k_}COUNT(*) AS run_lists FROM rec_lists{group_k}"),
     ("history_items", "SELECT doc_id, COUNT(*) AS hist_count FROM history_rows GROUP BY doc_id"),
-    ("history_stats", "SELECT COUNT(*) AS hist_rows, COUNT(DISTINCT doc_id) AS hist_items FROM history_rows"),
+    ("history_stats", "SELECT COUNT(*) AS hist_rows, COUNT(DISTINCT doc_id) AS hist_items, {catalogue} AS "
+                      "catalogue_items FROM history_rows"),
     ("rec_items", "SELECT {c_k_}c.doc_id, c.item_recs, SUM(c.item_recs) OVER ({part}) AS num_recs, "
                   "ROW_NUMBER() OVER ({part_}ORDER BY c.item_recs, c.doc_id) AS exposure_rank, c.list_weight, "
-                  "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items FROM rec_counts AS c "
+                  "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items, s.catalogue_items "
+                  "FROM rec_counts AS c "
                   "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"),
 ]
 
 
-def _recommendation_ctes(options: Shape) -> list:
-    """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment."""
+def _recommendation_ctes(options: Shape, catalogue: bool) -> list:
+    """The CTEs computing the run's recommended items (rec_items), keyed by the run and segment. catalogue: the
+    item features (items=, CTE catalogue_rows) list the catalogue; else the training interactions' items are it."""
     run_key = [*options.run_key, *options.segment_key]
     on = lambda a, b, columns: _join_on(a, b, columns, options.segment_key)  # noqa: E731
     partition = f"PARTITION BY {', '.join(f'c.{c}' for c in run_key)}" if run_key else ""
@@ -42,7 +45,8 @@ def _recommendation_ctes(options: Shape) -> list:
             "group_k": f" GROUP BY {', '.join(run_key)}" if run_key else "",
             "join_n": f"JOIN rec_run_lists AS n ON {on('n', 'c', run_key)}" if run_key else
                       "CROSS JOIN rec_run_lists AS n",
-            "part": partition, "part_": partition + " " if partition else ""}
+            "part": partition, "part_": partition + " " if partition else "",
+            "catalogue": "(SELECT COUNT(DISTINCT doc_id) FROM catalogue_rows)" if catalogue else "COUNT(DISTINCT doc_id)"}
     return [(name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS]
 
 
@@ -77,14 +81,14 @@ def _rating_ctes(options: Shape) -> list:
     return [(name, _parse_ours(sql.format(**fill))) for name, sql in _RATINGS]
 
 
-def run_values(plan: Plan, options: Shape, fixed) -> tuple[list, list]:
+def run_values(plan: Plan, options: Shape, fixed, catalogue: bool = False) -> tuple[list, list]:
     """The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
     or its rated pairs (rows: ratings), on each of its lists. (The CTEs, [(values CTE, its measures' output
     columns, the columns it is joined on)])."""
     ctes, joined = [], []
     run_key = [*options.run_key, *options.segment_key]
     for outs, rows_ctes, rows, order in (
-            (plan.recommendations, lambda: _recommendation_ctes(options), "rec_items", ["doc_id"]),
+            (plan.recommendations, lambda: _recommendation_ctes(options, catalogue), "rec_items", ["doc_id"]),
             (plan.ratings, lambda: _rating_ctes(options), "rating_rows", ["query_id", "doc_id"])):
         if not outs:
             continue
