@@ -247,3 +247,20 @@ def test_recommender_and_log_column_names_are_recognised(tmp_path):
         (tmp_path / "log.csv").write_text(f"{key},item_id,position,clicked\ns1,i1,1,0\ns1,i2,2,1\n")
         assert sqlmetrics.evaluate(None, tmp_path / "log.csv", ["RR"], label="clicked", ties="rank").aggregate == \
             {"RR": 0.5}
+
+
+@pytest.mark.parametrize("lines", [
+    ['{"qid": "q1", "doc_id": ["d2", "d1", "d3"]}', '{"qid": "q2", "doc_id": ["d4"]}'],  # the list order ranks
+    ['{"qid": "q1", "doc_id": ["d3", "d1", "d2"], "score": [0.1, 0.8, 0.9]}',
+     '{"qid": "q2", "doc_id": ["d4"], "score": [1.0]}'],
+])
+def test_a_json_lines_run_of_one_list_per_query_equals_its_parquet(tmp_path, lines):
+    """Logs keep a list per query mostly in JSON Lines: read as Parquet's and Arrow's lists are."""
+    (tmp_path / "run.jsonl").write_text("\n".join(lines) + "\n")
+    rows = [json.loads(line) for line in lines]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "run.parquet")
+    qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d4": 1}}
+    measures = ["RR", "P@1", "AP", "num_ret"]
+    got = sqlmetrics.evaluate(qrels, tmp_path / "run.jsonl", measures)
+    assert got.aggregate == sqlmetrics.evaluate(qrels, tmp_path / "run.parquet", measures).aggregate
+    assert got.aggregate["num_ret"] == 4

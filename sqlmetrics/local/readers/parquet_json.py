@@ -83,11 +83,14 @@ def _json_view(con, path: Path, kind: str, label: str, columns: dict | None, com
     if not names:
         raise SqlmetricsError(f"{label}: has no rows (no JSON object).")
     view = _fresh(kind)
-    con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(f'NULL::VARCHAR AS {_q(n)}' for n in names)}")
+    arrays = _array_keys(con, raw, list(names)) if kind == "run" else set()
+    typed = [f"NULL::{'VARCHAR[]' if n in arrays else 'VARCHAR'} AS {_q(n)}" for n in names]
+    con.execute(f"CREATE TEMP VIEW {view} AS SELECT {', '.join(typed)}")
     mapping = _map_columns(con, view, kind, label, columns)  # names only: which columns hold numbers
     numbers = {mapping[r] for r in _NUMBER_ROLES if r in mapping}
     con.execute(f"DROP VIEW {view}")
-    values = ", ".join(f"{_json_value(n, n not in numbers)} AS {_q(n)}" for n in names)
+    lists = _list_columns(mapping, arrays)
+    values = ", ".join(lists.get(n) or f"{_json_value(n, n not in numbers)} AS {_q(n)}" for n in names)
     table = _fresh("json")  # the values with each one's line number; the view shows the values alone
     try:
         con.execute(f"CREATE TEMP TABLE {table} AS SELECT line_no, {values} FROM {raw}")
@@ -96,6 +99,28 @@ def _json_view(con, path: Path, kind: str, label: str, columns: dict | None, com
     con.execute(f"DROP TABLE {raw}")
     con.execute(f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (line_no) FROM {table}")
     return Loaded(view, mapping, label, row_word, f"(SELECT * FROM {table})")
+
+
+def _pointer(key: str) -> str:
+    return _lit("/" + key.replace("~", "~0").replace("/", "~1"))  # JSON pointer: any key, literally
+
+
+def _array_keys(con, raw: str, names: list) -> set:
+    """The keys some line of a run gives a JSON array: one object per query, its documents (and scores) listed."""
+    found = con.execute("SELECT " + ", ".join(f"bool_or(json_type(line, {_pointer(n)}) = 'ARRAY')" for n in names)
+                        + f" FROM {raw}").fetchone()
+    return {n for n, is_array in zip(names, found) if is_array}
+
+
+def _list_columns(mapping: dict, arrays: set) -> dict:
+    """{key: the SELECT item reading it as a list} for a run's documents (and scores) given as JSON arrays, which
+    the readers unnest as they do Parquet's lists; a value that is no array of the kind fails the read."""
+    out = {}
+    for role, kind in (("doc_id", "VARCHAR[]"), ("score", "DOUBLE[]")):
+        key = mapping.get(role)
+        if key in arrays and (role == "doc_id" or mapping.get("doc_id") in arrays):
+            out[key] = f"CAST(json_extract(line, {_pointer(key)}) AS {kind}) AS {_q(key)}"
+    return out
 
 
 # A file that opens as {"q1": {...: an object keyed by query (ranx's .json files, json.dump of such a dict).
