@@ -144,3 +144,13 @@ def test_depth_cuts_before_judged_only_drops(cli):
     for compat in ("trec_eval-9.0.8", "trec_eval-10.0"):
         code, out, err = cli("trec_eval", "--compat", compat, "-M2", "-J", "-m", "num_ret", "-m", "P.2", "q.txt", "r.txt")
         assert code == 0 and out == "num_ret               \tall\t0\nP_2                   \tall\t0.0000\n", err
+
+
+def test_set_F_prints_trec_evals_digit_on_a_boundary(cli):
+    """1 hit in 20 ranked, 44 relevant: F = 2PR/(P+R) is 0.03125 exactly, and trec_eval's operation order gives
+    0.03125000000000001, which it prints as 0.0313 (the simplified 2*hits/(num_rel+n) printed 0.0312)."""
+    Path("q.txt").write_text("".join(f"q1 0 r{i} 1\n" for i in range(44)))
+    Path("r.txt").write_text("q1 Q0 r0 1 100 t\n" + "".join(f"q1 Q0 x{i} {i + 2} {99 - i} t\n" for i in range(19)))
+    code, out, err = cli("trec_eval", "-m", "set_F", "-m", "set_P", "-m", "set_recall", "q.txt", "r.txt")
+    assert code == 0 and out.splitlines()[0] == "set_P                 \tall\t0.0500", out
+    assert "set_F                 \tall\t0.0313" in out, out

@@ -76,16 +76,21 @@ WITH judgments AS (
   SELECT
     lists.query_id AS query_id,
     COALESCE(
-      CAST(SUM(is_rel) AS DOUBLE) / NULLIF(
-        num_rel * (
-          CAST(1 AS DOUBLE) / (
-            1 + CAST(1 AS DOUBLE)
-          )
-        ) + MAX(num_ret) / (
-          1 + CAST(1 AS DOUBLE)
-        ),
-        0
-      ),
+      CASE
+        WHEN SUM(is_rel) > 0
+        THEN (
+          CAST(1 AS DOUBLE) + 1.0
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE) / MAX(num_ret)
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE) / num_rel
+        ) / (
+          CAST(1 AS DOUBLE) * (
+            CAST(SUM(is_rel) AS DOUBLE) / MAX(num_ret)
+          ) + CAST(SUM(is_rel) AS DOUBLE) / num_rel
+        )
+        ELSE CAST(SUM(is_rel) AS DOUBLE) / NULLIF(num_rel + MAX(num_ret), 0)
+      END,
       0
     ) AS setf
   FROM lists
@@ -181,16 +186,21 @@ WITH judgments AS (
   SELECT
     lists.query_id AS query_id,
     COALESCE(
-      CAST(SUM(is_rel) AS DOUBLE PRECISION) / NULLIF(
-        num_rel * (
-          CAST(1 AS DOUBLE PRECISION) / (
-            1 + CAST(1 AS DOUBLE PRECISION)
-          )
-        ) + CAST(MAX(num_ret) AS DOUBLE PRECISION) / (
-          1 + CAST(1 AS DOUBLE PRECISION)
-        ),
-        0
-      ),
+      CASE
+        WHEN SUM(is_rel) > 0
+        THEN CAST((
+          CAST(1 AS DOUBLE PRECISION) + 1.0
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE PRECISION) / MAX(num_ret)
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE PRECISION) / num_rel
+        ) AS DOUBLE PRECISION) / (
+          CAST(1 AS DOUBLE PRECISION) * (
+            CAST(SUM(is_rel) AS DOUBLE PRECISION) / MAX(num_ret)
+          ) + CAST(SUM(is_rel) AS DOUBLE PRECISION) / num_rel
+        )
+        ELSE CAST(SUM(is_rel) AS DOUBLE PRECISION) / NULLIF(num_rel + MAX(num_ret), 0)
+      END,
       0
     ) AS setf
   FROM lists
@@ -286,16 +296,21 @@ WITH judgments AS (
   SELECT
     lists.query_id AS query_id,
     COALESCE(
-      CAST(SUM(is_rel) AS DOUBLE) / NULLIF(
-        num_rel * (
-          CAST(1 AS DOUBLE) / (
-            1 + CAST(1 AS DOUBLE)
-          )
-        ) + MAX(num_ret) / (
-          1 + CAST(1 AS DOUBLE)
-        ),
-        0
-      ),
+      CASE
+        WHEN SUM(is_rel) > 0
+        THEN (
+          CAST(1 AS DOUBLE) + 1.0
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE) / MAX(num_ret)
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE) / num_rel
+        ) / (
+          CAST(1 AS DOUBLE) * (
+            CAST(SUM(is_rel) AS DOUBLE) / MAX(num_ret)
+          ) + CAST(SUM(is_rel) AS DOUBLE) / num_rel
+        )
+        ELSE CAST(SUM(is_rel) AS DOUBLE) / NULLIF(num_rel + MAX(num_ret), 0)
+      END,
       0
     ) AS setf
   FROM lists
@@ -388,16 +403,21 @@ WITH judgments AS (
   SELECT
     lists.query_id AS query_id,
     COALESCE(
-      CAST(SUM(is_rel) AS FLOAT64) / NULLIF(
-        num_rel * (
-          CAST(1 AS FLOAT64) / (
-            1 + CAST(1 AS FLOAT64)
-          )
-        ) + MAX(num_ret) / (
-          1 + CAST(1 AS FLOAT64)
-        ),
-        0
-      ),
+      CASE
+        WHEN SUM(is_rel) > 0
+        THEN (
+          CAST(1 AS FLOAT64) + 1.0
+        ) * (
+          CAST(SUM(is_rel) AS FLOAT64) / MAX(num_ret)
+        ) * (
+          CAST(SUM(is_rel) AS FLOAT64) / num_rel
+        ) / (
+          CAST(1 AS FLOAT64) * (
+            CAST(SUM(is_rel) AS FLOAT64) / MAX(num_ret)
+          ) + CAST(SUM(is_rel) AS FLOAT64) / num_rel
+        )
+        ELSE CAST(SUM(is_rel) AS FLOAT64) / NULLIF(num_rel + MAX(num_ret), 0)
+      END,
       0
     ) AS setf
   FROM lists
@@ -490,16 +510,21 @@ WITH judgments AS (
   SELECT
     lists.query_id AS query_id,
     COALESCE(
-      CAST(SUM(is_rel) AS DOUBLE) / NULLIF(
-        num_rel * (
-          CAST(1 AS DOUBLE) / (
-            1 + CAST(1 AS DOUBLE)
-          )
-        ) + MAX(num_ret) / (
-          1 + CAST(1 AS DOUBLE)
-        ),
-        0
-      ),
+      CASE
+        WHEN SUM(is_rel) > 0
+        THEN (
+          CAST(1 AS DOUBLE) + 1.0
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE) / MAX(num_ret)
+        ) * (
+          CAST(SUM(is_rel) AS DOUBLE) / num_rel
+        ) / (
+          CAST(1 AS DOUBLE) * (
+            CAST(SUM(is_rel) AS DOUBLE) / MAX(num_ret)
+          ) + CAST(SUM(is_rel) AS DOUBLE) / num_rel
+        )
+        ELSE CAST(SUM(is_rel) AS DOUBLE) / NULLIF(num_rel + MAX(num_ret), 0)
+      END,
       0
     ) AS setf
   FROM lists
