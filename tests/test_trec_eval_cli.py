@@ -108,8 +108,9 @@ def test_collection_size_flag(cli, tmp_path):
         return [tuple(field.strip() for field in line.split("\t")) for line in out.splitlines()]
 
     u = "utility_1,-1,0,0.5"
-    # 1*2 - 1*(4 - 2) + 0 + 0.5*(100 + 2 - 4 - 3) = 47.5
-    assert lines("-q", "-N", "100") == [(u, "q1", "47.5000"), (u, "all", "47.5000")]
+    # 1*2 - 1*(4 - 2) + 0 + 0.5*(100 + 2 - 4 - 3) = 47.5. Without -c, 10.0 stops at q2 (judged, not ranked):
+    # 9.0.8 (the same utility) skips it.
+    assert lines("-q", "-N", "100", "--compat", V9) == [(u, "q1", "47.5000"), (u, "all", "47.5000")]
     # q2: 0.5*(100 + 0 - 0 - 1) = 49.5, mean 48.5. Without -N, N = 0: q1 2 - 2 + 0.5*(-5), q2 -0.5, mean -1.5.
     assert lines("-c", "-N", "100") == [(u, "all", "48.5000")]
     assert lines("-c") == [(u, "all", "-1.5000")]
@@ -154,3 +155,23 @@ def test_set_F_prints_trec_evals_digit_on_a_boundary(cli):
     code, out, err = cli("trec_eval", "-m", "set_F", "-m", "set_P", "-m", "set_recall", "q.txt", "r.txt")
     assert code == 0 and out.splitlines()[0] == "set_P                 \tall\t0.0500", out
     assert "set_F                 \tall\t0.0313" in out, out
+
+
+# Where a script would notice, `sqlmetrics trec_eval` exits as trec_eval does (trec_eval.c of 10.0 and 9.0.8):
+# 10.0 walks the qrels' queries and stops at one the run does not rank unless -c (exit 4, "result qid ... not
+# found in qrels"); 9.0.8 walked the run's and skipped it. Both exit 4 on a repeated document ("Can't calculate
+# measure"); 10.0 quits reading an empty run (exit 2).
+@pytest.mark.parametrize("compat, qrels, run, flags, status, says", [
+    (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", [], 4, "judged query 'q2' has no ranking"),
+    (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-c"], 0, ""),
+    (V9, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", [], 0, ""),
+    (V10, "q1 0 d1 1\n", "q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", [], 4, "appears more than once"),
+    (V9, "q1 0 d1 1\n", "q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", [], 4, "appears more than once"),
+    (V10, "q1 0 d1 1\n", "", [], 2, "is empty"),
+])
+def test_exit_statuses_are_trec_evals(cli, compat, qrels, run, flags, status, says):
+    Path("q.txt").write_text(qrels)
+    Path("r.txt").write_text(run)
+    code, out, err = cli("trec_eval", "--compat", compat, *flags, "-m", "P.1", "q.txt", "r.txt")
+    assert code == status and says in err, err
+    assert (out == "") == (status != 0)

@@ -31,7 +31,12 @@ from ..stats.compare import unique_names
 
 
 class UsageError(Exception):
-    """Bad command-line usage that argparse cannot see (exit status 2)."""
+    """Bad command-line usage that argparse cannot see (exit status 2, or exit_status: `sqlmetrics trec_eval`
+    exits as trec_eval does where a script would notice)."""
+
+    def __init__(self, message: str, exit_status: int = 2):
+        super().__init__(message)
+        self.exit_status = exit_status
 
 
 def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:

@@ -93,7 +93,7 @@ def _run(args, signals: _Signals) -> int:
             if debug:
                 raise
             print(f"sqlmetrics {args.command}: error: {_clean(str(e), stdin_names)}", file=sys.stderr)
-            return 2
+            return getattr(e, "exit_status", 2)
         except BrokenPipeError:  # `sqlmetrics eval ... | head`: the reader left; that is fine
             _quiet_broken_pipe()
             return 0

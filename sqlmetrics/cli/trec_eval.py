@@ -11,14 +11,18 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import math
+import os
 import textwrap
 
+from .. import embedded
 from ..catalogue import parse, parse_all
 from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
 from ..local.checks import RepeatedDocument
+from ..identifiers import quote_identifier
 from ..local.collect import python_rows
+from ..local.readers import load
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
 from .common import Progress, UsageError, command_runs, trec_line, trec_tag
@@ -59,6 +63,36 @@ def add_parser(sub, parents) -> None:
                    help="whose definitions: trec_eval 10.0 (default here) or 9.0.8")
     p.add_argument("files", nargs="*", metavar="FILE", help="rel_info_file results_file")
     p.set_defaults(func=run, output=None, parser=p)
+
+
+def _stop_as_10_does(args, res) -> None:
+    """trec_eval 10.0 walks the qrels' queries (trec_eval.c): without -c, one with no ranking in the run stops it
+    ('result qid ... not found in qrels', exit 4), and an empty run stops it reading (exit 2). 9.0.8 walked the
+    run's queries and skipped such a query; -c scores it 0."""
+    _, rows = res.per_query
+    if not rows and _is_empty(args.files[1]):
+        raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval 10.0 quits reading it (exit 2).")
+    ranked = {q for _, q, *_ in rows}
+    con = embedded.connect()
+    try:
+        qrels = load(con, args.files[0], "qrels", layout=None if args.Rel_info_format == "qrels" else args.Rel_info_format)
+        judged = [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(qrels.columns['query_id'])} "
+                                            f"AS VARCHAR) FROM {qrels.view}").fetchall()]
+    finally:
+        con.close()
+    missing = sorted(q.encode() for q in judged if q not in ranked)  # trec_eval's qrels order: by strcmp
+    if missing:
+        first = missing[0].decode()
+        raise UsageError(f"judged query {first!r} has no ranking in run file {args.files[1]!r}: trec_eval 10.0 stops "
+                         f"there (\"result qid '{first}' not found in qrels\", exit 4). Pass -c to score it 0, or "
+                         "--compat trec_eval-9.0.8 to skip it as 9.0.8 did.", exit_status=4)
+
+
+def _is_empty(path: str) -> bool:
+    try:
+        return path != "-" and os.path.getsize(path) == 0
+    except OSError:
+        return False
 
 
 def run(args) -> tuple:
@@ -106,9 +140,11 @@ def run(args) -> tuple:
         try:
             res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows,
                            _progress=progress.listener)
-        except RepeatedDocument as e:  # this command takes no --duplicates: trec_eval refuses a repeat too
-            raise SqlmetricsError(f"{e.where}. Remove the repeat: trec_eval takes each document once per query "
-                                  "(`sqlmetrics eval --duplicates max` keeps its highest score).") from None
+        except RepeatedDocument as e:  # this command takes no --duplicates; trec_eval (both) exits 4 on a repeat
+            raise UsageError(f"{e.where}. Remove the repeat: trec_eval takes each document once per query "
+                             "(`sqlmetrics eval --duplicates max` keeps its highest score).", exit_status=4) from None
+    if args.compat == "trec_eval-10.0" and not args.complete_rel_info_wanted:
+        _stop_as_10_does(args, res)
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
     aggregate = dict(res.aggregate[name])
