@@ -339,3 +339,13 @@ def test_dollar_signs_in_names_are_text(tmp_path):
     page = report.to_html()
     assert "bm25 $\\frac{$" in page
     report.chart("deltas", "AP").savefig(tmp_path / "deltas.png")
+
+
+def test_a_named_baseline_keeps_the_pairs_to_it():
+    """With --baseline the pair table once listed every pair of runs (30 rows for 5 runs): only pairs with it now."""
+    runs = {"bm25": str(BM25), "rerank": str(RERANK), "bm25 again": str(BM25)}
+    chosen = build_report(str(QRELS), runs, ["AP"], baseline="rerank", test="student")
+    assert sorted((c.run, c.baseline) for c in chosen.comparison.comparisons) == [("bm25", "rerank"),
+                                                                                 ("bm25 again", "rerank")]
+    every = build_report(str(QRELS), runs, ["AP"], test="student")  # no baseline named: every pair
+    assert len(every.comparison.comparisons) == 3

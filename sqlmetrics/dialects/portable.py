@@ -44,11 +44,12 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
     # Ids compare as bytes (segment values too: they are part of the list key).
     id_roles = {*ID_ROLES, "subtopic", *options.segment_key}
-    # subtopic_judgments: only with subtopic qrels; history_rows, feature_vectors: only for the recommender measures
+    # subtopic_judgments: only with subtopic qrels; history_rows, catalogue_rows (the items= catalogue, counted by
+    # CatalogCoverage), feature_vectors: only for the recommender measures
     # (an item feature's dimension is a name there); verdict_rows and embedding_long: only for the RAG measures (not
     # embedding_input, whose unnested `doc_id` is a number; an embedding's dimension is a number)
-    for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows", "feature_vectors", "verdict_rows",
-                     "embedding_long"):
+    for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows", "catalogue_rows", "feature_vectors",
+                     "verdict_rows", "embedding_long"):
         select = _cte(tree, cte_name)
         ids = id_roles | {"dimension"} if cte_name == "feature_vectors" else id_roles
         for item in select.expressions if select is not None else ():

@@ -68,9 +68,11 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     columns=, names the runs, as compare() takes them) on `measures` and gather the report.
 
     Without group_by there must be at least two runs; `baseline` (default: the first run) is the run the
-    per-query differences, and with group_by each segment's tests, are taken against. The options are
+    per-query differences, and with group_by each segment's tests, are taken against; a baseline given by name
+    also keeps the table of pairs to the pairs with it (without one, every pair of runs is tested). The options are
     evaluate()'s and compare()'s; group_by, label and relevance evaluate a log per segment."""
     progress = options.pop("_progress", None)  # the command line's progress line, told each step
+    chosen = baseline is not None  # a baseline named by the caller: the tables compare each run with it alone
     o = resolve(REPORT, options)
     segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
     single = "run_name" in (o.columns or {})
@@ -100,7 +102,8 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     aggregate = {c.text: c.measure.aggregate for c in calls}
     comparison = analyse_lists(named, {m: (better[m], aggregate[m]) for m in texts}, lists, segment_names=segs,
                                test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
-                               n_resamples=o.n_resamples, pairing=o.pairing, baseline=baseline if segs else None)
+                               n_resamples=o.n_resamples, pairing=o.pairing,
+                               baseline=baseline if segs or chosen else None)
     deltas, segments = {}, {}
     if segs:
         segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts
