@@ -144,7 +144,8 @@ def test_segments_equal_per_group_and_scipy(log_report):
             values = lists[(lists.date == s.segment[0]) & (lists.arm == s.segment[1])][m]
             assert s.n == groups.loc[s.segment, "num_lists"]
             assert s.mean == pytest.approx(groups.loc[s.segment, m], rel=1e-12)
-            expected = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+            expected = stats.t.interval(1 - log_report.comparison.max_p, len(values) - 1, loc=values.mean(),
+                                        scale=stats.sem(values))  # the tests' level, as the pair table
             assert (s.ci_low, s.ci_high) == pytest.approx(expected, rel=1e-12)
     assert log_report.comparison.comparisons == [] and log_report.deltas == {}  # one run: nothing to test
     page = log_report.to_html()

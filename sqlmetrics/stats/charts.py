@@ -95,8 +95,8 @@ def pr_chart(levels: list, curves: dict):
 
 
 @_literal_text
-def segments_chart(measure: str, points: list):
-    """Each segment's mean with its 95% confidence interval: points are (category, series, mean, low, high);
+def segments_chart(measure: str, points: list, level: str = "95%"):
+    """Each segment's mean with its confidence interval at `level` (compare's: the tests' level): points are (category, series, mean, low, high);
     categories along the x axis, the series of a category side by side."""
     Figure = figure_class()
     categories = list(dict.fromkeys(p[0] for p in points))
@@ -115,7 +115,7 @@ def segments_chart(measure: str, points: list):
     ax.set_xticks(range(len(categories)), categories, fontsize=8)
     ax.set_xlim(-0.6, len(categories) - 0.4)
     ax.set_ylabel(measure)
-    ax.set_title(f"{measure} per segment: mean and 95% t confidence interval over lists",
+    ax.set_title(f"{measure} per segment: mean and {level} t confidence interval over lists",
                  fontsize=10, loc="left")
     ax.grid(axis="y", color="#e0e0e0", linewidth=0.6)
     if any(series):

@@ -34,7 +34,7 @@ def compare(qrels, runs, measures, **options):
     """Compare runs ({name: run}, a list of runs named by file stem, or one table whose run_name column,
     mapped in columns=, names the runs) on `measures` with a significance test.
 
-    Returns a Report: per-run means and summaries (n, mean, sd, se, 95% CI), and for every pair (or every run
+    Returns a Report: per-run means and summaries (n, mean, sd, se, the t interval at level 1 - max_p), and for every pair (or every run
     against `baseline`), segment and measure the mean difference, the test statistic, the p-value (adjusted
     by `correction` over every test of the report), the effect size and win/tie/loss counts, and for the
     bootstrap a (1 - max_p) percentile confidence interval of the difference. A run beats another
@@ -249,7 +249,7 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
                                        for c in comparisons]
     moments, rank_sums = unpaired(groups, [(gx, gy) for _, gx, gy in unpaired_jobs], seed, n_resamples,
                                   1 - max_p, bootstrap=not paired)
-    summary = [Summary(seg, r, m, **_describe(moments[group_of[seg, m, r]]))
+    summary = [Summary(seg, r, m, **_describe(moments[group_of[seg, m, r]], max_p))
                for seg in segments for m in measures for r in run_names]
     for (c, gx, gy), ranks in zip(unpaired_jobs, rank_sums):
         _unpaired_test(c, test, moments[gx], moments[gy], ranks)
@@ -299,7 +299,7 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
     none = {"n": 0, "mean": math.nan, "var": math.nan, "total": 0.0}
     means = {seg: {r: {m: _mean_of(moments.get((seg, m, r), none), info[m][1]) for m in measures}
                    for r in run_names} for seg in segments}
-    summary = [Summary(seg, r, m, **_describe(moments.get((seg, m, r), none)))
+    summary = [Summary(seg, r, m, **_describe(moments.get((seg, m, r), none), max_p))
                for seg in segments for m in measures for r in run_names]
     pair_rows = {(r["kind"], r["segment"], measures[r["m"]], r["rx"], r["ry"]): r
                  for r in by_kind.get("ranks", []) + by_kind.get("diffs", [])}
@@ -479,12 +479,13 @@ def _zero_nan(v: float) -> float:
     return 0.0 if math.isnan(v) else v
 
 
-def _describe(m: dict) -> dict:
-    """n, mean, sd, se and the 95% t interval of the mean from a group's moments."""
+def _describe(m: dict, max_p: float) -> dict:
+    """n, mean, sd, se and the t interval of the mean at level 1 - max_p (the tests' level: the table prints one)
+    from a group's moments."""
     n, mean, var = m["n"], m["mean"], m["var"]
     sd = math.sqrt(var) if n >= 2 else math.nan
     se = sd / math.sqrt(n) if n >= 2 else math.nan
-    half = t_quantile(0.975, n - 1) * se if n >= 2 else math.nan
+    half = t_quantile(1 - max_p / 2, n - 1) * se if n >= 2 else math.nan
     return {"n": n, "mean": mean, "sd": sd, "se": se, "ci_low": mean - half, "ci_high": mean + half}
 
 

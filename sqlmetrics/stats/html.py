@@ -4,7 +4,7 @@ build_report() evaluates once, with the measures asked for plus interpolated pre
 levels, and keeps what the page shows:
 - compare()'s analysis (compare.analyse_lists on the same per-list values): without group_by the results
   table with its significance letters and every pair's test; with group_by (logs) each segment's mean and
-  95% t interval (compare's Report.summary) and, against the baseline, its ▲/▼ marks and tests;
+  t interval at the tests' level (compare's Report.summary) and, against the baseline, its ▲/▼ marks and tests;
 - per-query differences of every run against the baseline (sorted win/loss bars), without group_by;
 - precision–recall curves from the mean interpolated precision (IPrec@0.0 ... IPrec@1.0);
 - the SQL statement of the evaluation (sqlmetrics.render() for DuckDB, folded in a <details> block).
@@ -56,7 +56,8 @@ class HtmlReport:
         if kind == "deltas":
             return charts.deltas_chart(measure, self.better[measure], self.baseline, self.deltas[measure])
         if kind == "segments":
-            return charts.segments_chart(measure, _points(self.segments[measure], len(self.runs) > 1))
+            return charts.segments_chart(measure, _points(self.segments[measure], len(self.runs) > 1),
+                                         self.comparison.level())
         return charts.pr_chart(RECALL_LEVELS, self.curves)
 
     def to_html(self, digits: int = 4) -> str:
@@ -274,13 +275,14 @@ def _pairs(rep, digits: int) -> str:
 
 
 def _segments_table(report: HtmlReport, digits: int) -> str:
-    """Each segment's mean and 95% t interval per run (compare's summaries), ▲/▼ against the baseline, then the
+    """Each segment's mean and t interval (at the tests' level) per run (compare's summaries), ▲/▼ against the baseline, then the
     segments' tests."""
     e = html.escape
     rep = report.comparison
     several = len(report.runs) > 1
     head = "".join(f"<th class=\"l\">{e(s)}</th>" for s in report.group_by) + ("<th class=\"l\">run</th>" if several else "")
-    head += "<th>lists</th>" + "".join(f"<th>{e(m)} (95% CI)</th>" for m in report.segments)
+    level = rep.level()
+    head += "<th>lists</th>" + "".join(f"<th>{e(m)} ({level} CI)</th>" for m in report.segments)
     keyed = {m: {(s.segment, s.run): s for s in segs} for m, segs in report.segments.items()}
     rows = []
     for seg in rep.segments:
@@ -298,9 +300,9 @@ def _segments_table(report: HtmlReport, digits: int) -> str:
                           + (f"<sup>{e(marks)}</sup>" if marks else "") + "</td>")
             rows.append(f"<tr>{cells}</tr>")
     out = (f"<h2 id=\"segments\">Per segment</h2>\n<table>\n<tr>{head}</tr>\n" + "\n".join(rows)
-           + "\n</table>\n<p class=\"note\">Each segment's mean over its lists and its 95% confidence interval, "
-           "mean ± t(0.975, n−1)·se (se: the lists' standard deviation / √n), as <code>sqlmetrics compare</code> "
-           "prints them.</p>")
+           + f"\n</table>\n<p class=\"note\">Each segment's mean over its lists and its {level} confidence interval "
+           f"(the tests' level), mean ± t({1 - rep.max_p / 2:g}, n−1)·se (se: the lists' standard deviation / √n), "
+           "as <code>sqlmetrics compare</code> prints them.</p>")
     if rep.comparisons:
         out += f"\n<p class=\"note\">{e(rep.footnote())}</p>\n" + _pairs(rep, digits)
     return out

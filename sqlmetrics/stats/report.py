@@ -51,7 +51,7 @@ class Summary:
     mean: float
     sd: float
     se: float
-    ci_low: float  # the 95% t interval of the mean
+    ci_low: float  # the t interval of the mean at level 1 - max_p, the tests' level
     ci_high: float
 
 
@@ -198,14 +198,20 @@ class Report:
         return out
 
     def summary_table(self, digits: int = 4) -> str:
-        """Every run, segment and measure: n, mean, standard deviation, standard error, 95% interval."""
-        rows = [[*self.segment_names, "measure", "run", "n", "mean", "sd", "se", "95% interval"]]
+        """Every run, segment and measure: n, mean, standard deviation, standard error, and the interval at the
+        tests' level (1 - max_p), the pairs table's."""
+        level = self.level()
+        rows = [[*self.segment_names, "measure", "run", "n", "mean", "sd", "se", f"{level} interval"]]
         for s in self.summary:
             rows.append([*map(_cell, s.segment), s.measure, s.run, s.n, _plain(s.mean, digits), _plain(s.sd, digits),
                          _plain(s.se, digits), f"[{_plain(s.ci_low, digits)}, {_plain(s.ci_high, digits)}]"])
         geometric = " (of log values for geometric means)" if "geometric" in self.aggregate.values() else ""
         return aligned(rows, ["l"] * (len(self.segment_names) + 2) + ["r"] * 4 + ["l"]) + (
-            f"\nPer list{geometric}; 95% interval: mean +- t(0.975, n-1) * se.\n")
+            f"\nPer list{geometric}; {level} interval: mean +- t({_g(1 - self.max_p / 2)}, n-1) * se.\n")
+
+    def level(self) -> str:
+        """The intervals' level, as the tables print it: '99%' at max_p=0.01."""
+        return f"{_g(100 * (1 - self.max_p))}%"
 
     def pairs_table(self, digits: int = 4) -> str:
         """Every pair and measure: difference, statistic, p (adjusted), interval, effect size, win/tie/loss."""
@@ -216,7 +222,7 @@ class Report:
         if self.correction:
             header.append(f"p ({self.correction})")
         if interval:
-            header.append(f"{_g(100 * (1 - self.max_p))}% interval")
+            header.append(f"{self.level()} interval")
         if effect:
             header.append(effect)
         header += ["win/tie/loss", ""]
