@@ -1,8 +1,8 @@
-"""README's performance table (issue 18's rows), generated from `bench/run.py --issue18` JSON.
+"""docs/performance.md's table (issue 18's rows), generated from `bench/run.py --issue18` JSON.
 
-    python bench/table.py bench/results/issue18-<time>.json   # keep it as bench/issue18.json, rewrite the README
-    python bench/table.py                                     # rewrite the README from bench/issue18.json
-    python bench/table.py --check                             # exit 1 when the README's table is stale (CI)
+    python bench/table.py bench/results/issue18-<time>.json   # keep it as bench/issue18.json, rewrite the page
+    python bench/table.py                                     # rewrite the page from bench/issue18.json
+    python bench/table.py --check                             # exit 1 when the page's table is stale (CI)
     python bench/table.py --render some.json                  # print the table of any report (checks it reads)
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 KEPT = BENCH / "issue18.json"
-README = BENCH.parent / "README.md"
+README = BENCH.parent / "docs" / "performance.md"  # the page holding the table
 START, END = "<!-- bench:issue18:start -->", "<!-- bench:issue18:end -->"
 
 
@@ -38,7 +38,7 @@ def _reference(ref: dict) -> tuple[str, str]:
 
 
 def render(report: dict) -> str:
-    """The table of one report, as Markdown, between the README's markers."""
+    """The table of one report, as Markdown, between the page's markers."""
     env = report["env"]
     lines = [START, "", "| work | sqlmetrics s (peak MB) | against, same session | target |", "|---|---:|---|---|"]
     for row in report["rows"]:
@@ -81,7 +81,7 @@ def main(argv: list) -> int:
     wanted = readme_with(readme, table)
     if check:
         if wanted != readme:
-            print("README.md's performance table is not bench/issue18.json's: run python bench/table.py",
+            print("docs/performance.md's table is not bench/issue18.json's: run python bench/table.py",
                   file=sys.stderr)
             return 1
         return 0

@@ -213,7 +213,7 @@ def test_new_s3_settings_take_effect(bucket, s3_server, files, monkeypatch):
 
 def test_missing_package_names_the_extra(monkeypatch, files):
     monkeypatch.setitem(sys.modules, "fsspec", None)  # as if fsspec were not installed
-    with pytest.raises(sm.SqlmetricsError, match=re.escape('pip install "sqlmetrics[remote]"')):
+    with pytest.raises(sm.SqlmetricsError, match=re.escape('pip install ".[remote]" in a clone of sqlmetrics')):
         sm.evaluate("s3://evals/qrels.txt", files / "run.txt", MEASURES)
 
 

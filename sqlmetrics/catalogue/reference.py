@@ -1,4 +1,4 @@
-"""The documents generated from declarations: docs/measures.md from the sql/ headers, and the README's
+"""The documents generated from declarations: docs/measures.md from the sql/ headers, and docs/options.md's
 option table from sqlmetrics.options.
 
     python -m sqlmetrics.catalogue.reference           # rewrite both (in the current folder's checkout)
@@ -14,7 +14,7 @@ from .fusion import fusion_methods, normalisations
 from .templates import Measure, measures
 
 MEASURES_DOC = Path("docs") / "measures.md"
-README = Path("README.md")
+OPTIONS_DOC = Path("docs") / "options.md"
 OPTIONS_START, OPTIONS_END = "<!-- options:start -->", "<!-- options:end -->"
 
 
@@ -112,7 +112,7 @@ def readme_with_options(readme: str) -> str:
     head, start, rest = readme.partition(OPTIONS_START)
     _, end, tail = rest.partition(OPTIONS_END)
     if not (start and end):
-        raise SystemExit(f"README.md has no {OPTIONS_START} ... {OPTIONS_END} block for the option table")
+        raise SystemExit(f"{OPTIONS_DOC} has no {OPTIONS_START} ... {OPTIONS_END} block for the option table")
     return f"{head}{OPTIONS_START}\n{options_table()}\n{OPTIONS_END}{tail}"
 
 
@@ -121,8 +121,8 @@ def main(argv=None) -> int:
     check = "--check" in args
     roots = [a for a in args if a != "--check"]
     root = Path(roots[0]) if roots else Path(".")
-    readme = (root / README).read_text(encoding="utf-8")
-    wanted = {root / MEASURES_DOC: document(), root / README: readme_with_options(readme)}
+    options_doc = (root / OPTIONS_DOC).read_text(encoding="utf-8")
+    wanted = {root / MEASURES_DOC: document(), root / OPTIONS_DOC: readme_with_options(options_doc)}
     stale = [path for path, text in wanted.items()
              if not path.is_file() or path.read_text(encoding="utf-8") != text]
     if check:

@@ -18,7 +18,7 @@ def add_parser(sub, parents) -> None:
                                    "with 95% t intervals and tests against the baseline (with --group-by; one RUN "
                                    "with --column run_name=COLUMN holds the arms), and the SQL. QRELS may be 'none' when "
                                    "the judgments are in the run (--label, --relevance). Needs matplotlib: "
-                                   "pip install \"sqlmetrics[report]\".")
+                                   "pip install \".[report]\" in a clone of sqlmetrics.")
     p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")
     p.add_argument("runs", metavar="RUN", nargs="+", help="the runs (a log, with --group-by), named by file stem")
     p.add_argument("--name", action="append", metavar="NAME",

@@ -2,7 +2,7 @@
 rag_judgments.csv (query_id, doc_id, relevance: each retrieved chunk judged against the reference answer),
 rag_verdicts.csv (query_id, statement, statement_of, verdict: the judged claims and sentences) and
 rag_embeddings.parquet (query_id, generated, embedding, noncommittal: the question asked and the questions
-generated from the answer), for the README's "RAG tables" example.
+generated from the answer), for the RAG example (README.md, docs/rag.md).
 
     python -m sqlmetrics.demo.make_rag      (fixed seed: the files are the same on every run)
 

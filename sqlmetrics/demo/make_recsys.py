@@ -1,6 +1,6 @@
 """Write the recommender demo: recsys_train.csv, recsys_test.csv and recsys_reco.csv (user_id, item_id, and
-rating or score), and recsys_items.csv (item_id, category: its item group), for the README's "Recommender
-measures" example.
+rating or score), and recsys_items.csv (item_id, category: its item group), for the recommender examples
+(README.md, docs/recommender.md).
 
     python -m sqlmetrics.demo.make_recsys      (fixed seed: the files are the same on every run)
 

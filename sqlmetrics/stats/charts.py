@@ -26,7 +26,7 @@ def figure_class():
         from matplotlib.figure import Figure
     except ImportError:
         raise SqlmetricsError('the report draws its charts with matplotlib, which is not installed: '
-                              'pip install "sqlmetrics[report]".') from None
+                              'pip install ".[report]" in a clone of sqlmetrics.') from None
     return Figure
 
 

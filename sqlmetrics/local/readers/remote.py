@@ -34,7 +34,7 @@ def _filesystem(url: str, label: str):
         return fsspec.filesystem(scheme)
     except ImportError as e:
         raise SqlmetricsError(f"{label}: reading {scheme}:// paths needs fsspec and its filesystem for them ({e}); "
-                              'pip install "sqlmetrics[remote]".') from None
+                              'pip install ".[remote]" in a clone of sqlmetrics.') from None
 
 
 def _register(con, fs) -> None:
