@@ -26,6 +26,7 @@ docs/development.md ("The examples are tests") says the same for the pages' auth
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import json
 import os
@@ -33,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +53,17 @@ RUN = ("sh", "python")
 FENCE = re.compile(r"^(\s*)```\s*([\w+-]*)\s*$")
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.+?)\s*-->$")
 FAST = re.compile(r"^<!--\s*fast\s*-->$")
-# Where the package is installed, as the examples print it (the demo's folder differs per machine).
-INSTALLED = str(Path(sqlmetrics.__file__).resolve().parent.parent)
+
+@functools.cache
+def installed() -> str:
+    """Where the package is installed, as the examples print it (the demo's folder differs per machine): the
+    folder a fresh interpreter outside the checkout imports it from (in CI the installed copy, not the checkout
+    this process may import)."""
+    done = subprocess.run([sys.executable, "-c", "import pathlib, sqlmetrics; "
+                           "print(pathlib.Path(sqlmetrics.__file__).resolve().parent.parent)"],
+                          capture_output=True, text=True, cwd=tempfile.gettempdir(), check=True)
+    return done.stdout.strip()
+
 TIMEOUT = 900
 
 
@@ -142,7 +153,7 @@ def test_block_runs_as_written(block, tmp_path):
     if done.returncode != 0:
         pytest.fail(_report(block, done, f"exited with status {done.returncode}"), pytrace=False)
     if block.expected is not None:
-        got = done.stdout.replace(INSTALLED, "...")
+        got = done.stdout.replace(installed(), "...")
         if got != block.expected:
             diff = "".join(difflib.unified_diff(block.expected.splitlines(keepends=True), got.splitlines(keepends=True),
                                                 "the page's output", "printed now"))
