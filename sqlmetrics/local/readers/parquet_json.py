@@ -152,7 +152,7 @@ def _nested_json_view(con, path: Path, kind: str, label: str, compression: str) 
 
 def _json_value(key: str, as_written: bool) -> str:
     """One key's value as text (NULL when absent or null); a number as written when as_written."""
-    pointer = _lit("/" + key.replace("~", "~0").replace("/", "~1"))  # JSON pointer: any key, literally
+    pointer = _pointer(key)
     plain = f"line ->> {pointer}"
     if not as_written:
         return plain
