@@ -180,7 +180,8 @@ def as_long(rows) -> pa.Table:
                      enumerate(("query_id", "generated", "dimension", "value", "noncommittal"))})
 
 
-@pytest.mark.parametrize("seed", range(10))
+# Ten random collections in the full suite; the fast suite's first three put the same four forms to the test.
+@pytest.mark.parametrize("seed", [pytest.param(seed, marks=[pytest.mark.slow] if seed >= 3 else []) for seed in range(10)])
 def test_answer_relevancy_is_ragas_formula_with_the_vector_function_and_the_portable_sums(seed):
     """DuckDB's list_cosine_similarity over lists (DOUBLE[], FLOAT[], fixed DOUBLE[5]) and the portable sums over
     the long form (what other engines run) agree with each other and with RAGAS's formula."""

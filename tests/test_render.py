@@ -346,7 +346,7 @@ GOLDEN_CASES = {
 
 
 @pytest.mark.parametrize("case", list(GOLDEN_CASES))
-@pytest.mark.parametrize("dialect", ALL)
+@pytest.mark.parametrize("dialect", EVERY_DIALECT)  # each quoting style in the fast suite, every file in the full one
 def test_golden_sql(dialect, case):
     spec = dict(GOLDEN_CASES[case])
     measures = spec.pop("measures")

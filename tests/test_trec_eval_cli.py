@@ -46,13 +46,17 @@ def _run(cli, folder, suite, args):
 
 # The fast suite runs every command of 10.0's suite (the default) but its qrels_prefs (3 s: the preferences of
 # every pair of qrels.test's judged documents; out.test.prefs and out.test.qrels_jg are the fast preference
-# cases) and 9.0.8's per-query all_trec; the full suite every command of both.
+# cases) and the second copies of its inputs with comments (out.comment.test is the fast case of comments), and
+# 9.0.8's per-query all_trec; the full suite every command of both.
 V9_FAST = ("out.test", "out.test.aq")
 V10_SLOW = ("out.test.qrels_prefs",)
+COMMENTED_COPIES = ("qrels.test.with-comments", "prefs.comment.test", "qrels.comments.123")
 
 
 def _slow(command) -> bool:
-    return command[1] not in V9_FAST if command[0] == V9 else command[1] in V10_SLOW
+    if command[0] == V9:
+        return command[1] not in V9_FAST
+    return command[1] in V10_SLOW or any(name in command[2].split() for name in COMMENTED_COPIES)
 
 
 @pytest.mark.parametrize("suite,expected,args", [
