@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import shutil
 import warnings
 
@@ -501,3 +502,29 @@ def test_ranx_bpref(seed):
     expected = {q: {"bpref": float(rr.scores["bpref"][q])} for q in common}
     got = ours({q: qrels[q] for q in common}, {q: run[q] for q in common}, ["bpref"])
     compare(got, expected, f"qrels={qrels}\nrun={run}")
+
+
+def test_ir_measures_parameter_spellings():
+    """ir_measures' own spellings of measures that are here under another parameter or name: each gives
+    ir_measures' (pytrec_eval's) value under the same string; dcg='exp-log2' is the exponential gain
+    (ranx's ndcg_burges, tested against ranx in test_oracles), which graded qrels tell from the linear one."""
+    qrels, run = collections()
+    spellings = ["SetP(relative=True)", "SetP(relative=True,rel=2)", "SetP(relative=False)", "nDCG(dcg='log2')@10",
+                 "nDCG(dcg='log2')", "AP(judged_only=False)", "P(judged_only=False)@5"]
+    compare(ours(qrels, run, spellings), irm(ir_measures.pytrec_eval, {s: s for s in spellings}, qrels, run),
+            (qrels, run))
+    exp = ours(qrels, run, ["nDCG(dcg='exp-log2')@10", "nDCG(gain='exp')@10", "nDCG@10", "DCG(dcg='exp-log2')@5",
+                            "DCG(gain='exp')@5"])
+    assert all(v["nDCG(dcg='exp-log2')@10"] == v["nDCG(gain='exp')@10"] and
+               v["DCG(dcg='exp-log2')@5"] == v["DCG(gain='exp')@5"] for v in exp.values())
+    assert any(v["nDCG(dcg='exp-log2')@10"] != v["nDCG@10"] for v in exp.values())
+
+
+@pytest.mark.parametrize("spelling, message", [
+    ("AP(judged_only=True)", "judged_only=True to evaluate() (-J on the command line"),
+    ("nDCG(dcg='exp')@10", "'exp' is not one of log2, exp-log2"),
+    ("SetP(relative=yes)", "'yes' is not one of False, True"),
+])
+def test_ir_measures_parameter_spellings_refused_say_why(spelling, message):
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=re.escape(message)):
+        sqlmetrics.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, [spelling])

@@ -179,8 +179,9 @@ def test_arms_per_segment_equal_compare(arm_report):
             mark = expected.markers(s.run, s.measure, s.segment)
             cell = f">{s.mean:.4f} [{s.ci_low:.4f}, {s.ci_high:.4f}]" + (f"<sup>{mark}</sup>" if mark else "</td>")
             assert cell in page, cell
-    for c in expected.comparisons:
-        assert f"<td>{c.difference:+.4f}</td><td>{c.p_adjusted:.4f}</td>" in page
+    for c in expected.comparisons:  # the difference with its interval, as compare prints them (unpaired: no win/tie/loss)
+        assert f"<td>{c.difference:+.4f} [{c.ci_low:+.4f}, {c.ci_high:+.4f}]</td><td>{c.p_adjusted:.4f}</td><td>–</td>" in page
+    assert "difference [95% CI]" in page and "the runs' lists are not paired" in page
     assert "▲/▼: significantly better/worse than control" in page
 
 
@@ -227,7 +228,7 @@ def _cli(capsys, *argv):
 
 
 def test_cli_writes_the_page_and_one_chart(capsys, tmp_path):
-    page, png, svg = tmp_path / "report.html", tmp_path / "deltas.png", tmp_path / "segments.svg"
+    page, png = tmp_path / "report.html", tmp_path / "deltas.png"
     code, out, err = _cli(capsys, "report", QRELS, BM25, RERANK, "-m", "AP", "-m", "nDCG@10", "--baseline", "rerank",
                           "-o", page, "--plot", png)
     assert code == 0, err
@@ -235,11 +236,17 @@ def test_cli_writes_the_page_and_one_chart(capsys, tmp_path):
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "Per-query differences against rerank" in text
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deltas.png", "report.html"]
+
+
+@pytest.mark.slow  # a log report's page and chart; test_arms_per_segment_equal_compare is the fast log report
+def test_cli_writes_a_log_report_and_an_svg_chart(capsys, tmp_path):
+    page, svg = tmp_path / "report.html", tmp_path / "segments.svg"
     code, _, err = _cli(capsys, "report", *LOG_ARGS, "-o", page, "--plot", svg)
     assert code == 0, err
     assert svg.read_text().lstrip().startswith("<?xml") and "<path" in svg.read_text()
     assert "Per segment" in page.read_text(encoding="utf-8")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["deltas.png", "report.html", "segments.svg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "segments.svg"]
 
 
 def test_cli_refuses_before_any_work(capsys, tmp_path):
@@ -304,6 +311,10 @@ def test_report_opens_in_chromium(args, charts_drawn, tmp_path, capsys):
         assert errors == []
         fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
         assert fetched == []
+        # The page takes the window's width (a table of many measures or segments is not squeezed into a column);
+        # a table wider than the window scrolls inside itself.
+        assert driver.execute_script("return document.body.getBoundingClientRect().width") >= \
+            driver.execute_script("return document.documentElement.clientWidth") - 1
         figures = driver.find_elements(By.CSS_SELECTOR, "figure.chart")
         assert len(figures) == charts_drawn
         for figure in figures:

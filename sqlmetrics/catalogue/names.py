@@ -255,7 +255,43 @@ def parse(text: str, relevance_level: int = 1, compat: str = COMPAT) -> MeasureC
             raise SqlmetricsError(f"measure {text!r}: parameter {measure.at!r} is given twice (the @ value is "
                                   f"{measure.at}); give it once.")
         given[measure.at] = m.group("at")
+    measure, given = _ir_measures_parameters(measure, given, text, catalogue)
     return _bind(measure, given, text, relevance_level, compat)
+
+
+# ir_measures' parameters that are spelled differently here: (measure, parameter) -> {value: (measure, params)}.
+_IRM_SPELLINGS = {
+    **{(name, "dcg"): {"log2": (name, {"gain": "linear"}), "exp-log2": (name, {"gain": "exp"})}
+       for name in ("nDCG", "DCG")},
+    ("SetP", "relative"): {"False": ("SetP", {}), "True": ("SetRelP", {})},
+}
+# ir_measures' measures that take judged_only (trec_eval's -J, through pytrec_eval); False is its default.
+_JUDGED_ONLY = ("P", "RR", "Rprec", "AP", "nDCG", "R", "SetAP", "SetF", "SetP", "Success", "IPrec")
+
+
+def _ir_measures_parameters(measure: Measure, given: dict, text: str, catalogue: dict) -> tuple:
+    """ir_measures' spellings of what is here a parameter of another name or another measure:
+    nDCG(dcg='exp-log2') is nDCG(gain='exp'), SetP(relative=True) is SetRelP; judged_only=False, ir_measures'
+    default, changes nothing."""
+    given = dict(given)
+    for name in [n for n in given if (measure.name, n) in _IRM_SPELLINGS]:
+        raw = str(given.pop(name)).strip().strip("'\"")
+        choices = _IRM_SPELLINGS[measure.name, name]
+        if raw not in choices:
+            raise SqlmetricsError(f"measure {text!r}, parameter {name!r}: {raw!r} is not one of "
+                                  f"{', '.join(choices)} (ir_measures' values).")
+        target, params = choices[raw]
+        measure = catalogue[target]
+        given.update(params)
+    if "judged_only" in given and measure.name in _JUDGED_ONLY + ("SetRelP",) and "judged_only" not in measure.params:
+        raw = str(given.pop("judged_only")).strip()
+        if raw == "True":
+            raise SqlmetricsError(f"measure {text!r}: judged_only applies to the whole evaluation here, not to one "
+                                  "measure: pass judged_only=True to evaluate() (-J on the command line, as "
+                                  f"trec_eval) and write the measure without it.")
+        if raw != "False":
+            raise SqlmetricsError(f"measure {text!r}, parameter 'judged_only': write True or False, got {raw!r}.")
+    return measure, given
 
 
 def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[MeasureCall]:

@@ -173,11 +173,13 @@ def _points(segments: list, several_runs: bool) -> list:
 # ---------------------------------------------------------------------------------------------- the page
 
 _CSS = """
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 0 auto;
-       max-width: 980px; padding: 24px; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 0;
+       padding: 24px; }
+p { max-width: 980px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; }
 p.meta { color: #555; margin: 0 0 12px; }
-table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; }
+table { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; display: block; max-width: 100%;
+        overflow-x: auto; }  /* the window's width; a wider table scrolls inside itself */
 th, td { padding: 4px 10px; border-bottom: 1px solid #e6e6e6; text-align: right; }
 th { background: #f5f5f7; } td.l, th.l { text-align: left; }
 sup { color: #2e7d32; font-weight: 600; } td.best { font-weight: 700; }
@@ -262,16 +264,22 @@ def _pairs(rep, digits: int) -> str:
     rows = []
     for c in rep.comparisons:
         wtl = "–" if c.wins is None else f"{c.wins}/{c.ties}/{c.losses}"  # unpaired: no per-list pairs
+        interval = ("" if math.isnan(c.ci_low) else
+                    f" [{_signed(c.ci_low, digits)}, {_signed(c.ci_high, digits)}]")  # as compare prints it
         rows.append("<tr>" + "".join(f"<td class=\"l\">{e(_cell(v))}</td>" for v in c.segment)
                     + f"<td class=\"l\">{e(c.measure)}</td><td class=\"l\">{e(c.run)}</td>"
-                    f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}</td><td>{_p(c.p_adjusted)}</td>"
+                    f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}{interval}</td>"
+                    f"<td>{_p(c.p_adjusted)}</td>"
                     f"<td>{wtl}</td><td class=\"sig\">{'*' if c.significant else ''}</td></tr>")
     p_name = f"p ({rep.correction})" if rep.correction else "p"
+    difference = "difference" + (f" [{rep.level()} CI]" if any(not math.isnan(c.ci_low) for c in rep.comparisons) else "")
     return (f"<table>\n<tr>{head}<th class=\"l\">measure</th><th class=\"l\">run</th><th class=\"l\">baseline</th>"
-            f"<th>difference</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n" + "\n".join(rows)
-            + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}; difference = mean of run − baseline per "
-            + ("query" if rep.paired else "list") + (" (of log values for geometric means)"
-                                                     if "geometric" in rep.aggregate.values() else "") + ".</p>")
+            f"<th>{difference}</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n"
+            + "\n".join(rows) + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}; difference = mean of run − "
+            "baseline per " + ("query" if rep.paired else "list") + (" (of log values for geometric means)"
+                                                                     if "geometric" in rep.aggregate.values() else "")
+            + "; win/tie/loss counts the queries both runs answered"
+            + ("" if rep.paired else " (–: the runs' lists are not paired, so there is nothing to count)") + ".</p>")
 
 
 def _segments_table(report: HtmlReport, digits: int) -> str:
