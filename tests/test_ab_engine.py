@@ -51,7 +51,6 @@ def _tables() -> dict:
     }
 
 
-
 class CountingCursor(sqlite3.Cursor):
     """A cursor that counts the rows fetched through it."""
     fetched = 0
@@ -208,7 +207,7 @@ CASES = [  # data, test, expected pairing
 
 SLOW_ENGINES = ("postgres_con", "datafusion_con", "clickhouse_con", "mariadb_con", "spark_con")  # servers, JVMs
 # SQLite takes seconds on the demo runs: the fast suite holds it to an unpaired case on the log (and test_ab.py's
-# bootstrap on the log); DuckDB runs every case there, the full suite every case on every engine.
+# bootstrap on the log); the full suite runs every case on every engine.
 SQLITE_FAST = (("log", "welch"),)
 # DuckDB as an engine: the fast suite runs each kind of aggregate once (paired moments on the runs, unpaired ones on
 # the log, the ranks, the bootstrap, the complete lists of Tukey's HSD); the other data of each test, the full suite.

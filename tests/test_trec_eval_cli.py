@@ -179,3 +179,19 @@ def test_exit_statuses_are_trec_evals(cli, compat, qrels, run, flags, status, sa
     code, out, err = cli("trec_eval", "--compat", compat, *flags, "-m", "P.1", "q.txt", "r.txt")
     assert code == status and says in err, err
     assert (out == "") == (status != 0)
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_complete_num_rel_summary_is_trec_evals_recount(cli, trec_eval_dir, suite):
+    """trec_eval's quirk (m_num_rel.c): with -c the summary num_rel counts the qrels lines graded above 0,
+    ignoring -l; the per-query values, and the summary without -c, count the documents at the level."""
+    qrels = trec_eval_dir / "qrels.rel_level"
+    graded = sum(int(line.split()[3]) > 0 for line in qrels.read_text().splitlines() if line.strip())
+    args = ["trec_eval", "--compat", suite, "-q", "-l2", "-m", "num_rel", str(qrels), str(trec_eval_dir / "results.test")]
+    for complete in (True, False):
+        code, out, err = cli(*args[:3], *(["-c"] if complete else []), *args[3:])
+        assert code == 0, err
+        rows = [line.split("\t") for line in out.splitlines()]
+        per_query = sum(int(v) for _, q, v in rows if q != "all")
+        (summary,) = [int(v) for _, q, v in rows if q == "all"]
+        assert summary == (graded if complete else per_query) and graded != per_query

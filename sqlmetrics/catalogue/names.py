@@ -288,7 +288,7 @@ def _ir_measures_parameters(measure: Measure, given: dict, text: str, catalogue:
         if raw == "True":
             raise SqlmetricsError(f"measure {text!r}: judged_only applies to the whole evaluation here, not to one "
                                   "measure: pass judged_only=True to evaluate() (-J on the command line, as "
-                                  f"trec_eval) and write the measure without it.")
+                                  "trec_eval) and write the measure without it.")
         if raw != "False":
             raise SqlmetricsError(f"measure {text!r}, parameter 'judged_only': write True or False, got {raw!r}.")
     return measure, given

@@ -148,11 +148,24 @@ def run(args) -> tuple:
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
     aggregate = dict(res.aggregate[name])
+    if args.complete_rel_info_wanted and args.level_for_rel != 1 and args.Rel_info_format == "qrels":
+        _recount_num_rel(args, {name: path}, printed, aggregate)
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
     return _print(printed, wanted, per_query, aggregate, trec_tag(path) or name, args, zscores is not None), None
+
+
+def _recount_num_rel(args, run: dict, printed: list, aggregate: dict) -> None:
+    """trec_eval's quirk (both versions, m_num_rel.c): with -c, the summary num_rel is not the sum over the
+    queries but a recount of the qrels lines with a grade above 0, whatever -l says. Per query, and in `eval`,
+    num_rel counts the documents at the relevance level."""
+    spellings = [spelling for m, names in printed if m.name == "num_rel" for _, spelling in names]
+    if spellings:
+        recount = evaluate(args.qrels, run, spellings, queries="qrels", relevance_level=1, compat=args.compat,
+                           _fetch=python_rows)
+        aggregate.update((s, v) for s, v in recount.aggregate[next(iter(run))].items() if s in spellings)
 
 
 def _with_collection_size(spelling: str, args) -> str:
