@@ -72,7 +72,8 @@
 --   hist_rows      the training interactions' rows;  hist_items: their distinct items
 --   catalogue_items  the catalogue's items: the item features' (items=) when given, else hist_items
 --
--- Rated pairs (templates with `rows: ratings`, one value per run): one row per run row with a grade (as
+-- Rated pairs (templates with `rows: ratings`, one value per run; under `aggregate: mean`, one value per list, over
+-- the list's own pairs): one row per run row with a grade (as
 -- Recommenders' merge_rating_true_pred pairs them; with labels in the run, each labelled row), with:
 --   prediction     the row's score;  rating: its grade;  is_pos: 1 when the grade >= the relevance level
 --   mean_rating, mean_error   the run's mean grade and mean (rating - prediction)

@@ -172,6 +172,7 @@ class Plan:
     greedy_alphas: set = field(default_factory=set)
     recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once
     ratings: set = field(default_factory=set)  # the output columns aggregated over the run's rated pairs, once
+    user_ratings: set = field(default_factory=set)  # ... over each list's (user's) rated pairs, one value per list
     verdicts: set = field(default_factory=set)  # the output columns aggregated over the query's judged statements
     embeddings: set = field(default_factory=set)  # the output columns aggregated over the query's generated questions
     items: set = field(default_factory=set)  # the output columns aggregated over each list's items (similarities)
@@ -255,8 +256,8 @@ def _plan_own_rows(plan: Plan, call: MeasureCall, out: str) -> None:
     plan.values.append((out, body, m.empty))
     plan.aggregates.append((out, m.aggregate))
     {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
-     "ratings": plan.ratings, "items": plan.items, "verdicts": plan.verdicts,
-     "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
+     "ratings": plan.ratings if m.aggregate == "once" else plan.user_ratings, "items": plan.items,
+     "verdicts": plan.verdicts, "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
     if m.rows == "items":
         plan.item_columns.update(c.name for c in body.find_all(exp.Column))
         plan.item_cutoffs.append(call.values.get("k"))

@@ -248,6 +248,23 @@ def test_per_user_areas_weighted_and_not(seed):
     results = _evaluate_ratings(truth, pred, ["GAUC", "UserAUC"])
     for m, value in want.items():
         assert abs(results.aggregate[m] - value) <= TOLERANCE, (m, results.aggregate[m], value)
+    # UserAUC is each user's own area in per_query (none for a user with one class); GAUC is the run's one value
+    pairs = truth.merge(pred, on=["userID", "itemID"])
+    areas = {u: roc_auc_score(p["rating"], p["prediction"]) if p["rating"].nunique() == 2 else None
+             for u, p in pairs.groupby("userID")}
+    got = dict(zip(results.per_query.column("query_id").to_pylist(), results.per_query.column("UserAUC").to_pylist()))
+    assert {u for u, a in areas.items() if a is None} and got.keys() >= areas.keys()
+    for user, area in areas.items():
+        assert (got[user] is None) if area is None else abs(got[user] - area) <= TOLERANCE, (user, got[user], area)
+
+
+def test_compare_tests_user_auc_user_by_user():
+    """Hand-computed areas: u1 1/2 -> 1, u2 0 -> 1, u3 1 -> 1: differences 1/2, 1, 0 (mean 1/2, 2 wins, 1 tie)."""
+    qrels = {"u1": {"i1": 1, "i2": 0, "i3": 1}, "u2": {"i3": 1, "i4": 0}, "u3": {"i1": 1, "i2": 0}}
+    a = {"u1": {"i1": 0.9, "i2": 0.5, "i3": 0.1}, "u2": {"i3": 0.2, "i4": 0.6}, "u3": {"i1": 0.6, "i2": 0.3}}
+    b = {"u1": {"i1": 0.9, "i2": 0.1, "i3": 0.5}, "u2": {"i3": 0.8, "i4": 0.6}, "u3": {"i1": 0.6, "i2": 0.3}}
+    (c,) = sqlmetrics.compare(qrels, {"a": a, "b": b}, ["UserAUC"], test="student").comparisons
+    assert (c.n, c.difference, c.wins, c.ties, c.losses) == (3, 0.5, 2, 1, 0)
 
 
 def test_compare_refuses_a_measure_of_the_whole_run():

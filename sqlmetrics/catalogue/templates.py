@@ -18,7 +18,8 @@ value is an error naming the file and line):
     aggregate: mean | sum | geometric | once
                                            how per-list values become one number (default mean); `once`: the
                                            value is the run's own (rows: recommendations or ratings), repeated
-                                           on each of its lists, and reported once
+                                           on each of its lists, and reported once; rows: ratings under
+                                           another aggregate is one value per list (user), over its own pairs
     better: higher | lower                 (default higher)
     empty: 0 | null | NUMBER               the value of a list with no ranked document (default 0)
     range: LO..HI                          the bounds of a per-list value (HI may be empty: unbounded)
@@ -420,9 +421,12 @@ class _Reader:
         for key, allowed in checks:
             if key in value and value[key] not in allowed:
                 raise self.fail(line[key], f"{key}: {value[key]!r} is not one of {', '.join(allowed)}.")
-        if (value.get("rows") in ("recommendations", "ratings")) != (value.get("aggregate") == "once"):
+        once = value.get("aggregate") == "once"
+        if once and value.get("rows") not in ("recommendations", "ratings") or \
+                value.get("rows") == "recommendations" and not once:
             raise self.fail(line.get("rows", line.get("aggregate", 1)), "a measure of the whole run (rows: "
-                            "recommendations or ratings) has the run's one value (aggregate: once), and only it.")
+                            "recommendations, or ratings) has the run's one value (aggregate: once), and only it "
+                            "(rows: ratings under another aggregate is each user's value).")
         if "at" in value and value["at"] not in params:
             raise self.fail(line["at"], f"at: {value['at']!r} is not a parameter of this measure.")
         return value, line

@@ -77,10 +77,10 @@ def _check(plan: Plan, options: Shape, qrels, history, items, verdicts, embeddin
         raise SqlmetricsError("similarity='features' compares items by their features: pass items= (--items on the "
                               "command line), a table of the item and a vector, a category, or dimension and value "
                               "columns; or take similarity='cooccurrence' (the training interactions, history=).")
-    if (plan.recommendations or plan.ratings or plan.items) and options.judgment_groups:
+    if (plan.recommendations or plan.ratings or plan.user_ratings or plan.items) and options.judgment_groups:
         raise SqlmetricsError("the measures of a whole run (recommendations, ratings) take qrels_format='qrels', "
                               "not 'qrels_jg'.")
-    if plan.ratings and options.ties == "rank":
+    if (plan.ratings or plan.user_ratings) and options.ties == "rank":
         raise SqlmetricsError("the rating measures (RMSE, AUC, ...) compare the run's scores with the grades: "
                               "they take ties='docid_desc' or 'docid_asc' (scores), not ties='rank'.")
     if options.judgment_groups and (options.labels or qrels is None):

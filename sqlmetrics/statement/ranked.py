@@ -201,7 +201,7 @@ def ranked_values(plan: Plan, options: Shape, key: list, stats_key: list, runnin
     values = []
     for out, e, empty in plan.values:
         if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings \
-                or out in plan.items or out in plan.verdicts or out in plan.embeddings or out in plan.overlap:
+                or out in plan.user_ratings or out in plan.items or out in plan.verdicts or out in plan.embeddings or out in plan.overlap:
             continue  # aggregated over pref_rows, subtopic_rows, item_rows, rec_items, rating_rows, verdict_rows,
             # embedding_rows or overlap_rows, and joined beside these values (build.py)
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list

@@ -83,20 +83,27 @@ def _rating_ctes(options: Shape) -> list:
 
 def run_values(plan: Plan, options: Shape, fixed, catalogue: bool = False) -> tuple[list, list]:
     """The measures of the whole run: one value per run (and segment), over its items (rows: recommendations)
-    or its rated pairs (rows: ratings), on each of its lists. (The CTEs, [(values CTE, its measures' output
-    columns, the columns it is joined on)])."""
+    or its rated pairs (rows: ratings), on each of its lists; and those of each user's rated pairs (rows: ratings
+    under a mean), one value per list. (The CTEs, [(values CTE, its measures' output columns, the columns it is
+    joined on)])."""
     ctes, joined = [], []
     run_key = [*options.run_key, *options.segment_key]
-    for outs, rows_ctes, rows, order in (
-            (plan.recommendations, lambda: _recommendation_ctes(options, catalogue), "rec_items", ["doc_id"]),
-            (plan.ratings, lambda: _rating_ctes(options), "rating_rows", ["query_id", "doc_id"])):
+    if plan.recommendations:
+        ctes += _recommendation_ctes(options, catalogue)
+    if plan.ratings or plan.user_ratings:
+        ctes += _rating_ctes(options)
+    # (the values' CTE, its measures, their rows, the order their sums add in, the key of a value: the run, or
+    # the list's user)
+    for name, outs, rows, order, by in (
+            ("rec_items_values", plan.recommendations, "rec_items", ["doc_id"], run_key),
+            ("rating_rows_values", plan.ratings, "rating_rows", ["query_id", "doc_id"], run_key),
+            ("user_rating_values", plan.user_ratings, "rating_rows", ["doc_id"], [*run_key, "query_id"])):
         if not outs:
             continue
-        ctes += rows_ctes()
         values = [exp.alias_(fixed(e, _by(order)), out, copy=False) for out, e, _ in plan.values if out in outs]
-        by_run = exp.select(*_cols(run_key), *values).from_(rows, copy=False)
-        ctes.append((f"{rows}_values", by_run.group_by(*_cols(run_key), copy=False) if run_key else by_run))
-        joined.append((f"{rows}_values", outs, run_key))
+        grouped = exp.select(*_cols(by), *values).from_(rows, copy=False)
+        ctes.append((name, grouped.group_by(*_cols(by), copy=False) if by else grouped))
+        joined.append((name, outs, by))
     return ctes, joined
 
 
