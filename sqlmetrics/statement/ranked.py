@@ -199,11 +199,13 @@ def ranked_values(plan: Plan, options: Shape, key: list, stats_key: list, runnin
     it, the SELECT). With judgment groups it is group_values, one row per list and group, and the SELECT is
     each list's mean over its groups."""
     values = []
+    # Aggregated over pref_rows, subtopic_rows, rec_items, rating_rows, item_rows, verdict_rows, embedding_rows or
+    # overlap_rows, and joined beside these values (build.py)
+    own_rows = (plan.preferences | plan.subtopics | plan.recommendations | plan.ratings | plan.user_ratings | plan.items
+                | plan.verdicts | plan.embeddings | plan.overlap)
     for out, e, empty in plan.values:
-        if out in plan.preferences or out in plan.subtopics or out in plan.recommendations or out in plan.ratings \
-                or out in plan.user_ratings or out in plan.items or out in plan.verdicts or out in plan.embeddings or out in plan.overlap:
-            continue  # aggregated over pref_rows, subtopic_rows, item_rows, rec_items, rating_rows, verdict_rows,
-            # embedding_rows or overlap_rows, and joined beside these values (build.py)
+        if out in own_rows:
+            continue
         if out in plan.positions:  # aggregated over the position rows (position_values), one row per list
             values.append(exp.alias_(_c(out, "position_values"), out, copy=False))
             continue
