@@ -153,6 +153,12 @@ def test_sign_test_equals_scipy_binomtest(k, n):
     ("interleaving", pa.table({"impression": ["i", "i"], "team": ["A", "B"], "click": [float("nan"), 0.0]}),
      r"interleaving: 1 row\(s\) have no click"),
     ("interleaving", pa.table({"impression": ["i", "i"], "team": ["A", "B"], "click": [None, 1]}), "have no click"),
+    # what the rankers showed, or which list a document was in, unknown: agreement or pooling would be a guess
+    ("ips", pa.table({"action": [None, "a"], "click": [1, 0], "propensity": [0.5, 0.5], "new_action": ["a", "a"]}),
+     r"1 row\(s\) have no action or new_action"),
+    ("ips", pa.table({"action": ["a"], "click": [1e308], "propensity": [0.1], "new_action": ["a"]}), "overflow a double"),
+    ("interleaving", pa.table({"impression": ["i", "i"], "team": ["A", "B"], "click": [2, 0]}), "neither 0 nor 1"),
+    ("interleaving", pa.table({"impression": ["i", None], "team": ["A", "B"], "click": [1, 0]}), "have no impression"),
 ])
 def test_bad_logs_are_named(call, log, message):
     with pytest.raises(SqlmetricsError, match=message):

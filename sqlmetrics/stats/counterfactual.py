@@ -54,6 +54,12 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
             raise SqlmetricsError(f"ips: {bad} row(s) have no click (NULL, NaN or infinite) or a propensity outside "
                                   f"(0, 1] (columns {c['propensity']!r}, {c['click']!r}); every logged decision "
                                   "needs both.")
+        unknown = con.execute(f"SELECT COUNT(*) FROM {view} WHERE {c['action']} IS NULL OR {c['new_action']} IS NULL"
+                              ).fetchone()[0]
+        if unknown:  # whether the rankers agree there would be a guess
+            raise SqlmetricsError(f"ips: {unknown} row(s) have no action or new_action (NULL in columns "
+                                  f"{c['action']!r}, {c['new_action']!r}); every logged decision needs what was shown "
+                                  "and what the new ranker would show.")
         n, matches, sw, swr, sw2r2, sw2r, sw2 = con.execute(f"""
             SELECT COUNT(*), SUM(CASE WHEN w > 0 THEN 1 ELSE 0 END), SUM(w), SUM(w * r), SUM(w * w * r * r),
                    SUM(w * w * r), SUM(w * w)
@@ -63,6 +69,9 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
                   FROM {view})""").fetchone()
     if not n:
         raise SqlmetricsError("ips: the log has no rows.")
+    if not all(math.isfinite(s) for s in (sw, swr, sw2r2, sw2r, sw2)):
+        raise SqlmetricsError("ips: the weighted clicks overflow a double (a click near 1e308, or divided by a tiny "
+                              f"propensity); rescale column {c['click']!r}.")
     value = swr / n
     se = math.sqrt(max(0.0, sw2r2 - n * value * value) / (n - 1) / n) if n > 1 else math.nan
     out = {"ips": _estimate(value, se, z), "n": n, "matches": matches}
@@ -92,10 +101,19 @@ def interleaving(log, columns: dict | None = None, confidence: float = 0.95) -> 
             raise SqlmetricsError(f"interleaving: the team column {c['team']!r} must hold exactly two rankers' names "
                                   f"and no NULL; it holds {sorted(map(repr, teams))}.")
         a, b = sorted(teams)
-        missing = con.execute(f"SELECT COUNT(*) FROM {view} WHERE {_not_finite(c['click'])}").fetchone()[0]
+        missing, other, lost = con.execute(
+            f"SELECT COUNT(*) FILTER (WHERE {_not_finite(c['click'])}), "
+            f"COUNT(*) FILTER (WHERE NOT {_not_finite(c['click'])} AND CAST({c['click']} AS DOUBLE) NOT IN (0, 1)), "
+            f"COUNT(*) FILTER (WHERE {c['impression']} IS NULL) FROM {view}").fetchone()
         if missing:  # neither a click nor no click: which team it would credit is a guess
             raise SqlmetricsError(f"interleaving: {missing} row(s) have no click (NULL, NaN or infinite in column "
                                   f"{c['click']!r}); give each shown document 0 or 1, or leave its impression out.")
+        if other:  # a count or a negative number: whether it is a click is a guess
+            raise SqlmetricsError(f"interleaving: {other} row(s) have a click that is neither 0 nor 1 (column "
+                                  f"{c['click']!r}); give each shown document 0 or 1.")
+        if lost:  # rows without an impression would be pooled into one made-up impression
+            raise SqlmetricsError(f"interleaving: {lost} row(s) have no impression (NULL in column "
+                                  f"{c['impression']!r}); each shown document belongs to one interleaved list.")
         clicked = f"CASE WHEN {c['click']} <> 0 THEN 1 ELSE 0 END"
         n, wins_a, wins_b = con.execute(f"""
             SELECT COUNT(*), SUM(CASE WHEN ca > cb THEN 1 ELSE 0 END), SUM(CASE WHEN cb > ca THEN 1 ELSE 0 END)
