@@ -374,6 +374,13 @@ def test_rag_rows_matching_no_judged_query_are_warned_about():
                                                           "their Faithfulness is empty"):
         sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness"], verdicts=verdicts_table([("q1", "answer", 1),
                                                                                    ("q2", "answer", 0)]))
+    # The measures named are those asked for that read the verdicts (it once said Faithfulness whatever was asked)
+    partial = verdicts_table([("q1", "reference", 1), ("q2", "answer", 0)])
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"\('q3'\); their ContextRecall is empty") as caught:
+        sqlmetrics.evaluate(QRELS, RUN, ["ContextRecall", "nDCG@5"], verdicts=partial)
+    assert not any("Faithfulness" in str(w.message) for w in caught)
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"their Faithfulness and ContextRecall are empty"):
+        sqlmetrics.evaluate(QRELS, RUN, ["Faithfulness", "ContextRecall"], verdicts=partial)
 
 
 @pytest.mark.parametrize("form", ["list", "long", "embed="])

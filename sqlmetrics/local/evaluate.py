@@ -76,7 +76,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
     step = _Steps(con, progress)
     try:
         q = None if job.labels else _load_qrels(con, qrels, qrels_columns, job.group_roles, o, inputs, step)
-        others = _other_inputs(con, o, qrels_columns, inputs, q)  # history, verdicts, embeddings, items
+        others = _other_inputs(con, o, qrels_columns, inputs, q, job.calls)  # history, verdicts, embeddings, items
         runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "

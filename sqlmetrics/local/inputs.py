@@ -33,12 +33,17 @@ def _load_qrels(con, qrels, columns: dict, groups: tuple, o: Settings, inputs: l
     return q
 
 
-def _other_inputs(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded | None = None) -> dict:
+def _other_inputs(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded | None = None,
+                  calls: tuple = ()) -> dict:
     """build_statement's other inputs, by keyword: history, verdicts, embeddings and items, None when not given.
-    q: the qrels, whose queries the RAG inputs' rows are matched with (a warning says when some have none)."""
+    q: the qrels, whose queries the RAG inputs' rows are matched with (a warning names the measures, of `calls`,
+    that are empty for the queries with none)."""
+    reading = {rows: [c.text for c in calls if c.measure.rows == rows] for rows in ("verdicts", "embeddings")}
     return {"history": None if o.history is None else _history(con, o, qrels_columns, inputs),
-            "verdicts": None if o.verdicts is None else _verdicts(con, o, qrels_columns, inputs, q),
-            "embeddings": None if o.embeddings is None else _embeddings(con, o, qrels_columns, inputs, q),
+            "verdicts": None if o.verdicts is None else _verdicts(con, o, qrels_columns, inputs, q,
+                                                                  reading["verdicts"]),
+            "embeddings": None if o.embeddings is None else _embeddings(con, o, qrels_columns, inputs, q,
+                                                                        reading["embeddings"]),
             "items": None if o.items is None else _items(con, o, qrels_columns, inputs)}
 
 
@@ -64,35 +69,36 @@ def _load_completed(con, given, kinds: tuple, query: dict, inputs: list, complet
     return loaded
 
 
-def _verdicts(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded | None = None) -> Source:
+def _verdicts(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded | None, measures: list) -> Source:
     """The judged statements: the query as the qrels name it, the statement, what it is of (statement_of) and its
     verdict, which judge= gives when the input has none (read as statements, then)."""
     v = _load_completed(con, o.verdicts, ("statements", "verdicts"), _only(qrels_columns, "query_id"), inputs,
                         o.judge and (_judged, o.judge, "judged by judge="))
     checks.check_verdicts(con, v)
-    _warn_unmatched(con, q, v, "Faithfulness")
+    _warn_unmatched(con, q, v, measures)
     return _source(v.view, {r: v.columns[r] for r in ("query_id", *VERDICT_COLUMNS)})
 
 
-def _embeddings(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded | None = None) -> Embeddings:
+def _embeddings(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded | None, measures: list) -> Embeddings:
     """The question embeddings: the query as the qrels name it, generated, the vector (an embedding list, or
     dimension and value: one row per dimension) and noncommittal; embed= gives the vectors of the questions' texts
     (read as questions, then)."""
     e = _load_completed(con, o.embeddings, ("questions", "embeddings"), _only(qrels_columns, "query_id"), inputs,
                         o.embed and (_embedded, o.embed, "embedded by embed="))
     checks.check_embeddings(con, e)
-    _warn_unmatched(con, q, e, "AnswerRelevancy")
+    _warn_unmatched(con, q, e, measures)
     source = _source(e.view, e.columns)
     if "noncommittal" not in e.columns:  # optional here: no generation judged the answer noncommittal
         source = dataclasses.replace(source, constants={"noncommittal": 0})
     return Embeddings(source, "function" if "embedding" in e.columns else "long")
 
 
-def _warn_unmatched(con, q: Loaded | None, rag: Loaded, measure: str) -> None:
+def _warn_unmatched(con, q: Loaded | None, rag: Loaded, measures: list) -> None:
     """A RAG input's rows are matched with the judged queries by query id, exactly: say when some judged queries,
-    or all, have none (their measure is then empty), as a run's missing queries are warned about."""
-    if q is None:
+    or all, have none (the measures read from it are then empty), as a run's missing queries are warned about."""
+    if q is None or not measures:
         return
+    measure = " and ".join([", ".join(measures[:-1]), measures[-1]] if len(measures) > 1 else measures)
     judged = f"SELECT DISTINCT CAST({_q(q.columns['query_id'])} AS VARCHAR) AS id FROM {q.view}"
     given = f"SELECT DISTINCT CAST({_q(rag.columns['query_id'])} AS VARCHAR) AS id FROM {rag.view}"
     missing = [r[0] for r in con.execute(f"SELECT id FROM ({judged}) EXCEPT SELECT id FROM ({given}) ORDER BY id").fetchall()]
@@ -103,12 +109,12 @@ def _warn_unmatched(con, q: Loaded | None, rag: Loaded, measure: str) -> None:
         theirs = [r[0] for r in con.execute(f"SELECT id FROM ({given}) ORDER BY id LIMIT 3").fetchall()]
         warnings.warn(f"{rag.label} matches none of the {total} judged queries by query id (its ids: "
                       f"{', '.join(map(repr, theirs))}; the qrels': {', '.join(map(repr, missing[:3]))}): {measure} "
-                      "and the measures read from it are empty (NULL). Ids are compared exactly, case included.",
+                      f"{'is' if len(measures) == 1 else 'are'} empty (NULL). Ids are compared exactly, case included.",
                       SqlmetricsWarning, stacklevel=6)
     else:
         warnings.warn(f"{rag.label} has no rows for {len(missing)} of the {total} judged queries "
-                      f"({', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}); their {measure} is "
-                      "empty (NULL).", SqlmetricsWarning, stacklevel=6)
+                      f"({', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}); their {measure} "
+                      f"{'is' if len(measures) == 1 else 'are'} empty (NULL).", SqlmetricsWarning, stacklevel=6)
 
 
 def _items(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
