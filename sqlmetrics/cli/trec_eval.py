@@ -29,6 +29,7 @@ from .common import Progress, UsageError, command_runs, trec_line, trec_tag
 
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
+_NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary with -c (see run())
 
 
 def add_parser(sub, parents) -> None:
@@ -123,6 +124,13 @@ def run(args) -> tuple:
                         for shown, spelling in names]) for m, names in printed]
     strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, spelling in names
                                               for s in (spelling if isinstance(spelling, tuple) else [spelling]))]))
+    # trec_eval's quirk (both versions, m_num_rel.c): with -c the summary num_rel is a recount of the qrels lines
+    # graded above 0, whatever -l says; per query (and in `eval`) it counts the documents at the level. With -c
+    # every judged query is evaluated, so the same evaluation's num_rel at level 1 is that recount.
+    recount = (args.complete_rel_info_wanted and args.level_for_rel != 1 and args.Rel_info_format == "qrels"
+               and any(m.name == "num_rel" for m, _ in printed))
+    if recount:
+        strings.append(_NUM_REL_GRADED)
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
     args.runs, args.name = [args.files[1]], None
@@ -148,24 +156,14 @@ def run(args) -> tuple:
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
     aggregate = dict(res.aggregate[name])
-    if args.complete_rel_info_wanted and args.level_for_rel != 1 and args.Rel_info_format == "qrels":
-        _recount_num_rel(args, {name: path}, printed, aggregate)
+    if recount:
+        aggregate.update((spelling, aggregate[_NUM_REL_GRADED]) for m, names in printed if m.name == "num_rel"
+                         for _, spelling in names)
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
     return _print(printed, wanted, per_query, aggregate, trec_tag(path) or name, args, zscores is not None), None
-
-
-def _recount_num_rel(args, run: dict, printed: list, aggregate: dict) -> None:
-    """trec_eval's quirk (both versions, m_num_rel.c): with -c, the summary num_rel is not the sum over the
-    queries but a recount of the qrels lines with a grade above 0, whatever -l says. Per query, and in `eval`,
-    num_rel counts the documents at the relevance level."""
-    spellings = [spelling for m, names in printed if m.name == "num_rel" for _, spelling in names]
-    if spellings:
-        recount = evaluate(args.qrels, run, spellings, queries="qrels", relevance_level=1, compat=args.compat,
-                           _fetch=python_rows)
-        aggregate.update((s, v) for s, v in recount.aggregate[next(iter(run))].items() if s in spellings)
 
 
 def _with_collection_size(spelling: str, args) -> str:

@@ -46,16 +46,15 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
     """
     z = _z(confidence)
     with _opened(log, columns, IPS_ROLES, "ips") as (con, view, c):
-        bad = con.execute(f"""
-            SELECT COUNT(*) FROM {view}
-            WHERE {_not_finite(c['propensity'])} OR {c['propensity']} <= 0 OR {c['propensity']} > 1
-               OR {_not_finite(c['click'])}""").fetchone()[0]
+        bad, unknown = con.execute(f"""
+            SELECT COUNT(*) FILTER (WHERE {_not_finite(c['propensity'])} OR {c['propensity']} <= 0
+                                          OR {c['propensity']} > 1 OR {_not_finite(c['click'])}),
+                   COUNT(*) FILTER (WHERE {c['action']} IS NULL OR {c['new_action']} IS NULL)
+            FROM {view}""").fetchone()
         if bad:
             raise SqlmetricsError(f"ips: {bad} row(s) have no click (NULL, NaN or infinite) or a propensity outside "
                                   f"(0, 1] (columns {c['propensity']!r}, {c['click']!r}); every logged decision "
                                   "needs both.")
-        unknown = con.execute(f"SELECT COUNT(*) FROM {view} WHERE {c['action']} IS NULL OR {c['new_action']} IS NULL"
-                              ).fetchone()[0]
         if unknown:  # whether the rankers agree there would be a guess
             raise SqlmetricsError(f"ips: {unknown} row(s) have no action or new_action (NULL in columns "
                                   f"{c['action']!r}, {c['new_action']!r}); every logged decision needs what was shown "
