@@ -184,6 +184,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
+def pytest_collection_finish(session):
+    """Everything imported so far (pytest, the package, numpy, pandas, scipy, matplotlib, the oracles) lives to the
+    end: frozen, the cyclic collector's full passes skip it. And sqlglot's trees allocate many small objects that
+    reference counting frees: the collector runs every 20,000 allocations instead of 700. Both spare CPU only
+    (3% of the fast suite, measured paired with farm-bench); a test that calls gc.collect() still collects."""
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+
+
 def pytest_sessionfinish(session, exitstatus):
     if "pyspark.sql" in sys.modules:  # the session spark_session() started, if any
         spark = sys.modules["pyspark.sql"].SparkSession.getActiveSession()

@@ -16,6 +16,7 @@ import pytest
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli import main
+from sqlmetrics.local import evaluate as local_evaluate
 
 QRELS = "q1 0 d1 1\nq1 0 d2 1\n"
 
@@ -105,6 +106,25 @@ def test_negative_zero_is_never_printed(tmp_path, capsys):
     for fmt in ("table", "csv", "json"):
         assert main(["eval", str(qrels), str(run), "-m", "DCG,nDCG", "-f", fmt]) == 0
         assert "-0" not in capsys.readouterr().out
+
+
+def test_a_statement_is_reused_only_by_the_same_evaluation(monkeypatch):
+    """evaluate() keeps the statements it generated (local/evaluate.py, _statement): each option that changes the
+    statement must change which one is taken. Every variant here, evaluated after the others, equals the same
+    variant evaluated with nothing kept; and the variants differ, so a statement taken for another would show."""
+    qrels = {"q1": {"d1": 2, "d2": 1, "d5": 0, "d7": 1}, "q2": {"d3": 1, "d9": 2}, "q4": {"d1": 1}}
+    run = {"q1": {"d1": 0.5, "d2": 0.9, "d3": 0.9, "d5": 0.1, "d7": 0.05}, "q2": {"d3": 0.2, "d4": 0.8},
+           "q3": {"d1": 1.0}}
+    variants = [{}, {"depth": 2}, {"judged_only": True}, {"relevance_level": 2}, {"ties": "docid_asc"},
+                {"queries": "intersection"}]
+    measures = ["P@2", "AP", "nDCG@3", "RR", "num_ret"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # q3 has no judgments, q4 no ranking
+        warm = [sqlmetrics.evaluate(qrels, run, measures, **v).aggregate for v in variants * 2][len(variants):]
+        assert len({tuple(values.items()) for values in warm}) == len(variants)
+        for options, values in zip(variants, warm):
+            monkeypatch.setattr(local_evaluate, "_STATEMENTS", {})
+            assert sqlmetrics.evaluate(qrels, run, measures, **options).aggregate == values, options
 
 
 def test_the_same_input_gives_the_same_bits_with_any_thread_count():

@@ -14,7 +14,6 @@ import math
 import os
 import textwrap
 
-from .. import embedded
 from ..catalogue import parse, parse_all
 from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
 from ..errors import SqlmetricsError
@@ -22,6 +21,7 @@ from ..evaluation import evaluate
 from ..local.checks import RepeatedDocument
 from ..identifiers import quote_identifier
 from ..local.collect import python_rows
+from ..local.connection import connect
 from ..local.readers import load
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
@@ -74,7 +74,7 @@ def _stop_as_10_does(args, res) -> None:
     if not rows and _is_empty(args.files[1]):
         raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval 10.0 quits reading it (exit 2).")
     ranked = {q for _, q, *_ in rows}
-    con = embedded.connect()
+    con = connect()
     try:
         qrels = load(con, args.files[0], "qrels", layout=None if args.Rel_info_format == "qrels" else args.Rel_info_format)
         judged = [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(qrels.columns['query_id'])} "

@@ -30,10 +30,8 @@ RUN_ROLES = ("run_name", "query_id", "doc_id", "score", "rank_position")
 
 
 def _cte(tree: exp.Expression, name: str) -> exp.Select | None:
-    for cte in tree.find_all(exp.CTE):
-        if cte.alias == name:
-            return cte.this
-    return None
+    """The statement's CTE of that name (they are all in its one WITH: a look there, not a walk of the tree)."""
+    return next((cte.this for cte in tree.ctes if cte.alias == name), None)
 
 
 def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per_query: bool) -> exp.Expression:

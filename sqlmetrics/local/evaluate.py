@@ -18,7 +18,7 @@ from .collect import _check_finite, _collect, _restore_segment_types, fetch_arro
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
 from .inputs import _load_qrels, _other_inputs
 from .job import _prepare, _table_columns
-from .readers.loaded import _first_line
+from .readers.loaded import _first_line, own_names
 from .runs import _check_runs, _is_run_dict, _load_runs, _named_ranx, _warn
 from .sources import _fused_runs, _run_source, _source
 
@@ -65,6 +65,11 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
     """evaluate() on an embedded DuckDB: see sqlmetrics.evaluate for the arguments. progress(step, rows,
     con), when given, is told each step as it starts (reading, checking, computing, collecting), the rows
     read so far, and the connection running it (whose query_progress() DuckDB then keeps)."""
+    with own_names():  # the connection is this evaluation's alone
+        return _evaluate(qrels, run, measures, o, fetch, progress)
+
+
+def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
     job = _prepare(qrels, measures, o)
     run = _named_ranx(run)
     # Binding the templates is pure Python (sqlglot); it runs while DuckDB, which releases the GIL, loads
@@ -91,9 +96,7 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
         union = multi and len(checked) + len(fused) > 1
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
-        # Built for this evaluation alone: generated in place, not copied first.
-        sql = build_statement(planning.result(), qrels_source, run_source, job.shape, per_query=True,
-                              **others).sql(READ, copy=False)
+        sql = _statement(planning.result(), qrels_source, run_source, job.shape, others)
         step("computing measures")
         _compute(con, sql, o)
         _check_finite(con, job)
@@ -108,6 +111,24 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
         raise instead from None
     finally:
         _release(con, inputs)
+
+
+def _statement(plan, qrels_source, run_source, shape, others: dict) -> str:
+    """The statement's text. The same measures over inputs of the same kinds and columns (a loop over runs,
+    compare(), a notebook) are the same text, the views being named alike (own_names): generated once. Its
+    key is everything build_statement reads, spelled out (repr): the plan (kept alive with the text, so its
+    id stays its own), the sources' trees and the shape."""
+    key = (id(plan), repr((qrels_source, run_source, shape, sorted(others.items()))))
+    if key not in _STATEMENTS:
+        if len(_STATEMENTS) >= 64:
+            _STATEMENTS.pop(next(iter(_STATEMENTS)))
+        # Built for this text alone: generated in place, not copied first.
+        sql = build_statement(plan, qrels_source, run_source, shape, per_query=True, **others).sql(READ, copy=False)
+        _STATEMENTS[key] = (plan, sql)
+    return _STATEMENTS[key][1]
+
+
+_STATEMENTS: dict = {}
 
 
 def _compute(con, sql: str, o: Settings) -> None:

@@ -63,5 +63,14 @@ def aggregate_select(table: str, aggregates: list, run_key: list, segments: list
 
 def aggregate_sql(table: str, aggregates: list, run_key: list, list_key: list, segments: list | None = None) -> str:
     """aggregate_select as DuckDB SQL, for per-list results already computed (local/, engines/), the values
-    added in list order so that the aggregates are the same on every run."""
-    return aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ)
+    added in list order so that the aggregates are the same on every run. The same arguments again (every
+    evaluation of the same measures) are the same text: generated once."""
+    key = repr((table, aggregates, run_key, list_key, segments))
+    if key not in _AGGREGATES:
+        if len(_AGGREGATES) >= 64:
+            _AGGREGATES.pop(next(iter(_AGGREGATES)))
+        _AGGREGATES[key] = aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ)
+    return _AGGREGATES[key]
+
+
+_AGGREGATES: dict = {}

@@ -17,7 +17,7 @@ from statistics import NormalDist
 
 import duckdb
 
-from .. import embedded
+from ..local.connection import connect
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier, sql_literal
 
@@ -163,7 +163,7 @@ class _opened:
         self.log, self.columns, self.roles, self.what = log, dict(columns or {}), roles, what
 
     def __enter__(self):
-        self.con = embedded.connect()
+        self.con = connect()
         try:
             return self.con, "sqlm_log", self._view()
         except BaseException:
@@ -186,7 +186,7 @@ class _opened:
             if not Path(log).is_file():
                 raise SqlmetricsError(f"{self.what}: no such file {str(log)!r}.")
             try:
-                self.con.execute("CREATE VIEW sqlm_log AS SELECT * FROM " + sql_literal(str(log)))
+                self.con.execute("CREATE TEMP VIEW sqlm_log AS SELECT * FROM " + sql_literal(str(log)))
             except duckdb.Error as e:
                 raise SqlmetricsError(f"{self.what}: cannot read {str(log)!r} as Parquet, CSV or JSON Lines: "
                                       f"{str(e).splitlines()[0]}") from None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .. import embedded
+from ..local.connection import connect
 from ..errors import SqlmetricsError
 from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
 from .ranks import tolerant_ranks_sql
@@ -89,10 +89,11 @@ def t_quantile(q: float, df: float) -> float:
     lo, hi = 0.0, 1.0
     while t_sf2(hi, df) > 2 * (1 - q):
         hi *= 2
-    for _ in range(200):
+    while True:
         mid = (lo + hi) / 2
+        if mid in (lo, hi):  # lo and hi are adjacent doubles: halving further changes neither
+            return mid
         lo, hi = (mid, hi) if t_sf2(mid, df) > 2 * (1 - q) else (lo, mid)
-    return (lo + hi) / 2
 
 
 def welch(nx: int, mx: float, vx: float, ny: int, my: float, vy: float) -> tuple:
@@ -243,7 +244,7 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
     if not live:
         return out
     exact = {k: test == "fisher" and 2 ** len(d) <= n_resamples for k, d in live}
-    con = embedded.connect()
+    con = connect()
     try:
         # plain INSERTs, not a pyarrow table: building one from Python lists imports pandas
         con.execute("CREATE TEMP TABLE sqlm_jobs (job INTEGER, n INTEGER, dv DOUBLE[], obs DOUBLE, tol DOUBLE, "
@@ -313,7 +314,7 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
     percentile interval of the resampled differences of means, and p = (count + 1) / (n_resamples + 1) of
     resamples at least as far from the observed difference as it is from 0.
     """
-    con = embedded.connect()
+    con = connect()
     try:
         con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[])")
         con.execute("CREATE TEMP TABLE sqlm_pairs (job INTEGER, gx INTEGER, gy INTEGER)")

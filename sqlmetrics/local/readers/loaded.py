@@ -2,6 +2,8 @@
 and DuckDB's reason when an input cannot be read."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import re
 from collections.abc import Callable
@@ -11,7 +13,9 @@ import duckdb
 
 from ...errors import SqlmetricsError
 
-_counter = itertools.count()
+# The numbers in the names of the views and tables readers make: one count for the process, or one for each
+# connection of its own (own_names()).
+_counter: contextvars.ContextVar = contextvars.ContextVar("sqlmetrics_view_numbers", default=itertools.count())
 
 
 @dataclass
@@ -45,7 +49,18 @@ class Loaded:
 
 
 def _fresh(prefix: str) -> str:
-    return f"sqlm_{prefix}_{next(_counter)}"
+    return f"sqlm_{prefix}_{next(_counter.get())}"
+
+
+@contextlib.contextmanager
+def own_names():
+    """Within: names counted from 0, for a connection nobody else names views on (one evaluation's own). The
+    same inputs then get the same view names, so the same evaluation is the same statement, text for text."""
+    token = _counter.set(itertools.count())
+    try:
+        yield
+    finally:
+        _counter.reset(token)
 
 
 def _numbered(view: str, offset: int) -> str:

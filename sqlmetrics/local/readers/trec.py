@@ -33,8 +33,10 @@ TREC_FIELDS = {
 
 
 def _sniff_delimiter(head: bytes, width: int) -> str | None:
-    """The one character (tab or space) that splits the file's first lines into `width`+ non-empty fields."""
-    lines = [line for line in head.decode("utf-8", "replace").splitlines()[:-1] if line.strip()]
+    """The one character (tab or space) that splits the file's first lines into `width`+ non-empty fields. A
+    hundred lines tell: a later line that does not fit fails the strict read, which sends the file down the
+    general path."""
+    lines = [line for line in head.decode("utf-8", "replace").splitlines()[:-1][:100] if line.strip()]
     for delim, other in (("\t", " "), (" ", "\t")):  # no field may hold the other one
         if lines and all(other not in line and len(p := line.split(delim)) >= width and all(p) for line in lines):
             return delim
