@@ -568,3 +568,21 @@ def test_catalog_coverage_divides_by_the_catalogue_when_items_lists_it():
                         [tuple(r.values()) for r in table.to_pylist()])
     sql = sqlmetrics.render(["CatalogCoverage"], "sqlite", history="history", items="items")
     assert con.execute(sql).fetchall() == [(0.4,)]
+
+
+def test_items_with_a_category_and_a_vector_take_the_one_named():
+    """List a, b, c; vectors (1,0), (0,1), (1,1); categories x, y, x. Cosines 0, 1/sqrt(2), 1/sqrt(2): diversity
+    1 - sqrt(2)/3. Categories: two of the three pairs differ: 2/3. Both forms in one table were refused even with
+    columns= naming one; unnamed, the refusal says how to name it."""
+    items = pa.table({"item_id": ["a", "b", "c"], "category": ["x", "y", "x"],
+                      "embedding": [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]})
+    qrels, run = {"u1": {"a": 1}}, {"u1": {"a": 0.9, "b": 0.5, "c": 0.1}}
+    measure = "IntraListDiversity(similarity='features')@3"
+
+    def diversity(**columns):
+        return sqlmetrics.evaluate(qrels, run, [measure], items=items, history=qrels, **columns).aggregate[measure]
+
+    assert diversity(columns={"vector": "embedding"}) == pytest.approx(1 - 2 ** 0.5 / 3, abs=1e-12)
+    assert diversity(columns={"category": "category"}) == pytest.approx(2 / 3, abs=1e-12)
+    with pytest.raises(SqlmetricsError, match=r"as category, vector: .* Name the one to use: columns=\{'category'"):
+        diversity()

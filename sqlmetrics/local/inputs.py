@@ -123,6 +123,9 @@ def _items(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
     item = {"doc_id": qrels_columns["doc_id"]} if "doc_id" in qrels_columns else {}
     i = load(con, o.items, "items", {**item, **mapped})
     inputs.append(i)
+    if mapped:  # the features columns= names; another form, found by its column's name, is left aside
+        form = {"dimension", "value"} if mapped.keys() & {"dimension", "value"} else set(mapped)
+        i = dataclasses.replace(i, columns={r: c for r, c in i.columns.items() if r == "doc_id" or r in form})
     if "vector" in i.columns and not _types(con, i.view)[i.columns["vector"]].endswith("]"):
         raise SqlmetricsError(f"{i.label}: the vector column {i.columns['vector']!r} is not a list of numbers; "
                               "give a list (or array) per item, or the long form (dimension, value).")

@@ -141,9 +141,12 @@ def _item_vectors(items: Source) -> exp.Select:
     roles = set(items.columns)
     forms = [form for form in ({"vector"}, {"category"}, {"dimension", "value"}) if form <= roles]
     if len(forms) != 1 or roles - {"doc_id", *forms[0]}:
-        raise SqlmetricsError(f"items= has the item features as {', '.join(sorted(roles - {'doc_id'})) or 'nothing'}: "
-                              "give one list column of numbers (vector), one category column, or the long form "
-                              "(dimension, value), besides the item.")
+        found = sorted(roles - {"doc_id"})
+        choose = (f" Name the one to use: columns={{{found[0]!r}: '<its column>'}} (--column {found[0]}=<its column>)."
+                  if len(forms) > 1 else "")
+        raise SqlmetricsError(f"items= has the item features as {', '.join(found) or 'nothing'}: give one list column "
+                              "of numbers (vector), one category column, or the long form (dimension, value), besides "
+                              f"the item.{choose}")
 
     def select(doc_id, dimension, value) -> exp.Select:
         return exp.select(*(exp.alias_(exp.cast(e, _type(t), copy=False), name, copy=False) for e, t, name in
