@@ -145,6 +145,9 @@ RUNS = [{"q1": {"d1": 1.0, "d2": 0.5}}, {"q1": {"d2": 2.0}}]
     (lambda: sqlmetrics.fuse(RUNS, "wsum", weights=[1.0]), r"WSum: 1 weights for 2 runs"),
     (lambda: sqlmetrics.fuse(RUNS, "wsum", weights=[1, "a"]), r"WSum: weights= takes one number per run"),
     (lambda: sqlmetrics.fuse([{"q1": {"d1": 1.0}}, {"q1": {"d1": "x"}}], "sum"), r"run 'run2' \(dict\).*not a number"),
+    # Finite scores whose sum is not: every such document tied at infinity (tests/test_fuzz_fusion.py)
+    (lambda: sqlmetrics.fuse([{"q1": {"d1": 1e308}}, {"q1": {"d1": 1e308}}], "sum", norm="none"),
+     r"fuse: the fused score of document 'd1' for query 'q1' overflows a double.*norm='min-max'"),
 ])
 def test_bad_input(call, message):
     with pytest.raises(SqlmetricsError, match=message):
@@ -357,6 +360,8 @@ def test_evaluate_reports_fused_runs_beside_the_inputs():
     ({"a": RUNS[0], "b": RUNS[1]}, {"x": {}}, r"method='x' is not a fusion method"),
     ({"a": RUNS[0], "b": RUNS[1]}, {"rrf": 60}, r"fuse= takes \{name:"),
     (RUNS[0], {"rrf": {}}, r"fuse= fuses the scores of named runs"),
+    ({"a": {"q1": {"d1": 1e308}}, "b": {"q1": {"d1": 1e308}}}, {"s": {"method": "mnz", "norm": "none"}},
+     r"fuse= 's': the fused score of document 'd1' for query 'q1' overflows a double"),
 ])
 def test_evaluate_fuse_bad_input(runs, fuse, message):
     with pytest.raises(SqlmetricsError, match=message):

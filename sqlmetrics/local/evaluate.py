@@ -92,7 +92,7 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         # One named run is evaluated as a plain run (no run_name in the list key, no scan for run names)
         # and its results are labelled afterwards: the same numbers, a cheaper statement.
         multi = _is_run_dict(run) or "run_name" in run_columns
-        fused = _fused_runs(o.fuse, checked, job, multi)
+        fused = _fused_runs(con, o.fuse, checked, job, multi)
         union = multi and len(checked) + len(fused) > 1
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})

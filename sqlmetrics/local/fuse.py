@@ -23,7 +23,7 @@ from .output import (EXTENSIONS, TABLE_FORMATS, database_target, refuse_spaced_i
                      trec_number, writable_target, write_table, write_trec)
 from .readers import load
 from .runs import _is_run_dict
-from .sources import _source
+from .sources import _source, refuse_overflow
 
 FUSED_COLUMNS = ("query_id", "doc_id", "rank", "score")
 
@@ -90,7 +90,10 @@ def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", colum
     inputs: list = []
     try:
         sources = fused_sources(con, items, columns, inputs)
-        sql = fusion_statement(sources, *settings, fixed_order=True).sql(READ)
+        # The fused scores once, in a table that is ranked and written from: checked first.
+        con.execute(f"CREATE TEMP TABLE sqlm_fused AS {fusion_statement(sources, *settings, fixed_order=True).sql(READ)}")
+        sql = "SELECT query_id, doc_id, score FROM sqlm_fused"
+        refuse_overflow(con, sql, "fuse")
         if fmt in (None, "duckdb", *TABLE_FORMATS):
             table = con.sql(ranked_sql(sql)).to_arrow_table()
             if fmt is None:

@@ -19,7 +19,7 @@ def _source(view: str, columns: dict) -> Source:
     return Source(exp.to_table(view), {role: exp.to_identifier(col, quoted=True) for role, col in columns.items()})
 
 
-def _fused_runs(fuse, checked: list, job: _Job, multi: bool) -> list:
+def _fused_runs(con, fuse, checked: list, job: _Job, multi: bool) -> list:
     """[(name, the fused run's SELECT in DuckDB's SQL)] for evaluate(fuse={name: {method, norm, params}}):
     each fuses the checked runs, in the order given, and is one more run of the statement."""
     if not fuse:
@@ -37,8 +37,21 @@ def _fused_runs(fuse, checked: list, job: _Job, multi: bool) -> list:
             raise SqlmetricsError(f"fuse=: {name!r} is already the name of a run; name the fused run otherwise.")
         spec = dict(spec)
         settings = fusion_settings(spec.pop("method", name), spec.pop("norm", DEFAULT_NORM), spec, len(sources))
-        out.append((str(name), fusion_statement(sources, *settings, fixed_order=True).sql(READ)))
+        sql = fusion_statement(sources, *settings, fixed_order=True).sql(READ)
+        refuse_overflow(con, sql, f"fuse= {name!r}")
+        out.append((str(name), sql))
     return out
+
+
+def refuse_overflow(con, fused_sql: str, what: str) -> None:
+    """Refuse a fused run whose score overflows a double (finite scores near 1e308, summed): ranked, every such
+    document would tie at infinity. The first one is named."""
+    row = con.execute(f"SELECT query_id, doc_id FROM ({fused_sql}) WHERE NOT isfinite(score) "
+                      "ORDER BY query_id, doc_id LIMIT 1").fetchall()
+    if row:
+        raise SqlmetricsError(f"{what}: the fused score of document {row[0][1]!r} for query {row[0][0]!r} overflows "
+                              "a double (the runs' scores are too large to add up). Normalise them (norm='min-max', "
+                              "the default; --norm) or scale them down.")
 
 
 def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Source:
