@@ -131,21 +131,59 @@ def _not_finite_in(vector: str) -> str:
 
 
 def check_items(con, loaded: Loaded) -> None:
-    """Item features (items=) given as a vector per item: each item once (two vectors of one item were averaged in
-    silence), and each vector of finite numbers. (Categories and the long form take a row per category or
-    dimension.)"""
-    if "vector" not in loaded.columns:
+    """Item features (items=): every row's item named, and its features given: a vector of finite numbers, one per
+    item and all of one length (two vectors of one item were averaged in silence, a NULL element or a shorter
+    vector left numbers out of the cosine); a category; or a dimension and a finite value, each (item, dimension)
+    once. The first row that is not so is named."""
+    item, c = _col(loaded, "doc_id"), loaded.columns
+    problems = [(f"{item} IS NULL OR CAST({item} AS VARCHAR) = ''", "the item id is empty; fix the row")]
+    if "vector" in c:
+        v = f"CAST({_col(loaded, 'vector')} AS DOUBLE[])"
+        problems += [(f"{v} IS NULL OR len({v}) = 0", "the vector is empty: give the item its numbers, or leave the "
+                      "item out (an item without features is similar to none)"),
+                     (f"list_count({v}) < len({v})", "the vector holds an empty (NULL) number; fix the row"),
+                     (_not_finite_in(v), "the vector holds NaN or an infinite value; fix the row")]
+    elif "category" in c:
+        problems.append((f"{_col(loaded, 'category')} IS NULL OR CAST({_col(loaded, 'category')} AS VARCHAR) = ''",
+                         "the category is empty; fix the row"))
+    elif "dimension" in c and "value" in c:
+        d, value = _col(loaded, "dimension"), f"TRY_CAST({_col(loaded, 'value')} AS DOUBLE)"
+        problems += [(f"{d} IS NULL OR CAST({d} AS VARCHAR) = ''", "the dimension is empty; fix the row"),
+                     (f"{value} IS NULL OR NOT isfinite({value})", "the value is not a finite number; fix the row")]
+    first = con.execute("SELECT " + ", ".join(f"min(line_no) FILTER (WHERE {cond})" for cond, _ in problems)
+                        + f" FROM {loaded.numbered}").fetchall()[0]
+    for line_no, (_, what) in zip(first, problems):
+        if line_no is not None:
+            raise SqlmetricsError(f"{loaded.at(line_no)}: {what}.")
+    if "vector" not in c and "value" not in c:
         return
-    item, vector = _col(loaded, "doc_id"), _col(loaded, "vector")
-    twice = con.execute(f"SELECT CAST({item} AS VARCHAR), min(line_no), max(line_no) FROM {loaded.numbered} "
-                        "GROUP BY ALL HAVING COUNT(*) > 1 ORDER BY 2 LIMIT 1").fetchall()
+    once = [item] if "vector" in c else [item, _col(loaded, "dimension")]
+    twice = con.execute(f"SELECT {', '.join(f'CAST({k} AS VARCHAR)' for k in once)}, min(line_no), max(line_no) "
+                        f"FROM {loaded.numbered} GROUP BY ALL HAVING COUNT(*) > 1 ORDER BY {len(once) + 1} LIMIT 1"
+                        ).fetchall()
     if twice:
-        raise SqlmetricsError(f"{loaded.label}: item {twice[0][0]!r} has more than one vector "
-                              f"({loaded.lines(*twice[0][1:])}); give each item one.")
-    bad = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {_not_finite_in(f'CAST({vector} AS DOUBLE[])')} "
-                      "ORDER BY line_no LIMIT 1").fetchall()
-    if bad:
-        raise SqlmetricsError(f"{loaded.at(bad[0][0])}: the vector holds NaN or an infinite value; fix the row.")
+        what = ("more than one vector", "one") if "vector" in c else \
+            (f"dimension {twice[0][1]!r} more than once", "one value per dimension")
+        raise SqlmetricsError(f"{loaded.label}: item {twice[0][0]!r} has {what[0]} ({loaded.lines(*twice[0][-2:])}); "
+                              f"give each item {what[1]}.")
+    if "vector" in c:
+        v = f"len(CAST({_col(loaded, 'vector')} AS DOUBLE[]))"
+        odd = con.execute(f"SELECT line_no, {v}, (SELECT {v} FROM {loaded.numbered} ORDER BY line_no LIMIT 1) "
+                          f"FROM {loaded.numbered} WHERE {v} <> (SELECT {v} FROM {loaded.numbered} ORDER BY line_no "
+                          "LIMIT 1) ORDER BY line_no LIMIT 1").fetchall()
+        if odd:
+            raise SqlmetricsError(f"{loaded.at(odd[0][0])}: the vector has {odd[0][1]} numbers where the first row's "
+                                  f"has {odd[0][2]}; give every item a vector of one length.")
+
+
+def check_history(con, loaded: Loaded) -> None:
+    """The training interactions (history=): every row names its user and its item (a NULL or empty id was counted
+    as an item of its own, or as nobody's)."""
+    user, item = _col(loaded, "query_id"), _col(loaded, "doc_id")
+    row = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {user} IS NULL OR CAST({user} AS VARCHAR) = '' "
+                      f"OR {item} IS NULL OR CAST({item} AS VARCHAR) = '' ORDER BY line_no LIMIT 1").fetchall()
+    if row:
+        raise SqlmetricsError(f"{loaded.at(row[0][0])}: the user or the item id is empty; fix the row.")
 
 
 def check_embeddings(con, loaded: Loaded) -> None:

@@ -49,8 +49,9 @@ def _other_inputs(con, o: Settings, qrels_columns: dict, inputs: list, q: Loaded
 
 def _history(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
     """The training interactions, read as qrels are (user, item, grade)."""
-    h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns))
+    h = load(con, o.history, "qrels", qrels_columns, own_columns=bool(o.qrels_columns), what="history")
     inputs.append(h)
+    checks.check_history(con, h)
     return _source(h.view, {r: h.columns[r] for r in ("query_id", "doc_id")})
 
 
