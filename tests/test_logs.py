@@ -74,6 +74,16 @@ def test_a_null_segment_is_a_segment_of_its_own():
     assert res.aggregate == {"P@1": 0.5, "RR": 0.75}
 
 
+def test_a_row_without_its_run_name_is_named():
+    """A segment may be NULL (its own segment, above); a run name may not: a NULL arm, and an empty one (once taken
+    as a run named ''), name their row."""
+    for arm in (None, ""):
+        log = pa.table({"arm": ["a", "a", arm, "b"], "query_id": ["q1", "q1", "q2", "q2"], "doc_id": ["d1", "d2", "d1", "d2"],
+                        "rank": [1, 2, 1, 2], "grade": [1, 0, 0, 1]})
+        with pytest.raises(SqlmetricsError, match=r"run \(Arrow table\), row 3: the run name column 'arm' is empty there"):
+            sqlmetrics.compare(None, log, ["RR"], label="grade", ties="rank", columns={"run_name": "arm", "rank_position": "rank"})
+
+
 # The qrels mode is the fast case (test_relevance_expression_forms_agree reads the other two)
 @pytest.mark.parametrize("mode", [pytest.param("relevance", marks=pytest.mark.slow),
                                   pytest.param("label", marks=pytest.mark.slow), "qrels"])
