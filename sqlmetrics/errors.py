@@ -1,9 +1,10 @@
 """The package's own error and warning types, and what their messages never show."""
 import re
 
-# A URL's user and password (https://alice:secret@host/..., or a token as the user), and the query parameters
-# that carry credentials: presigned S3 and GCS URLs, Azure SAS tokens, API keys.
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s'\"]*@")
+# A URL's user and password (https://alice:secret@host/..., or a token as the user), up to the authority's last
+# '@' (a password may hold one), and the query parameters that carry credentials: presigned S3 and GCS URLs, Azure
+# SAS tokens, API keys.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s'\"]*@")
 _SECRET_PARAMETER = re.compile(
     r"(?i)([?&](?:x-amz-(?:signature|credential|security-token)|x-goog-(?:signature|credential)|sig|signature|"
     r"token|access_token|auth|api_key|apikey|key|password|secret|se|sp|sv|skoid|sktid|code)=)[^&#\s'\"]*")
