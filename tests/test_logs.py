@@ -84,6 +84,16 @@ def test_a_row_without_its_run_name_is_named():
             sqlmetrics.compare(None, log, ["RR"], label="grade", ties="rank", columns={"run_name": "arm", "rank_position": "rank"})
 
 
+def test_an_arm_without_an_evaluated_list_is_named():
+    """Arm b's one session has no label (NULL: unjudged), so it is not evaluated; compare said only "got 1 in the
+    run_name column (['a'])", as if the column held one arm (tests/test_fuzz_compare.py)."""
+    log = pa.table({"arm": ["a", "b"], "query_id": ["q1", "q2"], "doc_id": ["d1", "d1"], "rank": [1, 1],
+                    "grade": pa.array([1.0, None])})
+    with pytest.warns(SqlmetricsWarning, match="every label NULL"), \
+            pytest.raises(SqlmetricsError, match=r"\(\['a'\]\); 'b' has no evaluated list"):
+        sqlmetrics.compare(None, log, ["RR"], label="grade", ties="rank", columns={"run_name": "arm", "rank_position": "rank"})
+
+
 # The qrels mode is the fast case (test_relevance_expression_forms_agree reads the other two)
 @pytest.mark.parametrize("mode", [pytest.param("relevance", marks=pytest.mark.slow),
                                   pytest.param("label", marks=pytest.mark.slow), "qrels"])

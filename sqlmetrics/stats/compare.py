@@ -84,8 +84,12 @@ def compare(qrels, runs, measures, **options):
     if named is not None:
         run_names = list(named) + [str(name) for name in o.fuse or {}]  # fused runs are compared like the others
     if len(run_names) < 2:
+        # A run whose every list went unevaluated (no judgment: with label=, every label NULL) has no values.
+        empty = [str(n) for n, values in results.aggregate.items() if isinstance(values, dict) and str(n) not in run_names]
         raise SqlmetricsError(f"compare needs at least two runs, got {len(run_names)}"
-                              + (f" in the run_name column ({run_names!r})." if single else "."))
+                              + (f" in the run_name column ({run_names!r})" if single else "")
+                              + (f"; {', '.join(map(repr, empty))} has no evaluated list (the warning above says why)."
+                                 if empty else "."))
     return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
                          baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED})
