@@ -20,8 +20,8 @@ def _source(view: str, columns: dict) -> Source:
 
 
 def _fused_runs(con, fuse, checked: list, job: _Job, multi: bool) -> list:
-    """[(name, the fused run's SELECT in DuckDB's SQL)] for evaluate(fuse={name: {method, norm, params}}):
-    each fuses the checked runs, in the order given, and is one more run of the statement."""
+    """[(name, a SELECT of the fused run)] for evaluate(fuse={name: {method, norm, params}}): each fuses the
+    checked runs, in the order given, and is one more run of the statement."""
     if not fuse:
         return []
     if not isinstance(fuse, dict) or not all(isinstance(v, dict) for v in fuse.values()):
@@ -37,7 +37,10 @@ def _fused_runs(con, fuse, checked: list, job: _Job, multi: bool) -> list:
             raise SqlmetricsError(f"fuse=: {name!r} is already the name of a run; name the fused run otherwise.")
         spec = dict(spec)
         settings = fusion_settings(spec.pop("method", name), spec.pop("norm", DEFAULT_NORM), spec, len(sources))
-        sql = fusion_statement(sources, *settings, fixed_order=True).sql(READ)
+        # Fused once, into a table of this connection: checked, then read by the statement as any run.
+        table = _fresh("fused")
+        con.execute(f"CREATE TEMP TABLE {table} AS {fusion_statement(sources, *settings, fixed_order=True).sql(READ)}")
+        sql = f"SELECT query_id, doc_id, score FROM {table}"
         refuse_overflow(con, sql, f"fuse= {name!r}")
         out.append((str(name), sql))
     return out
