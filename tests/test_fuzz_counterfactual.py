@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sqlmetrics import SqlmetricsError
@@ -33,6 +33,7 @@ def _finite(estimate, n: int) -> bool:
 @pytest.mark.slow  # hypothesis, 80 logs; test_counterfactual.py's test_bad_logs_are_named has a case of each class
 @SETTINGS
 @given(st.lists(st.tuples(ACTION, CLICK, PROPENSITY, ACTION), min_size=1, max_size=12))
+@example([("a", 0.0, 1e-300, "a")])  # no click, but the weight's square (SNIPS's variance) overflows
 def test_ips_gives_the_plain_estimate_or_a_clear_error(rows):
     log = pa.table({"action": [r[0] for r in rows], "click": pa.array([r[1] for r in rows], pa.float64()),
                     "propensity": pa.array([r[2] for r in rows], pa.float64()), "new_action": [r[3] for r in rows]})
@@ -43,7 +44,8 @@ def test_ips_gives_the_plain_estimate_or_a_clear_error(rows):
         w = np.array([(r[0] == r[3]) / r[2] for r in rows])
         reward = np.array([r[1] for r in rows]) * w
         with np.errstate(over="ignore"):
-            overflows = not all(np.isfinite([w.sum(), reward.sum(), (reward * reward).sum(), (w * reward).sum()]))
+            overflows = not all(np.isfinite([w.sum(), reward.sum(), (reward * reward).sum(), (w * reward).sum(),
+                                             (w * w).sum()]))
     try:
         got = ips(log)
     except SqlmetricsError as e:
