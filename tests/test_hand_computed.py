@@ -6,6 +6,7 @@ Relevant (grade >= 1): a at rank 1, c at rank 3. x is unjudged, d is "pooled, no
 import sqlite3
 import warnings
 
+import pyarrow as pa
 import pytest
 
 import sqlmetrics
@@ -74,6 +75,50 @@ def test_depth_cuts_before_judged_only_drops(tmp_path, depth, expected):
     con.executemany("INSERT INTO run VALUES (?, ?, ?)", CUT_RUN)
     sql = sqlmetrics.render(list(expected), "sqlite", depth=depth, judged_only=True)
     assert con.execute(sql).fetchall() == [tuple(expected.values())]
+
+
+# A measure's own judged_only (ir_measures' AP(judged_only=True)) sees q1's list as trec_eval -J would: d1
+# (relevant), d5 (judged non-relevant); the other measures see all four. By hand: AP 1/3 (d1 at rank 3) and
+# judged-only 1; P@2 0 and 1/2; at depth 3 the judged-only list is d1 alone (the cut comes first): AP 1, P@2 1/2.
+@pytest.mark.parametrize("options, per_list", [
+    ({}, {"AP": 1 / 3, "AP(judged_only=True)": 1.0, "P@2": 0.0, "P(judged_only=True)@2": 0.5}),
+    ({"depth": 3}, {"AP": 1 / 3, "AP(judged_only=True)": 1.0, "P@2": 0.0, "P(judged_only=True)@2": 0.5}),
+    ({"depth": 2}, {"AP": 0.0, "AP(judged_only=True)": 0.0, "P@2": 0.0, "P(judged_only=True)@2": 0.0}),
+    ({"queries": "intersection"}, {"AP": 1 / 3, "AP(judged_only=True)": 1.0, "P@2": 0.0,
+                                   "P(judged_only=True)@2": 0.5}),
+])
+def test_a_measures_own_judged_only_drops_unjudged_documents_for_it_alone(options, per_list):
+    qrels = {"q1": {"d1": 1, "d5": 0}, "q2": {"d9": 1}}
+    runs = {"a": {"q1": {d: s for _, d, s in CUT_RUN}, "q2": {"d8": 1.0}},
+            "b": {"q1": {"d1": 1.0}, "q2": {"d9": 2.0, "d8": 1.0}}}
+    measures = ["AP", "AP(judged_only=True)", "P@2", "P(judged_only=True)@2"]
+    got = sqlmetrics.evaluate(qrels, runs, measures, **options).per_query.to_pylist()
+    # q2 of run a: d8, unjudged, alone (judged only, an empty list: 0); of run b: d9 (relevant), then d8.
+    assert got == [{"run": "a", "query_id": "q1", **per_list},
+                   {"run": "a", "query_id": "q2", **dict.fromkeys(measures, 0.0)},
+                   {"run": "b", "query_id": "q1", "AP": 1.0, "AP(judged_only=True)": 1.0, "P@2": 0.5,
+                    "P(judged_only=True)@2": 0.5},
+                   {"run": "b", "query_id": "q2", "AP": 1.0, "AP(judged_only=True)": 1.0, "P@2": 0.5,
+                    "P(judged_only=True)@2": 0.5}]
+    # A log, segmented by day: the same lists, each in its day.
+    log = pa.table({"query_id": ["q1"] * 4 + ["q2"], "doc_id": [d for _, d, _ in CUT_RUN] + ["d8"],
+                    "score": [s for _, _, s in CUT_RUN] + [1.0], "day": ["mon"] * 4 + ["tue"]})
+    segmented = sqlmetrics.evaluate(qrels, log, measures, group_by="day", **options).per_query.to_pylist()
+    assert segmented == [{"day": "mon", "query_id": "q1", **per_list},
+                         {"day": "tue", "query_id": "q2", **dict.fromkeys(measures, 0.0)}]
+
+
+def test_a_rendered_statement_takes_judged_only_for_all_its_measures():
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"AP\(judged_only=True\): a rendered statement drops "
+                                                         r"unjudged documents for all its measures or for none"):
+        sqlmetrics.render(["P@2", "AP(judged_only=True)"], "sqlite")
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE qrels (query_id TEXT, doc_id TEXT, relevance INTEGER)")
+    con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
+    con.executemany("INSERT INTO qrels VALUES (?, ?, ?)", CUT_QRELS)
+    con.executemany("INSERT INTO run VALUES (?, ?, ?)", CUT_RUN)
+    sql = sqlmetrics.render(["AP(judged_only=True)", "P@2"], "sqlite", judged_only=True)
+    assert con.execute(sql).fetchall() == [(1.0, 0.5)]
 
 
 def test_grades_above_errs_gmax_are_warned_about_once():

@@ -510,7 +510,8 @@ def test_ir_measures_parameter_spellings():
     (ranx's ndcg_burges, tested against ranx in test_oracles), which graded qrels tell from the linear one."""
     qrels, run = collections()
     spellings = ["SetP(relative=True)", "SetP(relative=True,rel=2)", "SetP(relative=False)", "nDCG(dcg='log2')@10",
-                 "nDCG(dcg='log2')", "AP(judged_only=False)", "P(judged_only=False)@5"]
+                 "nDCG(dcg='log2')", "AP(judged_only=False)", "P(judged_only=False)@5", "AP(judged_only=True)",
+                 "nDCG(judged_only=True)@10", "P(judged_only=True)@5", "RR(judged_only=True)", "R(judged_only=True)@10"]
     compare(ours(qrels, run, spellings), irm(ir_measures.pytrec_eval, {s: s for s in spellings}, qrels, run),
             (qrels, run))
     exp = ours(qrels, run, ["nDCG(dcg='exp-log2')@10", "nDCG(gain='exp')@10", "nDCG@10", "DCG(dcg='exp-log2')@5",
@@ -521,7 +522,8 @@ def test_ir_measures_parameter_spellings():
 
 
 @pytest.mark.parametrize("spelling, message", [
-    ("AP(judged_only=True)", "judged_only=True to evaluate() (-J on the command line"),
+    ("AP(judged_only=yes)", "write True or False, got 'yes'"),
+    ("Compat(judged_only=True)", "judged_only applies to the measures of a ranked list; Compat reads its overlap"),
     ("nDCG(dcg='exp')@10", "'exp' is not one of log2, exp-log2"),
     ("SetP(relative=yes)", "'yes' is not one of False, True"),
 ])

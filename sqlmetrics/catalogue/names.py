@@ -27,6 +27,9 @@ class MeasureCall:
     measure: Measure
     params: tuple  # ((name, value), ...) for every declared parameter, defaults filled in
     given: frozenset = frozenset()  # the parameters the caller wrote (the rest are defaults)
+    # ir_measures' AP(judged_only=True): this measure alone sees each list without its unjudged documents
+    # (trec_eval's -J for one measure); the local evaluation computes it in a second statement beside the rest.
+    judged_only: bool = False
 
     @property
     def values(self) -> dict:
@@ -45,6 +48,8 @@ class MeasureCall:
                 inner.append(f"{p.name}={{{','.join(f'{g}:{_fmt(x)}' for g, x in v)}}}")
             else:
                 inner.append(f"{p.name}={v!r}" if isinstance(v, str) else f"{p.name}={_fmt(v)}")
+        if self.judged_only:
+            inner.append("judged_only=True")
         text = m.name + (f"({','.join(inner)})" if inner else "")
         if m.at and vals[m.at] is not ABSENT:
             text += f"@{_fmt(vals[m.at])}"
@@ -170,7 +175,8 @@ def _gains(raw: str, where: str) -> tuple:
 COMPAT = BY_NAME["compat"].default
 
 
-def _bind(measure: Measure, given: dict, text: str, relevance_level: int, compat: str) -> MeasureCall:
+def _bind(measure: Measure, given: dict, text: str, relevance_level: int, compat: str,
+          judged_only: bool = False) -> MeasureCall:
     for name in given:
         if name not in measure.params:
             close = difflib.get_close_matches(name, list(measure.params), n=1)
@@ -199,7 +205,7 @@ def _bind(measure: Measure, given: dict, text: str, relevance_level: int, compat
         else:
             value = p.default
         bound.append((p.name, value))
-    return MeasureCall(text, measure, tuple(bound), frozenset(given))
+    return MeasureCall(text, measure, tuple(bound), frozenset(given), judged_only)
 
 
 def _split_params(raw: str, text: str) -> dict:
@@ -255,8 +261,8 @@ def parse(text: str, relevance_level: int = 1, compat: str = COMPAT) -> MeasureC
             raise SqlmetricsError(f"measure {text!r}: parameter {measure.at!r} is given twice (the @ value is "
                                   f"{measure.at}); give it once.")
         given[measure.at] = m.group("at")
-    measure, given = _ir_measures_parameters(measure, given, text, catalogue)
-    return _bind(measure, given, text, relevance_level, compat)
+    measure, given, judged_only = _ir_measures_parameters(measure, given, text, catalogue)
+    return _bind(measure, given, text, relevance_level, compat, judged_only)
 
 
 # ir_measures' parameters that are spelled differently here: (measure, parameter) -> {value: (measure, params)}.
@@ -265,14 +271,13 @@ _IRM_SPELLINGS = {
        for name in ("nDCG", "DCG")},
     ("SetP", "relative"): {"False": ("SetP", {}), "True": ("SetRelP", {})},
 }
-# ir_measures' measures that take judged_only (trec_eval's -J, through pytrec_eval); False is its default.
-_JUDGED_ONLY = ("P", "RR", "Rprec", "AP", "nDCG", "R", "SetAP", "SetF", "SetP", "Success", "IPrec")
 
 
 def _ir_measures_parameters(measure: Measure, given: dict, text: str, catalogue: dict) -> tuple:
     """ir_measures' spellings of what is here a parameter of another name or another measure:
-    nDCG(dcg='exp-log2') is nDCG(gain='exp'), SetP(relative=True) is SetRelP; judged_only=False, ir_measures'
-    default, changes nothing."""
+    nDCG(dcg='exp-log2') is nDCG(gain='exp'), SetP(relative=True) is SetRelP; and judged_only (True: the
+    measure's lists without their unjudged documents, as trec_eval's -J does for all). (measure, the other
+    parameters, judged_only)."""
     given = dict(given)
     for name in [n for n in given if (measure.name, n) in _IRM_SPELLINGS]:
         raw = str(given.pop(name)).strip().strip("'\"")
@@ -283,15 +288,15 @@ def _ir_measures_parameters(measure: Measure, given: dict, text: str, catalogue:
         target, params = choices[raw]
         measure = catalogue[target]
         given.update(params)
-    if "judged_only" in given and measure.name in _JUDGED_ONLY + ("SetRelP",) and "judged_only" not in measure.params:
-        raw = str(given.pop("judged_only")).strip()
-        if raw == "True":
-            raise SqlmetricsError(f"measure {text!r}: judged_only applies to the whole evaluation here, not to one "
-                                  "measure: pass judged_only=True to evaluate() (-J on the command line, as "
-                                  "trec_eval) and write the measure without it.")
-        if raw != "False":
-            raise SqlmetricsError(f"measure {text!r}, parameter 'judged_only': write True or False, got {raw!r}.")
-    return measure, given
+    if "judged_only" not in given or "judged_only" in measure.params:
+        return measure, given, False
+    raw = str(given.pop("judged_only")).strip()
+    if raw not in ("True", "False"):
+        raise SqlmetricsError(f"measure {text!r}, parameter 'judged_only': write True or False, got {raw!r}.")
+    if measure.rows != "ranking":
+        raise SqlmetricsError(f"measure {text!r}: judged_only applies to the measures of a ranked list; "
+                              f"{measure.name} reads its {measure.rows}. Write it without judged_only.")
+    return measure, given, raw == "True"
 
 
 def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[MeasureCall]:

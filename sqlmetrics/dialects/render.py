@@ -147,6 +147,12 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     segs = check_log_options(qrels, o.group_by, label, relevance)
     calls = parse_all(measures, o.relevance_level, o.compat)
     check_subtopics(calls, o.qrels_format, qrels is not None)
+    own = [c.text for c in calls if c.judged_only]
+    if own and not o.judged_only:
+        raise SqlmetricsError(f"{own[0]}: a rendered statement drops unjudged documents for all its measures or for "
+                              "none. Render the judged-only measures in a statement of their own with "
+                              "judged_only=True (--judged-only), or evaluate them with evaluate() on DuckDB, which "
+                              "computes them beside the others.")
     if o.score_precision == "float32" and info.float32 is None:
         raise SqlmetricsError(f"score_precision='float32' cannot be expressed on {info.name}: it has no 4-byte "
                               "float type. Use score_precision='float64'.")

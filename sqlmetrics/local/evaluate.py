@@ -10,14 +10,15 @@ import threading
 import duckdb
 
 from ..errors import SqlmetricsError
+from ..identifiers import quote_identifier as _q
 from ..options import QRELS_ROLES, Settings
-from ..plan import plan_measures
+from ..plan import output_columns, plan_measures
 from ..results import Results
 from ..statement import READ, build_statement
 from .collect import _check_finite, _collect, _restore_segment_types, fetch_arrow
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
 from .inputs import _load_qrels, _other_inputs
-from .job import _prepare, _table_columns
+from .job import _Job, _prepare, _table_columns
 from .readers.loaded import _first_line, own_names
 from .runs import _check_runs, _is_run_dict, _load_runs, _named_ranx, _warn
 from .sources import _fused_runs, _run_source, _source
@@ -74,7 +75,7 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
     run = _named_ranx(run)
     # Binding the templates is pure Python (sqlglot); it runs while DuckDB, which releases the GIL, loads
     # and checks the inputs. On small inputs that is a tenth of the whole evaluation.
-    planning = _Background(plan_measures, job.calls, o.relevance_level)
+    planning = _Background(lambda: [plan_measures(calls, o.relevance_level) for calls, _ in job.parts])
     qrels_columns, run_columns = _table_columns(o)
     con = connect(o.memory_limit, o.threads, o.temp_directory)
     inputs: list = []  # every Loaded input, to remove the temporary folders made to read them
@@ -96,9 +97,10 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         union = multi and len(checked) + len(fused) > 1
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
-        sql = _statement(planning.result(), qrels_source, run_source, job.shape, others)
+        sqls = [_statement(plan, qrels_source, run_source, job.part_shape(judged), others)
+                for plan, (_, judged) in zip(planning.result(), job.parts)]
         step("computing measures")
-        _compute(con, sql, o)
+        _compute(con, sqls, job, o)
         _check_finite(con, job)
         _restore_segment_types(con, checked, job.segments)
         step("collecting results")
@@ -133,10 +135,32 @@ _STATEMENTS: dict = {}
 _STATEMENTS_LOCK = threading.Lock()
 
 
-def _compute(con, sql: str, o: Settings) -> None:
-    """The statement's rows, per list, into per_list_result."""
+def _compute(con, sqls: list, job: _Job, o: Settings) -> None:
+    """The statements' rows, per list, into per_list_result: one statement's as they are; several (job.parts)
+    side by side, joined on the list key (each statement has every list), the measures in the order asked."""
+    if len(sqls) == 1:
+        _create(con, "per_list_result", sqls[0], o)
+        return
+    by_call, key = {}, None
+    for i, ((calls, _), sql) in enumerate(zip(job.parts, sqls)):
+        _create(con, f"per_list_part_{i}", sql, o)
+        outs = output_columns(calls)
+        by_call.update({id(c): f"p{i}.{_q(out)}" for c, out in zip(calls, outs)})
+        if key is None:
+            key = [c for c in con.execute(f"SELECT * FROM per_list_part_{i} LIMIT 0").description if c[0] not in outs]
+            key = [c[0] for c in key]
+    joins = " ".join(f"JOIN per_list_part_{i} p{i} ON " + " AND ".join(f"p0.{_q(k)} IS NOT DISTINCT FROM p{i}.{_q(k)}"
+                                                                         for k in key)
+                     for i in range(1, len(sqls)))
+    values = [f"{by_call[id(c)]} AS {_q(out)}" for c, out in zip(job.calls, output_columns(job.calls))]
+    _create(con, "per_list_result", f"SELECT {', '.join(f'p0.{_q(k)}' for k in key)}, {', '.join(values)} "
+                                    f"FROM per_list_part_0 p0 {joins} ORDER BY {', '.join(f'p0.{_q(k)}' for k in key)}",
+            o)
+
+
+def _create(con, table: str, sql: str, o: Settings) -> None:
     try:
-        con.execute(f"CREATE TEMP TABLE per_list_result AS {sql}")
+        con.execute(f"CREATE TEMP TABLE {table} AS {sql}")
     except duckdb.Error as e:
         if _resource_error(e, con, o) is not None:
             raise  # worded by evaluate_local

@@ -2,7 +2,7 @@
 shape, the segments, and the columns each table's roles are mapped to."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalogue import parse_all
 from ..errors import SqlmetricsError
@@ -29,6 +29,21 @@ class _Job:
     @property
     def texts(self) -> list:
         return [c.text for c in self.calls]
+
+    @property
+    def parts(self) -> list:
+        """The evaluation's statements, as [(their measures, whether their lists lose the unjudged documents)]:
+        one, unless some measures ask for judged_only of their own (ir_measures' AP(judged_only=True)) and the
+        evaluation does not: then those are computed by a second statement, over the same loaded inputs."""
+        judged = [c for c in self.calls if c.judged_only]
+        if not judged or self.shape.judged_only:
+            return [(self.calls, self.shape.judged_only)]
+        rest = [c for c in self.calls if not c.judged_only]
+        return [(rest, False), (judged, True)] if rest else [(judged, True)]
+
+    def part_shape(self, judged_only: bool) -> Shape:
+        """The shape of a part's statement (taken once the run source has set the list key)."""
+        return self.shape if judged_only == self.shape.judged_only else replace(self.shape, judged_only=judged_only)
 
     @property
     def log_mode(self) -> bool:
