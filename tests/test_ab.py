@@ -41,7 +41,7 @@ SAMPLES = _samples()
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_welch_and_mann_whitney_from_sql_aggregates_equal_scipy(name):
     x, y = SAMPLES[name]
-    moments, pairs = unpaired([x, y], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, bootstrap=False)
+    moments, pairs = unpaired([x, y], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, test="mannwhitney")
     mx, my = moments
     assert (mx["n"], my["n"]) == (len(x), len(y))
     assert mx["mean"] == pytest.approx(np.mean(x), rel=1e-12) and mx["var"] == pytest.approx(np.var(x, ddof=1), rel=1e-12)
@@ -52,7 +52,7 @@ def test_welch_and_mann_whitney_from_sql_aggregates_equal_scipy(name):
     u, p = mann_whitney(len(x), len(y), pairs[0]["rank_sum_x"], pairs[0]["tie_term"])
     ref = st.mannwhitneyu(x, y, method="asymptotic")
     assert u == pytest.approx(ref.statistic, rel=1e-12) and p == pytest.approx(ref.pvalue, rel=1e-9)
-    _, (swapped,) = unpaired([y, x], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, bootstrap=False)
+    _, (swapped,) = unpaired([y, x], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, test="mannwhitney")
     ref = st.mannwhitneyu(y, x, method="asymptotic")  # the other way round: U of y, the same p
     assert mann_whitney(len(y), len(x), swapped["rank_sum_x"], swapped["tie_term"]) == pytest.approx(
         (ref.statistic, ref.pvalue), rel=1e-9)
@@ -74,7 +74,7 @@ def test_mann_whitney_ties_values_a_last_bit_apart():
     """0.1 + 0.2 and 0.3 are one value summed in two orders: tied, as scipy ties the equal values."""
     x, y = [0.1 + 0.2, 0.5, 0.7, 0.9], [0.3, 0.3, 0.6, 1.1 - 1e-9]
     assert _snapped(x, y) == [[0.3, 0.5, 0.7, 0.9], [0.3, 0.3, 0.6, 1.1 - 1e-9]]
-    _, (pair,) = unpaired([x, y], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, bootstrap=False)
+    _, (pair,) = unpaired([x, y], [(0, 1)], seed=7, n_resamples=10, confidence=0.95, test="mannwhitney")
     ref = st.mannwhitneyu([0.3, 0.5, 0.7, 0.9], [0.3, 0.3, 0.6, 1.1], method="asymptotic")
     assert mann_whitney(4, 4, pair["rank_sum_x"], pair["tie_term"]) == pytest.approx((ref.statistic, ref.pvalue),
                                                                                       rel=1e-12)
@@ -84,7 +84,7 @@ def test_degenerate_unpaired_samples():
     assert welch(3, 1.0, 0.0, 4, 1.0, 0.0)[:2] == (0.0, 1.0)
     assert welch(3, 2.0, 0.0, 4, 1.0, 0.0)[:2] == (math.inf, 0.0)
     assert all(math.isnan(v) for v in welch(1, 2.0, math.nan, 4, 1.0, 0.1))
-    moments, pairs = unpaired([[0.5] * 4, [0.5] * 6], [(0, 1)], 1, 10, 0.95, False)
+    moments, pairs = unpaired([[0.5] * 4, [0.5] * 6], [(0, 1)], 1, 10, 0.95, "mannwhitney")
     assert mann_whitney(4, 6, pairs[0]["rank_sum_x"], pairs[0]["tie_term"])[1] == 1.0
 
 
@@ -111,7 +111,7 @@ def test_unpaired_bootstrap_is_the_hashed_resampling_and_agrees_with_scipy():
     x, y = SAMPLES["continuous"]
     x, y = x[:12], y[:15]
     seed, n_res = 11, 400
-    _, (res,) = unpaired([x, y], [(0, 1)], seed, n_res, 0.9, bootstrap=True)
+    _, (res,) = unpaired([x, y], [(0, 1)], seed, n_res, 0.9, test="bootstrap")
     nx, ny = len(x), len(y)
     diffs = []
     for b in range(n_res):
@@ -124,7 +124,7 @@ def test_unpaired_bootstrap_is_the_hashed_resampling_and_agrees_with_scipy():
     obs = np.mean(x) - np.mean(y)
     hits = np.sum(np.abs(diffs - obs) >= abs(obs) - 1e-9 * (abs(np.mean(x)) + abs(np.mean(y))))
     assert res["p"] == pytest.approx((hits + 1) / (n_res + 1))
-    _, (big,) = unpaired([SAMPLES["continuous"][0], SAMPLES["continuous"][1]], [(0, 1)], seed, 5000, 0.95, True)
+    _, (big,) = unpaired([SAMPLES["continuous"][0], SAMPLES["continuous"][1]], [(0, 1)], seed, 5000, 0.95, "bootstrap")
     ref = st.bootstrap(SAMPLES["continuous"], lambda a, b: np.mean(a) - np.mean(b), method="percentile",
                        n_resamples=5000, confidence_level=0.95, random_state=np.random.default_rng(3)).confidence_interval
     assert big["ci_low"] == pytest.approx(ref.low, abs=0.02) and big["ci_high"] == pytest.approx(ref.high, abs=0.02)
@@ -138,7 +138,7 @@ def test_bootstrap_interval_covers_the_true_difference():
     for _ in range(40):
         groups += [list(rng.normal(0.6, 0.25, 60)), list(rng.normal(0.5, 0.25, 45))]
         pairs.append((len(groups) - 2, len(groups) - 1))
-    _, out = unpaired(groups, pairs, 42, 2000, 0.95, True)
+    _, out = unpaired(groups, pairs, 42, 2000, 0.95, "bootstrap")
     covered = sum(r["ci_low"] <= 0.1 <= r["ci_high"] for r in out)
     assert out[0]["ci_low"] <= 0.1 <= out[0]["ci_high"]
     assert 34 <= covered <= 40
@@ -176,7 +176,11 @@ def test_compare_arms_per_day_equals_scipy(per_list, test):
         pooled = ((len(b) - 1) * np.var(b, ddof=1) + (len(a) - 1) * np.var(a, ddof=1)) / (len(a) + len(b) - 2)
         assert c.effect_size == pytest.approx((np.mean(b) - np.mean(a)) / np.sqrt(pooled), rel=1e-9)
         assert c.n == len(a) + len(b) and c.wins is None
-        assert c.ci_low < c.difference < c.ci_high
+        if test == "welch":  # Welch's t interval at 1 - max_p, from the moments: never a resampling
+            ci = ref.confidence_interval(0.95)
+            assert (c.ci_low, c.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+        else:  # Mann-Whitney's U tests ranks: no interval of the difference of means
+            assert math.isnan(c.ci_low) and math.isnan(c.ci_high)
         raw.append(ref.pvalue)
     # Holm over the whole report: 3 days x 2 measures, by hand
     order = np.argsort(raw)
@@ -189,6 +193,19 @@ def test_compare_arms_per_day_equals_scipy(per_list, test):
         lo, hi = st.t.interval(0.95, len(v) - 1, loc=np.mean(v), scale=st.sem(v))
         assert (s.n, s.mean, s.sd, s.se) == pytest.approx((len(v), np.mean(v), np.std(v, ddof=1), st.sem(v)), rel=1e-9)
         assert (s.ci_low, s.ci_high) == pytest.approx((lo, hi), rel=1e-9)
+
+
+@pytest.mark.parametrize("test", ["wilcoxon", "bootstrap"])  # unpaired: Mann-Whitney's ranks, the bootstrap
+def test_the_tests_own_queries_keep_to_the_callers_resources(monkeypatch, test):
+    """An A/B compare of a large log ran its tests' DuckDB queries without the caller's memory_limit (8.7 GB for
+    20,000 sessions under --memory-limit 1GB): they take the call's resources now."""
+    from sqlmetrics.stats import significance
+
+    seen, real = [], significance.connect
+    monkeypatch.setattr(significance, "connect", lambda **kw: seen.append(kw) or real(**kw))
+    rep = sqlmetrics.compare(None, LOG, ["RR"], test=test, n_resamples=50, memory_limit="300MB", threads=1, **AB)
+    assert not rep.paired and seen
+    assert all(kw == {"memory_limit": "300MB", "threads": 1, "temp_directory": None} for kw in seen)
 
 
 def test_baseline_marks_improvements_and_degradations():

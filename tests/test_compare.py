@@ -259,6 +259,9 @@ def test_geometric_measures_are_tested_on_logs():
     assert c.statistic == pytest.approx(ref.statistic, rel=1e-9)
     assert c.p_value == pytest.approx(ref.pvalue, rel=1e-8)
     assert rep.means["a"]["gm"] == pytest.approx(math.exp(la.mean()))
+    # Student's t interval of the mean difference (of logs) at the tests' level, 1 - max_p
+    ci = ref.confidence_interval(0.99)
+    assert (c.ci_low, c.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-9)
 
 
 def test_undefined_values_are_left_out_pairwise():

@@ -16,6 +16,8 @@ from ..local.databases import DATABASE_FILES
 from ..local.collect import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
+
+RESOURCES = ("memory_limit", "threads", "temp_directory")  # DuckDB's, which the tests' own queries keep to too
 from ..statement import GMAP_FLOOR
 from .aggregates import TIE, aggregate_rows, bootstrap_ranks
 from .report import Comparison, Report, Summary
@@ -92,7 +94,8 @@ def compare(qrels, runs, measures, **options):
                                  if empty else "."))
     return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
-                         baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED})
+                         baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED},
+                         resources={k: getattr(o, k) for k in RESOURCES})
 
 
 compare.__signature__ = signature(COMPARE, "qrels, runs, measures")
@@ -203,10 +206,12 @@ def analyse(run_names: list, info: dict, queries: list, values: dict, **options)
 
 
 def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(), test="student", max_p=0.01,
-                  correction=None, seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None):
+                  correction=None, seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None,
+                  resources=None):
     """The report for per-list values: lists = {segment: {run: {query_id: [value per measure of info]}}}.
 
-    Each segment is compared on its own; the correction's family is every test of the report.
+    Each segment is compared on its own; the correction's family is every test of the report. resources: the
+    caller's memory_limit, threads and temp_directory, which the tests' DuckDB work keeps to.
     """
     if correction == "none":
         correction = None
@@ -245,20 +250,20 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
                                difference=math.nan, statistic=math.nan, p_value=math.nan)
                 if paired:
                     _paired_test(c, test, scaled[j], scaled[i], raw[j], raw[i], better,
-                                 (tukey[0][j][i], tukey[1][j][i]) if tukey else None)
+                                 (tukey[0][j][i], tukey[1][j][i]) if tukey else None, max_p)
                     if test in ("fisher", "bootstrap"):
                         jobs.append((c, [x - y for x, y in zip(scaled[j], scaled[i]) if x is not None and y is not None]))
                 comparisons.append(c)
     unpaired_jobs = [] if paired else [(c, group_of[c.segment, c.measure, c.run], group_of[c.segment, c.measure, c.baseline])
                                        for c in comparisons]
     moments, rank_sums = unpaired(groups, [(gx, gy) for _, gx, gy in unpaired_jobs], seed, n_resamples,
-                                  1 - max_p, bootstrap=not paired)
+                                  1 - max_p, None if paired else test, resources)
     summary = [Summary(seg, r, m, **_describe(moments[group_of[seg, m, r]], max_p))
                for seg in segments for m in measures for r in run_names]
     for (c, gx, gy), ranks in zip(unpaired_jobs, rank_sums):
-        _unpaired_test(c, test, moments[gx], moments[gy], ranks)
+        _unpaired_test(c, test, moments[gx], moments[gy], ranks, max_p)
     if jobs:
-        for (c, _), res in zip(jobs, resample(test, [d for _, d in jobs], seed, n_resamples, 1 - max_p)):
+        for (c, _), res in zip(jobs, resample(test, [d for _, d in jobs], seed, n_resamples, 1 - max_p, resources)):
             c.p_value, c.exact = res["p"], res["exact"]
             if test == "bootstrap":
                 c.ci_low, c.ci_high = res["ci_low"], res["ci_high"]
@@ -322,7 +327,7 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                                statistic=math.nan, p_value=math.nan)
                 boot = boots.get((seg, m, run, base), _NO_RESAMPLES)
                 if paired:
-                    _paired_from_row(c, test, pair_rows, info[m][0])
+                    _paired_from_row(c, test, pair_rows, info[m][0], max_p)
                     if test == "tukey":
                         j, i = run_names.index(run), run_names.index(base)
                         c.statistic, c.p_value = tukey[0][j][i], tukey[1][j][i]
@@ -332,7 +337,7 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                         c.ci_low, c.ci_high = boot["ci_low"], boot["ci_high"]
                 else:
                     _unpaired_test(c, test, moments.get((seg, m, run), none), moments.get((seg, m, base), none),
-                                   {**_ranks_from_row(pair_rows, seg, m, run, base), **boot})
+                                   {**_ranks_from_row(pair_rows, seg, m, run, base), **boot}, max_p)
                 comparisons.append(c)
     _decide(comparisons, info, correction, max_p)
     return Report(runs=run_names, measures=measures, better={m: info[m][0] for m in measures},
@@ -358,7 +363,7 @@ def _mean_of(m: dict, aggregate: str):
     return math.exp(m["mean"]) if aggregate == "geometric" else m["mean"]
 
 
-def _paired_from_row(c: Comparison, test: str, pair_rows: dict, better: str) -> None:
+def _paired_from_row(c: Comparison, test: str, pair_rows: dict, better: str, max_p: float) -> None:
     """A paired comparison from its 'diffs' row, held for the runs in either order (x(rx) - x(ry))."""
     row = pair_rows.get(("diffs", c.segment, c.measure, c.run, c.baseline))
     flip = row is None
@@ -368,7 +373,7 @@ def _paired_from_row(c: Comparison, test: str, pair_rows: dict, better: str) -> 
     n, mean, above, level, below = row["n"], row["v1"], int(row["v3"]), int(row["v4"]), int(row["v5"])
     if flip:
         mean, above, below = -mean, below, above
-    _paired_moments(c, test, n, mean, row["v2"] / (n - 1) if n > 1 else math.nan)
+    _paired_moments(c, test, n, mean, row["v2"] / (n - 1) if n > 1 else math.nan, max_p)
     c.wins, c.ties, c.losses = (above, level, below) if better == "higher" else (below, level, above)
 
 
@@ -435,12 +440,13 @@ def _list_counts(lists: dict, run_names: list) -> list:
     return counts
 
 
-def _paired_test(c: Comparison, test: str, x: list, y: list, raw_x: list, raw_y: list, better: str, tukey) -> None:
+def _paired_test(c: Comparison, test: str, x: list, y: list, raw_x: list, raw_y: list, better: str, tukey,
+                 max_p: float) -> None:
     """Fill in a paired comparison: difference, effect size d_z, win/tie/loss and the closed-form tests."""
     d = [a - b for a, b in zip(x, y) if a is not None and b is not None]
     mean = math.fsum(d) / len(d) if d else math.nan
     var = math.fsum((v - mean) ** 2 for v in d) / (len(d) - 1) if len(d) >= 2 else math.nan
-    _paired_moments(c, test, len(d), mean, var)
+    _paired_moments(c, test, len(d), mean, var, max_p)
     c.wins, c.ties, c.losses = _wtl([(a, b) for a, b in zip(raw_x, raw_y) if a is not None and b is not None], better)
     if test == "wilcoxon":
         c.statistic, c.p_value = wilcoxon(d)
@@ -450,9 +456,9 @@ def _paired_test(c: Comparison, test: str, x: list, y: list, raw_x: list, raw_y:
         c.statistic = c.difference
 
 
-def _paired_moments(c: Comparison, test: str, n: int, mean: float, var: float) -> None:
-    """A paired comparison's n, difference, effect size d_z and (test='student') Student's t, from the count,
-    mean and sample variance of its per-query differences."""
+def _paired_moments(c: Comparison, test: str, n: int, mean: float, var: float, max_p: float) -> None:
+    """A paired comparison's n, difference, effect size d_z and (test='student') Student's t and the t interval
+    of the difference at level 1 - max_p, from the count, mean and sample variance of its per-query differences."""
     c.n = n
     if n:
         c.difference = mean
@@ -460,23 +466,31 @@ def _paired_moments(c: Comparison, test: str, n: int, mean: float, var: float) -
         c.effect_size = mean / math.sqrt(var) if var > 0 else math.nan
     if test == "student":
         c.statistic, c.p_value = student_moments(n, mean, var)
+        if n >= 2:
+            half = t_quantile(1 - max_p / 2, n - 1) * math.sqrt(var / n) if var > 0 else 0.0
+            c.ci_low, c.ci_high = mean - half, mean + half
 
 
-def _unpaired_test(c: Comparison, test: str, x: dict, y: dict, ranks: dict) -> None:
-    """Fill in an unpaired comparison from each run's moments and the pair's rank sum and bootstrap
-    (computed in SQL): difference of means, Cohen's d (pooled sd), the test, the bootstrap interval."""
+def _unpaired_test(c: Comparison, test: str, x: dict, y: dict, ranks: dict, max_p: float) -> None:
+    """Fill in an unpaired comparison from each run's moments and the pair's rank sum or bootstrap (computed in
+    SQL): difference of means, Cohen's d (pooled sd), the test, and the interval of the difference at level
+    1 - max_p: Welch's t interval, or the bootstrap's percentile interval (Mann-Whitney's U has none)."""
     c.n = x["n"] + y["n"]
     c.difference = x["mean"] - y["mean"] if x["n"] and y["n"] else math.nan
     if c.n > 2 and x["n"] and y["n"]:
         pooled = ((x["n"] - 1) * _zero_nan(x["var"]) + (y["n"] - 1) * _zero_nan(y["var"])) / (c.n - 2)
         c.effect_size = c.difference / math.sqrt(pooled) if pooled > 0 else math.nan
     if test == "welch":
-        c.statistic, c.p_value, _ = welch(x["n"], x["mean"], x["var"], y["n"], y["mean"], y["var"])
+        c.statistic, c.p_value, df = welch(x["n"], x["mean"], x["var"], y["n"], y["mean"], y["var"])
+        if x["n"] >= 2 and y["n"] >= 2:
+            se = math.sqrt(x["var"] / x["n"] + y["var"] / y["n"])
+            half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
+            c.ci_low, c.ci_high = c.difference - half, c.difference + half
     elif test == "mannwhitney":
         c.statistic, c.p_value = mann_whitney(x["n"], y["n"], ranks["rank_sum_x"], ranks["tie_term"])
     else:
         c.statistic, c.p_value = c.difference, ranks["p"]
-    c.ci_low, c.ci_high = ranks["ci_low"], ranks["ci_high"]
+        c.ci_low, c.ci_high = ranks["ci_low"], ranks["ci_high"]
 
 
 def _zero_nan(v: float) -> float:

@@ -23,7 +23,7 @@ from ..evaluation import evaluate
 from ..local.collect import python_rows
 from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
-from .compare import analyse_lists, lists_by_segment, unique_names
+from .compare import RESOURCES, analyse_lists, lists_by_segment, unique_names
 from .report import _cell, _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
@@ -104,7 +104,8 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     comparison = analyse_lists(named, {m: (better[m], aggregate[m]) for m in texts}, lists, segment_names=segs,
                                test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
                                n_resamples=o.n_resamples, pairing=o.pairing,
-                               baseline=baseline if segs or chosen else None)
+                               baseline=baseline if segs or chosen else None,
+                               resources={k: getattr(o, k) for k in RESOURCES})
     deltas, segments = {}, {}
     if segs:
         segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts

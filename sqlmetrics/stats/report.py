@@ -35,7 +35,9 @@ class Comparison:
     p_adjusted: float = math.nan  # = p_value without a correction
     significant: bool = False
     exact: bool | None = None  # fisher: all 2^n sign patterns enumerated
-    ci_low: float = math.nan  # bootstrap: percentile interval of the difference at level 1 - max_p
+    # The interval of the difference at level 1 - max_p: Student's t (paired), Welch's t (unpaired), the
+    # bootstrap's percentile interval; the other tests (ranks, signs, Tukey's HSD) give none.
+    ci_low: float = math.nan
     ci_high: float = math.nan
     winner: str | None = None  # the run that is significantly better, if either
 
@@ -216,7 +218,7 @@ class Report:
     def pairs_table(self, digits: int = 4) -> str:
         """Every pair and measure: difference, statistic, p (adjusted), interval, effect size, win/tie/loss."""
         stat = {"student": "t", "welch": "t", "wilcoxon": "W", "mannwhitney": "U", "tukey": "statistic"}.get(self.test)
-        interval = self.test == "bootstrap" or not self.paired
+        interval = self.test in _INTERVALS
         effect = ("d_z" if self.paired else "d") if self.extended else None
         header = [*self.segment_names, "measure", "run", "baseline", "difference", *([stat] if stat else []), "p"]
         if self.correction:
@@ -246,7 +248,8 @@ class Report:
             ["r"] if self.correction else []) + (["l"] if interval else []) + (["r"] if effect else []) + ["r", "l"]
         return aligned(rows, align) + "\n" + f"* p < {_g(self.max_p)}" + (
             " after correction" if self.correction else "") + "; difference = run - baseline" + (
-            " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + ".\n"
+            " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + (
+            f"; {self.level()} interval: {_INTERVALS[self.test]}" if interval else "") + ".\n"
 
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table (best value per measure in bold, superscript letters) and the footnote."""
@@ -371,6 +374,10 @@ class Report:
 
 # ---------------------------------------------------------------------------------------------- helpers
 
+
+# The tests whose report gives an interval of each difference, and how it is made.
+_INTERVALS = {"student": "Student's t interval of the mean difference", "welch": "Welch's t interval",
+              "bootstrap": "the bootstrap's percentile interval"}
 
 def _label(i: int) -> str:
     letters = "abcdefghijklmnopqrstuvwxyz"

@@ -230,21 +230,22 @@ def _hashed_grid(seed: int, n_resamples: int, n_positions: int) -> str:
     return f"SELECT b, slot AS pos, {draw_sql('hb', 'hq')} AS h FROM ({replicates_sql(seed, n_resamples)}) AS r, ({slots}) AS s"
 
 
-def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99) -> list:
+def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99, resources=None) -> list:
     """p-values (and bootstrap percentile intervals) for many difference vectors in one DuckDB session.
 
     fisher: p = share of sign patterns whose |sum of signed d| reaches the observed |sum d| (all 2^n
     patterns when 2^n <= n_resamples: exact; else (count + 1) / (n_resamples + 1) over hashed patterns).
     bootstrap: resample the differences with replacement (hashed indices); p = (count + 1) /
     (n_resamples + 1) of resamples whose mean, shifted to the null, is at least as far from 0 as the
-    observed mean; the interval is the percentile interval of the resampled means.
+    observed mean; the interval is the percentile interval of the resampled means. resources: DuckDB's
+    memory_limit, threads and temp_directory ({} or None: the process's defaults).
     """
     out = [{"p": math.nan, "exact": None, "ci_low": math.nan, "ci_high": math.nan} for _ in jobs]
     live = [(k, d) for k, d in enumerate(jobs) if d]
     if not live:
         return out
     exact = {k: test == "fisher" and 2 ** len(d) <= n_resamples for k, d in live}
-    con = connect()
+    con = connect(**(resources or {}))
     try:
         # plain INSERTs, not a pyarrow table: building one from Python lists imports pandas
         con.execute("CREATE TEMP TABLE sqlm_jobs (job INTEGER, n INTEGER, dv DOUBLE[], obs DOUBLE, tol DOUBLE, "
@@ -303,18 +304,19 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
 
 
 
-def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence: float, bootstrap: bool) -> tuple:
-    """Per-group moments and per-pair rank sums (and bootstrap intervals) in one DuckDB session; only these
-    aggregates come back.
+def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence: float, test, resources=None) -> tuple:
+    """Per-group moments and what each pair's test needs, in one DuckDB session; only these aggregates come back.
 
-    groups: lists of values (one run in one segment, on one measure); pairs: (x group, y group) indices.
-    Returns ([{n, mean, var}] per group, [{rank_sum_x, tie_term, p, ci_low, ci_high}] per pair). The rank sum
-    uses average ranks of the pooled values; tie_term is sum(t^3 - t) over groups of t tied values. With
-    bootstrap, each resample draws each group apart (hashed indices, as resample()); the interval is the
+    groups: lists of values (one run in one segment, on one measure); pairs: (x group, y group) indices;
+    test: the unpaired test ('welch', 'mannwhitney', 'bootstrap'; None: the moments alone). Returns
+    ([{n, mean, var}] per group, [{rank_sum_x, tie_term, p, ci_low, ci_high}] per pair). mannwhitney: the
+    rank sum uses average ranks of the pooled values; tie_term is sum(t^3 - t) over groups of t tied values.
+    bootstrap: each resample draws each group apart (hashed indices, as resample()); the interval is the
     percentile interval of the resampled differences of means, and p = (count + 1) / (n_resamples + 1) of
-    resamples at least as far from the observed difference as it is from 0.
+    resamples at least as far from the observed difference as it is from 0. Welch's test needs the moments
+    alone: it never resamples. resources: as resample().
     """
-    con = connect()
+    con = connect(**(resources or {}))
     try:
         con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[])")
         con.execute("CREATE TEMP TABLE sqlm_pairs (job INTEGER, gx INTEGER, gy INTEGER)")
@@ -335,15 +337,16 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
             moments[g] = {"n": n, "mean": mean, "var": math.nan if var is None else var}
         out = [{"rank_sum_x": math.nan, "tie_term": math.nan, "p": math.nan, "ci_low": math.nan,
                 "ci_high": math.nan} for _ in pairs]
-        for job, rank_sum, ties in con.execute(f"""
-                WITH pooled AS (
-                    SELECT p.job, s.g = p.gx AS is_x, unnest(s.v) AS x
-                    FROM sqlm_pairs p JOIN sqlm_groups s ON s.g = p.gx OR s.g = p.gy),
-                ranked AS ({tolerant_ranks_sql("pooled", "job", "is_x")})
-                SELECT job, SUM(CASE WHEN is_x THEN r ELSE 0 END), SUM(t * t - 1) FROM ranked GROUP BY job
-                """).fetchall():
-            out[job].update(rank_sum_x=float(rank_sum), tie_term=float(ties))
-        if bootstrap and live:
+        if test == "mannwhitney":
+            for job, rank_sum, ties in con.execute(f"""
+                    WITH pooled AS (
+                        SELECT p.job, s.g = p.gx AS is_x, unnest(s.v) AS x
+                        FROM sqlm_pairs p JOIN sqlm_groups s ON s.g = p.gx OR s.g = p.gy),
+                    ranked AS ({tolerant_ranks_sql("pooled", "job", "is_x")})
+                    SELECT job, SUM(CASE WHEN is_x THEN r ELSE 0 END), SUM(t * t - 1) FROM ranked GROUP BY job
+                    """).fetchall():
+                out[job].update(rank_sum_x=float(rank_sum), tie_term=float(ties))
+        if test == "bootstrap" and live:
             alpha = (1 - confidence) / 2
             sizes = sorted({(len(groups[gx]), len(groups[gy])) for _, gx, gy in live})
             # x draws from positions 0 .. nx-1 of the hashed grid, y from nx .. nx+ny-1: independent streams
