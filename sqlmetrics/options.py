@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 from dataclasses import dataclass
 
 from .errors import SqlmetricsError
@@ -60,7 +61,8 @@ class Option:
     help: str
     takers: frozenset  # functions and subcommands that take it
     choices: tuple = ()
-    # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | names (repeatable) | object (a Python
+    # text | int | float | flag (True/False) | mapping (ROLE=NAME pairs) | shares (NAME=NUMBER pairs) |
+    # names (repeatable) | object (a Python
     # object such as a connection: a keyword only, never a flag; compare() and `sqlmetrics compare` share a name)
     kind: str = "text"
     flags: tuple = ()  # command-line spellings; default: --name-with-dashes
@@ -101,6 +103,14 @@ class Option:
                                           f"{', '.join(self.roles)}.")
                 if not isinstance(column, str) or not column:
                     raise SqlmetricsError(f"{self.name}= maps {role!r} to {column!r}; give a column name.")
+        elif self.kind == "shares":
+            if not isinstance(value, dict) or not value:
+                raise SqlmetricsError(f"{self.name}= must be a dict {{name: share}}, such as {{'control': 1, "
+                                      f"'treatment': 1}}; got {value!r}.")
+            for name, share in value.items():
+                if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < math.inf:
+                    raise SqlmetricsError(f"{self.name}= gives {name!r} the share {share!r}; a share is a positive "
+                                          "number (the shares need not add up to 1).")
         return value
 
 
@@ -197,6 +207,10 @@ OPTIONS = (
     Option("baseline", None, "test every run against this run only (▲/▼: significantly better/worse than it) "
            "instead of every pair", frozenset({COMPARE, COMPARE_CMD}), metavar="RUN", group="comparison"),
     Option("max_p", 0.01, "significance threshold", _COMPARING, kind="float", metavar="P", group="comparison"),
+    Option("split", None, "the arms' expected shares of the lists (sessions), e.g. control=1 treatment=1 (default: "
+           "equal): an unpaired compare checks the counts against it with a chi-square test and warns of a sample "
+           "ratio mismatch when p < 0.001", frozenset({COMPARE, COMPARE_CMD, REPORT}), kind="shares",
+           metavar="ARM=SHARE", group="comparison"),
     Option("correction", None, "multiple-comparison correction over every test of the report (pairs x segments x "
            "measures): Bonferroni, Holm or Benjamini-Hochberg (bh)", _COMPARING,
            choices=tuple(CORRECTIONS), group="comparison"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -353,3 +354,68 @@ def test_segmented_pairs_and_deltas_are_written_per_segment(tmp_path):
     deltas = pq.read_table(tmp_path / "deltas.parquet").to_pylist()
     assert {(d["day"], d["query_id"]): d["difference"] for d in deltas} == {
         (d, q): value["b", d, q] - value["a", d, q] for (r, d, q) in value if r == "a"}
+
+
+# ---------------------------------------------------------------------------------------------- sample ratio mismatch
+
+def _broken_split(tmp_path):
+    """The demo log with half the treatment arm's sessions lost (a logging bug): 150 control sessions, 75
+    treatment ones, where the assignment was 50/50."""
+    log = pq.read_table(LOG)
+    sessions = sorted({s for s, arm in zip(log["session"].to_pylist(), log["arm"].to_pylist()) if arm == "treatment"})
+    lost = set(sessions[::2])
+    path = tmp_path / "broken.parquet"
+    pq.write_table(log.filter(pa.array([s not in lost for s in log["session"].to_pylist()])), path)
+    return path, 150, 150 - len(lost)
+
+
+def test_chi_square_survival_equals_scipy():
+    from sqlmetrics.stats.significance import chi2_sf
+
+    for df in (1, 2, 3, 7, 40):
+        for x in (1e-9, 0.3, 1.0, 3.84, 10.8, 60.0, 900.0):
+            assert chi2_sf(x, df) == pytest.approx(st.chi2.sf(x, df), rel=1e-10, abs=1e-300)
+
+
+def test_a_broken_split_is_warned_about_everywhere(tmp_path, capsys):
+    path, control, treatment = _broken_split(tmp_path)
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"sample ratio mismatch: the arms have control 150, "
+                                                           rf"treatment {treatment} lists where a 50/50 split"):
+        rep = sqlmetrics.compare(None, path, ["RR"], baseline="control", **AB)
+    ref = st.chisquare([control, treatment])
+    ratio = rep.sample_ratio
+    assert ratio["lists"] == {"control": control, "treatment": treatment} and ratio["mismatch"]
+    assert (ratio["statistic"], ratio["p_value"]) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-9)
+    assert rep.to_table().startswith("WARNING: sample ratio mismatch") and rep.to_dict()["sample_ratio"]["mismatch"]
+    # the command line: the warning on standard error, and on top of the table
+    code = cli_main(["compare", "none", str(path), *DEMO_COMMAND[3:]])
+    captured = capsys.readouterr()
+    assert code == 0 and "sqlmetrics: warning: sample ratio mismatch" in captured.err
+    assert captured.out.startswith("WARNING: sample ratio mismatch")
+    # the HTML report: an alert on top
+    from sqlmetrics.stats.html import build_report
+
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match="sample ratio mismatch"):
+        page = build_report(None, path, ["RR"], baseline="control", **AB).to_html()
+    assert page.index('class="mismatch" role="alert"') < page.index("<table")
+
+
+def test_the_intended_split_is_checked_instead(tmp_path):
+    path, control, treatment = _broken_split(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: 150/75 is what a 2:1 split gives
+        rep = sqlmetrics.compare(None, path, ["RR"], baseline="control", split={"control": 2, "treatment": 1}, **AB)
+    ref = st.chisquare([control, treatment], [2 / 3 * (control + treatment), 1 / 3 * (control + treatment)])
+    assert rep.sample_ratio["p_value"] == pytest.approx(ref.pvalue, rel=1e-9) and not rep.sample_ratio["mismatch"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        balanced = sqlmetrics.compare(None, LOG, ["RR"], baseline="control", **AB)  # the demo: 150 and 150
+    assert balanced.sample_ratio["statistic"] == 0 and balanced.sample_ratio["p_value"] == 1
+    with pytest.raises(SqlmetricsError, match="split= must give a share to each arm, 'control', 'treatment'; it "
+                                              "names 'b', which is not one; it leaves out 'treatment'"):
+        sqlmetrics.compare(None, path, ["RR"], split={"control": 1, "b": 1}, **AB)
+    with pytest.raises(SqlmetricsError, match="split= gives 'treatment' the share -1"):
+        sqlmetrics.compare(None, path, ["RR"], split={"control": 1, "treatment": -1}, **AB)
+    # paired runs (the same queries) have no split to check
+    qrels, runs = sqlmetrics.demo.paths()
+    assert sqlmetrics.compare(qrels, runs, ["RR"]).sample_ratio is None

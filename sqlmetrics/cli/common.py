@@ -52,7 +52,7 @@ def add_option_flags(parser: argparse.ArgumentParser, command: str) -> None:
         kwargs = {"help": o.help + default, "dest": o.name}
         if o.metavar:
             kwargs["metavar"] = o.metavar
-        if o.kind in ("mapping", "names"):
+        if o.kind in ("mapping", "names", "shares"):
             kwargs["action"] = "append"
         elif o.kind == "flag":
             kwargs.update(action="store_true", help=o.help)
@@ -71,6 +71,8 @@ def option_values(args, command: str) -> dict:
         value = getattr(args, o.name, None)
         if o.kind == "mapping":
             value = role_pairs(value, o.cli_flags[0])
+        elif o.kind == "shares":
+            value = name_shares(value, o.cli_flags[0])
         elif value == "none" and None in o.choices:
             value = None
         if value is not None:
@@ -139,6 +141,22 @@ def role_pairs(pairs, flag: str, roles: tuple = ROLES) -> dict | None:
         if left not in roles and right in roles:
             left, right = right, left
         out[left] = right
+    return out
+
+
+def name_shares(pairs, flag: str) -> dict | None:
+    """NAME=NUMBER pairs, such as --split control=1 --split treatment=1."""
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        name, eq, share = (s.strip() for s in pair.rpartition("="))
+        try:
+            out[name] = float(share)
+        except ValueError:
+            name = ""
+        if not eq or not name:
+            raise UsageError(f"{flag} takes NAME=SHARE, such as {flag} control=1; got {pair!r}.")
     return out
 
 

@@ -5,24 +5,25 @@ logs and engines too); paired tests run on the queries present in all runs, unpa
 from __future__ import annotations
 
 import math
+import warnings
 from itertools import combinations
 from pathlib import Path
 
 from ..catalogue import parse_all
-from ..errors import SqlmetricsError
+from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..engines import as_text
 from ..evaluation import engine_options, evaluate
 from ..local.databases import DATABASE_FILES
 from ..local.collect import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
-
-RESOURCES = ("memory_limit", "threads", "temp_directory")  # DuckDB's, which the tests' own queries keep to too
 from ..statement import GMAP_FLOOR
 from .aggregates import TIE, aggregate_rows, bootstrap_ranks
-from .report import Comparison, Report, Summary
-from .significance import (adjust, mann_whitney, resample, student_moments, t_quantile, tukey_hsd, tukey_moments,
-                           unpaired, welch, wilcoxon)
+from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
+from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
+                           tukey_moments, unpaired, welch, wilcoxon)
+
+RESOURCES = ("memory_limit", "threads", "temp_directory")  # DuckDB's, which the tests' own queries keep to too
 
 # The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
 # fisher and wilcoxon fetch every per-list value: the randomization test's exact enumeration and scipy's switch
@@ -75,7 +76,7 @@ def compare(qrels, runs, measures, **options):
         return analyse_aggregates(info, rows, segment_names=segs, test=o.test,
                                   max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
                                   options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
-                                  n_resamples=o.n_resamples)
+                                  n_resamples=o.n_resamples, split=o.split)
     results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
                        _fetch=python_rows, _progress=progress)
     segment_names = check_log_options(qrels, o.group_by, o.label, o.relevance)
@@ -95,7 +96,7 @@ def compare(qrels, runs, measures, **options):
     return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
                          baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED},
-                         resources={k: getattr(o, k) for k in RESOURCES})
+                         resources={k: getattr(o, k) for k in RESOURCES}, split=o.split)
 
 
 compare.__signature__ = signature(COMPARE, "qrels, runs, measures")
@@ -207,11 +208,12 @@ def analyse(run_names: list, info: dict, queries: list, values: dict, **options)
 
 def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(), test="student", max_p=0.01,
                   correction=None, seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None,
-                  resources=None):
+                  resources=None, split=None):
     """The report for per-list values: lists = {segment: {run: {query_id: [value per measure of info]}}}.
 
     Each segment is compared on its own; the correction's family is every test of the report. resources: the
-    caller's memory_limit, threads and temp_directory, which the tests' DuckDB work keeps to.
+    caller's memory_limit, threads and temp_directory, which the tests' DuckDB work keeps to. split: the
+    arms' expected shares of the lists, which unpaired runs are checked against (sample_ratio()).
     """
     if correction == "none":
         correction = None
@@ -221,6 +223,8 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
     paired = _paired(pairing, test, _list_counts(lists, run_names))
     _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
+    ratio = None if paired else sample_ratio({r: sum(len(by_run.get(r, {})) for by_run in lists.values())
+                                              for r in run_names}, split)
     if baseline is None:
         pairs = list(combinations(range(len(run_names)), 2))
     else:
@@ -272,11 +276,11 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
                   max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
                   options=dict(options or {}), segment_names=tuple(segment_names), paired=paired,
-                  baseline=baseline, summary=summary, lists=lists)
+                  baseline=baseline, summary=summary, lists=lists, sample_ratio=ratio)
 
 
 def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="student", max_p=0.01, correction=None,
-                       seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None):
+                       seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None, split=None):
     """analyse_lists()'s report for the tests of IN_ENGINE from aggregate_rows() (counts, moments, rank sums,
     per-query differences and bootstrap resamples computed on the engine); no per-list value is at hand, so
     the report has no lists."""
@@ -299,6 +303,8 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
     paired = _paired(pairing, test, [(r["n"], int(r["v1"])) for r in lists])
     _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
+    ratio = None if paired else sample_ratio({r: sum(row["n"] for row in lists if row["rx"] == r) for r in run_names},
+                                             split)
     segments = sorted({r["segment"] for r in lists}, key=lambda seg: [(v is None, str(v)) for v in seg])
     shared = {r["segment"]: int(r["v1"]) for r in lists}
     n_lists = sum(shared.values()) if paired else sum(r["n"] for r in lists)
@@ -344,7 +350,32 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
                   max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
                   options=dict(options or {}), segment_names=tuple(segment_names), paired=paired,
-                  baseline=baseline, summary=summary)
+                  baseline=baseline, summary=summary, sample_ratio=ratio)
+
+
+def sample_ratio(lists: dict, split) -> dict | None:
+    """The sample ratio mismatch check of unpaired runs (A/B arms): each arm's lists (sessions) against the expected
+    split ({arm: share}; None: equal), by a chi-square goodness-of-fit test. Warns when p < SAMPLE_RATIO_P: a broken
+    split (a bug in the assignment or the logging) makes every other number of the comparison suspect."""
+    if split is not None:
+        unknown, missing = [a for a in split if a not in lists], [r for r in lists if r not in split]
+        if unknown or missing:
+            raise SqlmetricsError(f"split= must give a share to each arm, {', '.join(map(repr, lists))}"
+                                  + (f"; it names {', '.join(map(repr, unknown))}, which is not one" if unknown else "")
+                                  + (f"; it leaves out {', '.join(map(repr, missing))}" if missing else "") + ".")
+    total = sum(lists.values())
+    if not total:
+        return None
+    shares = {r: 1.0 if split is None else float(split[r]) for r in lists}
+    whole = math.fsum(shares.values())
+    expected = {r: shares[r] / whole for r in lists}
+    statistic = math.fsum((n - total * expected[r]) ** 2 / (total * expected[r]) for r, n in lists.items())
+    ratio = {"lists": dict(lists), "expected": expected, "statistic": statistic,
+             "p_value": chi2_sf(statistic, len(lists) - 1)}
+    ratio["mismatch"] = ratio["p_value"] < SAMPLE_RATIO_P
+    if ratio["mismatch"]:
+        warnings.warn(SqlmetricsWarning(sample_ratio_message(ratio)), stacklevel=3)
+    return ratio
 
 
 def _pairs(run_names: list, baseline) -> list:

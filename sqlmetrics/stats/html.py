@@ -105,7 +105,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
                                test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
                                n_resamples=o.n_resamples, pairing=o.pairing,
                                baseline=baseline if segs or chosen else None,
-                               resources={k: getattr(o, k) for k in RESOURCES})
+                               resources={k: getattr(o, k) for k in RESOURCES}, split=o.split)
     deltas, segments = {}, {}
     if segs:
         segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts
@@ -187,6 +187,7 @@ sup { color: #2e7d32; font-weight: 600; } td.best { font-weight: 700; }
 td.sig { color: #2e7d32; font-weight: 600; text-align: center; }
 figure { margin: 12px 0 20px; } figure svg { max-width: 100%; height: auto; }
 figcaption, p.note { color: #555; font-size: 13px; }
+p.mismatch { border: 2px solid #b00020; background: #fdecea; color: #b00020; padding: 8px 12px; font-size: 15px; }
 details { background: #f8f8fa; border: 1px solid #ddd; border-radius: 6px; padding: 6px 12px; }
 summary { cursor: pointer; font-weight: 600; }
 pre { overflow-x: auto; font-size: 12px; }
@@ -203,6 +204,8 @@ def _page(report: HtmlReport, digits: int) -> str:
     if report.options:
         what += "; options " + ", ".join(f"{k}={v!r}" for k, v in report.options.items())
     parts = [f"<h1>sqlmetrics report</h1>\n<p class=\"meta\">{e(what)}. Made by sqlmetrics {e(version)}.</p>"]
+    if (mismatch := report.comparison.mismatch_message()) is not None:
+        parts.append(f"<p class=\"mismatch\" role=\"alert\"><strong>Warning:</strong> {e(mismatch)}</p>")
     if not report.group_by:
         parts.append(_results(report, digits))
         parts.append(f"<h2 id=\"deltas\">Per-query differences against {e(report.baseline)}</h2>\n"

@@ -80,6 +80,9 @@ class Report:
     baseline: str | None = None
     summary: list = field(default_factory=list)  # Summary per segment, measure and run
     lists: dict = field(default_factory=dict)  # {segment: {run: {query_id: [value per measure]}}}, as tested
+    # Unpaired runs (A/B arms): each arm's lists against the expected split, and the chi-square test of it
+    # ({lists, expected, statistic, p_value, mismatch}; compare.sample_ratio); None for paired runs.
+    sample_ratio: dict | None = None
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -154,8 +157,6 @@ class Report:
                 what += f" ({self.n_resamples:,} random sign flips, seed {self.seed})"
         elif self.test == "bootstrap":
             what = ("" if self.paired else "un") + f"paired bootstrap test ({resampled})"
-        elif not self.paired:
-            what += f", bootstrap intervals ({resampled})"
         if self.correction:
             what += f", {CORRECTIONS[self.correction]}"
         return what
@@ -191,7 +192,8 @@ class Report:
         """Runs x measures with significance marks, the footnote, then (pairs=True) every pair; with segments,
         a baseline or unpaired runs, each run's summaries too."""
         rows = self._rows(digits, lambda s: "".join(_SUPERSCRIPT.get(ch, ch) for ch in s))
-        out = aligned([self._header(), *rows], ["l"] * len(self._header()))
+        out = f"WARNING: {self.mismatch_message()}\n\n" if self.mismatch_message() else ""
+        out += aligned([self._header(), *rows], ["l"] * len(self._header()))
         out += "\n" + self.footnote() + "\n"
         if pairs and self.extended:
             out += "\n" + self.summary_table(digits)
@@ -210,6 +212,12 @@ class Report:
         geometric = " (of log values for geometric means)" if "geometric" in self.aggregate.values() else ""
         return aligned(rows, ["l"] * (len(self.segment_names) + 2) + ["r"] * 4 + ["l"]) + (
             f"\nPer list{geometric}; {level} interval: mean +- t({_g(1 - self.max_p / 2)}, n-1) * se.\n")
+
+    def mismatch_message(self) -> str | None:
+        """The sample ratio mismatch warning, when the arms' lists break the expected split (p < 0.001)."""
+        if not self.sample_ratio or not self.sample_ratio["mismatch"]:
+            return None
+        return sample_ratio_message(self.sample_ratio)
 
     def level(self) -> str:
         """The intervals' level, as the tables print it: '99%' at max_p=0.01."""
@@ -312,6 +320,8 @@ class Report:
             "paired": self.paired,
             "baseline": self.baseline,
             "segment_names": list(self.segment_names),
+            "sample_ratio": None if self.sample_ratio is None else {
+                k: _clean(v) if isinstance(v, float) else v for k, v in self.sample_ratio.items()},
             "runs": [{"label": labels[r], "name": r} for r in self.runs],
             "measures": [{"name": m, "better": self.better[m], "aggregate": self.aggregate[m]} for m in self.measures],
             **({"segments": [{"segment": self._segment(seg), "run": r,
@@ -373,6 +383,17 @@ class Report:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+SAMPLE_RATIO_P = 0.001  # below it, the split is broken (the experimentation platforms' usual threshold)
+
+
+def sample_ratio_message(ratio: dict) -> str:
+    counts = ", ".join(f"{r} {n:,}" for r, n in ratio["lists"].items())
+    split = "/".join(f"{100 * share:.4g}" for share in ratio["expected"].values())
+    return (f"sample ratio mismatch: the arms have {counts} lists where a {split} split was expected (chi-square "
+            f"p = {ratio['p_value']:.2g} < {SAMPLE_RATIO_P}). The assignment or the logging is broken, and every other "
+            "number of this comparison is suspect: find why before reading them (or pass the intended split=).")
 
 
 # The tests whose report gives an interval of each difference, and how it is made.

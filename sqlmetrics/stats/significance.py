@@ -124,6 +124,39 @@ def mann_whitney(nx: int, ny: int, rank_sum_x: float, tie_term: float) -> tuple:
     return u_x, min(1.0, max(0.0, math.erfc(z / math.sqrt(2))))
 
 
+def chi2_sf(x: float, df: int) -> float:
+    """P(X >= x) for a chi-square variable with df degrees of freedom (= scipy.stats.chi2.sf): the regularized
+    upper incomplete gamma Q(df/2, x/2), by its series below a + 1 and its continued fraction above."""
+    if x <= 0:
+        return 1.0
+    a, z = df / 2, x / 2
+    log_front = a * math.log(z) - z - math.lgamma(a)
+    if z < a + 1:  # P by its series, Q = 1 - P
+        term = total = 1 / a
+        k = a
+        while abs(term) > abs(total) * 1e-17:
+            k += 1
+            term *= z / k
+            total += term
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    # Q by its continued fraction (modified Lentz)
+    tiny = 1e-300
+    b, c, d = z + 1 - a, 1 / tiny, 1 / (z + 1 - a)
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        h *= d * c
+        if abs(d * c - 1) < 1e-16:
+            break
+    return min(1.0, math.exp(log_front) * h)
+
+
 def _betai(a: float, b: float, x: float) -> float:
     """The regularized incomplete beta function I_x(a, b) (continued fraction, Numerical Recipes 6.4)."""
     if x <= 0:
