@@ -17,7 +17,7 @@ import sqlmetrics
 from sqlmetrics.cli import main as cli_main
 from sqlmetrics.errors import SqlmetricsError
 from sqlmetrics.stats.compare import analyse, analyse_lists
-from sqlmetrics.stats.draws import resample_hash
+from sqlmetrics.stats.draws import poisson_weight, resample_hash
 from sqlmetrics.stats.significance import adjust, mann_whitney, t_quantile, unpaired, welch
 
 LOG = "sqlmetrics/demo/search_log.parquet"
@@ -107,8 +107,9 @@ def test_corrections_equal_scipy_and_hand_values():
 
 
 def test_unpaired_bootstrap_is_the_hashed_resampling_and_agrees_with_scipy():
-    """The interval in SQL equals a numpy replay of the same hashed draws (x's values in ascending order drawn by
-    slots 0..nx-1, y's by slots nx..nx+ny-1), and is close to scipy.stats.bootstrap's percentile interval of the difference of means."""
+    """The interval in SQL equals a numpy replay of the same hashed Poisson(1) weights (x's values in ascending order
+    weighed by slots 0..nx-1, y's by slots nx..nx+ny-1), and is close to scipy.stats.bootstrap's percentile interval
+    of the difference of means."""
     x, y = SAMPLES["continuous"]
     x, y = x[:12], y[:15]
     seed, n_res = 11, 400
@@ -116,9 +117,9 @@ def test_unpaired_bootstrap_is_the_hashed_resampling_and_agrees_with_scipy():
     nx, ny = len(x), len(y)
     diffs = []
     for b in range(n_res):
-        ix = [resample_hash(seed, b, pos) % nx for pos in range(nx)]
-        iy = [resample_hash(seed, b, nx + pos) % ny for pos in range(ny)]
-        diffs.append(np.mean(np.sort(x)[ix]) - np.mean(np.sort(y)[iy]))
+        wx = [poisson_weight(resample_hash(seed, b, pos)) for pos in range(nx)]
+        wy = [poisson_weight(resample_hash(seed, b, nx + pos)) for pos in range(ny)]
+        diffs.append(np.average(np.sort(x), weights=wx) - np.average(np.sort(y), weights=wy))
     diffs = np.asarray(diffs)
     assert res["ci_low"] == pytest.approx(np.quantile(diffs, 0.05), rel=1e-9)
     assert res["ci_high"] == pytest.approx(np.quantile(diffs, 0.95), rel=1e-9)

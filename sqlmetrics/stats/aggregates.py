@@ -18,9 +18,10 @@ segment joins (IS NOT DISTINCT FROM), window functions for ranks. Its rows, one 
              rx's and ry's own values), rx <> ry, segment, measure; n = resamples at least as far from the
              observed difference as it is from 0, v1 .. v4 = the resampled differences at bootstrap_ranks()
 
-The bootstrap draws the resamples of significance.py's local one (draws.py's hash, over the values in ascending
-order, rx's drawn by slots 0 .. nx-1 and ry's by nx .. nx+ny-1), so its interval and p equal the local ones; a
-resample's order differs with the direction of the difference, so both directions are drawn.
+The bootstrap is significance.py's local one, the Poisson bootstrap: each value weighs Poisson(1) drawn from
+draws.py's hash of its slot (the values in ascending order, rx's at slots 0 .. nx-1 and ry's at nx .. nx+ny-1), so
+its interval and p equal the local ones, and a resample is a weighted sum, never a table of draws; a resample's
+slots differ with the direction of the difference, so both directions are drawn.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ..dialects.portable import name_qualified_columns
 from ..engines import evaluation_statement, run_statement
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
-from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
+from .draws import RESAMPLED_TIE, draw_sql, poisson_sql, replicates_sql, slots_sql
 from .ranks import tolerant_ranks_sql
 
 TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
@@ -191,31 +192,27 @@ def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, sc
                      f"FROM (SELECT a.run AS rx, b.run AS ry FROM ab_runs AS a JOIN ab_runs AS b ON a.run <> b.run) AS p "
                      f"JOIN ab_vals AS l ON l.run = p.rx OR l.run = p.ry")
     ranks, _ = bootstrap_ranks(n_resamples, confidence)
-    draw = f"{draw_sql('r.hb', 's.hq')} % p.n + 1"
 
-    def mean(role):  # a resample's mean of one role's values: (value x times drawn) over the draws
-        return (f"SUM(CASE WHEN d.role = {role} THEN p.v * d.times END) "
-                f"/ CAST(SUM(CASE WHEN d.role = {role} THEN d.times END) AS DOUBLE PRECISION)")
+    def mean(role):  # a resample's mean of one role's values, weighed; a role drawing no list keeps its mean
+        return (f"COALESCE(SUM(CASE WHEN w.role = {role} THEN w.v * w.w END) / CAST(NULLIF(SUM(CASE WHEN w.role = "
+                f"{role} THEN w.w END), 0) AS DOUBLE PRECISION), MAX(o.mean{role}))")
 
     quantiles = ", ".join(f"MAX(CASE WHEN r.q = {r} THEN r.stat END) AS v{i}" for i, r in enumerate(ranks, 1))
     return f""",
 ab_bslots AS ({' UNION ALL '.join(slots)}),
-ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) AS k,
-                COUNT(*) OVER (PARTITION BY {keys}, role) AS n,
-                ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) - 1
+ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) - 1
                 + role * SUM(CASE WHEN role = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {keys}) AS slot,
                 DENSE_RANK() OVER (ORDER BY {keys}) AS g FROM ab_bslots),
 ab_bslots_hashed AS ({slots_sql("SELECT slot FROM ab_bpos")}),
 ab_breps AS ({replicates_sql(seed, n_resamples)}),
-ab_bdraws AS (SELECT p.g, p.sc, p.role, r.b AS rep, {draw} AS idx, COUNT(*) AS times
-              FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r
-              GROUP BY p.g, p.sc, p.role, r.b, {draw}),
-ab_bstats AS (SELECT d.g, d.rep, CASE WHEN d.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
-              FROM ab_bdraws AS d JOIN ab_bpos AS p ON p.g = d.g AND p.role = d.role AND p.k = d.idx
-              GROUP BY d.g, d.sc, d.rep),
-ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs,
+ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs, {role0} AS mean0,
+                {role1} AS mean1,
                 CASE WHEN sc = 1 THEN {RESAMPLED_TIE!r} * AVG(ABS(v)) ELSE {RESAMPLED_TIE!r} * (ABS({role0}) + ABS({role1})) END AS tol
             FROM ab_bpos GROUP BY g, {keys}),
+ab_bweights AS (SELECT p.g, p.sc, p.role, p.v, r.b AS rep, {poisson_sql(draw_sql('r.hb', 's.hq'))} AS w
+                FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r),
+ab_bstats AS (SELECT w.g, w.rep, CASE WHEN w.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
+              FROM ab_bweights AS w JOIN ab_bobs AS o ON o.g = w.g GROUP BY w.g, w.sc, w.rep),
 ab_branked AS (SELECT g, stat, ROW_NUMBER() OVER (PARTITION BY g ORDER BY stat) AS q FROM ab_bstats),
 ab_boot AS (SELECT {', '.join(f'o.{c}' for c in keys.split(', '))},
                 SUM(CASE WHEN ABS(r.stat - o.obs) >= ABS(o.obs) - o.tol THEN 1 ELSE 0 END) AS n, {quantiles}

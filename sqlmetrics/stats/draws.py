@@ -9,12 +9,16 @@ mix the seed and the resample's number into hb, two mix a slot's number into hq,
 
     h = R34(R12(seed) + b) * R56(slot) mod P
 
-A sign flip is h % 2, a bootstrap draw h % n (biases of n / P, below 1e-6 for a thousand lists). The rounds are
+A sign flip is h % 2; a bootstrap weight is Poisson(1) by the inverse of its distribution function at h / P
+(poisson_sql: the Poisson bootstrap, in which each list is drawn a Poisson(1) number of times, independently of
+the others, so a resample is one weighted sum over the lists and never a table of draws). The rounds are
 over the few resample and slot numbers, each one expression (nested subqueries would nest too deep for SQLite's
 parser), selected DISTINCT: engines do not inline a DISTINCT subquery into a join, so the rounds are not repeated
 for every (resample, slot) pair, which costs one product.
 """
 from __future__ import annotations
+
+import math
 
 P = 2147483647
 # resampled statistics this close (relative to the values' scale) to the observed one count as "as extreme"
@@ -42,6 +46,23 @@ def slot_hash(slot: int) -> int:
 def resample_hash(seed: int, b: int, slot: int) -> int:
     """h(seed, resample b, slot) in Python: the value draw_sql() computes."""
     return replicate_hash(seed, b) * slot_hash(slot) % P
+
+
+# h below POISSON_BOUNDS[k] draws the weight k: P times the Poisson(1) distribution function at k, for k = 0 .. 11;
+# h at or above the last bound (probability 1e-9) draws 12.
+POISSON_BOUNDS = tuple(int(P * math.exp(-1) * math.fsum(1 / math.factorial(j) for j in range(k + 1)))
+                       for k in range(12))
+
+
+def poisson_weight(h: int) -> int:
+    """The Poisson(1) weight a draw h in 0 .. P-1 gives (poisson_sql() in Python)."""
+    return next((k for k, bound in enumerate(POISSON_BOUNDS) if h < bound), len(POISSON_BOUNDS))
+
+
+def poisson_sql(h: str) -> str:
+    """The Poisson(1) weight of the draw h (an integer expression), as one CASE."""
+    return ("CASE " + " ".join(f"WHEN {h} < {bound} THEN {k}" for k, bound in enumerate(POISSON_BOUNDS))
+            + f" ELSE {len(POISSON_BOUNDS)} END")
 
 
 def _rounds_sql(x: str, keys: tuple) -> str:

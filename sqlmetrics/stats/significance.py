@@ -27,7 +27,7 @@ import warnings
 
 from ..local.connection import connect
 from ..errors import SqlmetricsError
-from .draws import RESAMPLED_TIE, draw_sql, replicates_sql, slots_sql
+from .draws import RESAMPLED_TIE, draw_sql, poisson_sql, replicates_sql, slots_sql
 from .ranks import tolerant_ranks_sql
 
 
@@ -318,14 +318,18 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
                 out[job].update(p=min(1.0, p), exact=bool(is_exact))
         else:
             alpha = (1 - confidence) / 2
-            sizes = sorted({len(d) for _, d in live})
-            draws = " UNION ALL ".join(
-                f"SELECT {n} AS n, b, list(h % {n} + 1 ORDER BY pos) AS idx "
-                f"FROM ({_hashed_grid(seed, n_resamples, n)}) GROUP BY b" for n in sizes)
+            # The Poisson bootstrap: in resample b, the difference at position `slot` (ascending order) weighs
+            # Poisson(1) drawn from h(seed, b, slot); a resample's mean is one weighted sum, so no table of draws
+            # is ever built. A resample drawing no list at all (probability e^-n) keeps the observed mean.
             rows = con.execute(f"""
-                WITH means AS (
-                    SELECT j.job, j.obs / j.n AS obs_mean, j.tol / j.n AS tol, list_sum(list_select(j.dv, s.idx)) / j.n AS m
-                    FROM sqlm_jobs j JOIN ({draws}) s ON s.n = j.n)
+                WITH vals AS (SELECT job, obs / n AS obs_mean, tol / n AS tol, unnest(dv) AS v,
+                                     generate_subscripts(dv, 1) - 1 AS slot FROM sqlm_jobs),
+                     weighted AS (
+                        SELECT v.job, v.obs_mean, v.tol, r.b, {poisson_sql(draw_sql('r.hb', 's.hq'))} AS w, v.v
+                        FROM vals v JOIN ({slots_sql('SELECT slot FROM vals')}) s ON s.slot = v.slot
+                        CROSS JOIN ({replicates_sql(seed, n_resamples)}) r),
+                     means AS (SELECT job, obs_mean, tol, COALESCE(SUM(w * v) / NULLIF(SUM(w), 0), obs_mean) AS m
+                               FROM weighted GROUP BY job, obs_mean, tol, b)
                 SELECT job, SUM(CASE WHEN abs(m - obs_mean) >= abs(obs_mean) - tol THEN 1 ELSE 0 END),
                        quantile_cont(m, {alpha!r}), quantile_cont(m, {1 - alpha!r})
                 FROM means GROUP BY job""").fetchall()
@@ -381,23 +385,27 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
                 out[job].update(rank_sum_x=float(rank_sum), tie_term=float(ties))
         if test == "bootstrap" and live:
             alpha = (1 - confidence) / 2
-            sizes = sorted({(len(groups[gx]), len(groups[gy])) for _, gx, gy in live})
-            # x draws from positions 0 .. nx-1 of the hashed grid, y from nx .. nx+ny-1: independent streams
-            draws = " UNION ALL ".join(
-                f"SELECT {nx} AS nx, {ny} AS ny, b, "
-                f"list(h % {nx} + 1 ORDER BY pos) FILTER (WHERE pos < {nx}) AS ix, "
-                f"list(h % {ny} + 1 ORDER BY pos) FILTER (WHERE pos >= {nx}) AS iy "
-                f"FROM ({_hashed_grid(seed, n_resamples, nx + ny)}) GROUP BY b" for nx, ny in sizes)
+            # The Poisson bootstrap, each run apart: x's values (ascending) weigh by slots 0 .. nx-1, y's by
+            # nx .. nx+ny-1, so the two draw independent weights; an arm drawing no list keeps its observed mean.
+            x_mean = "COALESCE(SUM(CASE WHEN is_x THEN w * v END) / NULLIF(SUM(CASE WHEN is_x THEN w END), 0), mx)"
+            y_mean = "COALESCE(SUM(CASE WHEN NOT is_x THEN w * v END) / NULLIF(SUM(CASE WHEN NOT is_x THEN w END), 0), my)"
             rows = con.execute(f"""
                 WITH obs AS (
-                    SELECT p.job, list_sort(x.v) AS vx, list_sort(y.v) AS vy,  -- sorted: as resample()
-                           x.n AS nx, y.n AS ny,
+                    SELECT p.job, x.v AS vx, y.v AS vy, x.n AS nx, list_avg(x.v) AS mx, list_avg(y.v) AS my,
                            list_avg(x.v) - list_avg(y.v) AS d, {RESAMPLED_TIE} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
                     FROM sqlm_pairs p JOIN sqlm_groups x ON x.g = p.gx JOIN sqlm_groups y ON y.g = p.gy),
-                diffs AS (
-                    SELECT o.job, o.d, o.tol, list_sum(list_select(o.vx, s.ix)) / o.nx
-                                              - list_sum(list_select(o.vy, s.iy)) / o.ny AS m
-                    FROM obs o JOIN ({draws}) s ON s.nx = o.nx AND s.ny = o.ny)
+                vals AS (
+                    SELECT job, mx, my, d, tol, TRUE AS is_x, unnest(list_sort(vx)) AS v,
+                           generate_subscripts(vx, 1) - 1 AS slot FROM obs
+                    UNION ALL
+                    SELECT job, mx, my, d, tol, FALSE, unnest(list_sort(vy)), nx + generate_subscripts(vy, 1) - 1
+                    FROM obs),
+                weighted AS (
+                    SELECT v.job, v.mx, v.my, v.d, v.tol, v.is_x, v.v, r.b,
+                           {poisson_sql(draw_sql('r.hb', 's.hq'))} AS w
+                    FROM vals v JOIN ({slots_sql('SELECT slot FROM vals')}) s ON s.slot = v.slot
+                    CROSS JOIN ({replicates_sql(seed, n_resamples)}) r),
+                diffs AS (SELECT job, d, tol, {x_mean} - {y_mean} AS m FROM weighted GROUP BY job, mx, my, d, tol, b)
                 SELECT job, SUM(CASE WHEN abs(m - d) >= abs(d) - tol THEN 1 ELSE 0 END),
                        quantile_cont(m, {alpha!r}), quantile_cont(m, {1 - alpha!r})
                 FROM diffs GROUP BY job""").fetchall()
