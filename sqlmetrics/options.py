@@ -47,11 +47,14 @@ CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-
 # Who takes an option: Python functions and command-line subcommands.
 EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
 EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo", "sql", "convert"
+DECIDE_CMD = "decide"  # `sqlmetrics decide`: compare's report from the statistics of `sqlmetrics sql --compare`
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
 _LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
+# compare's settings that `sqlmetrics sql --compare` writes into its statement
+_RENDERED_TEST = _COMPARING | {SQL_CMD}
 
 
 @dataclass(frozen=True)
@@ -203,19 +206,19 @@ OPTIONS = (
            "welch, mannwhitney and the unpaired bootstrap", _COMPARING, choices=tuple(TESTS), group="comparison"),
     Option("pairing", "auto", "paired tests over the queries the runs share, or unpaired tests (runs with different "
            "queries, sessions or users); 'auto': paired when, in every segment, at least half of each run's "
-           "queries are shared by all runs", _COMPARING, choices=("auto", "paired", "unpaired"), group="comparison"),
+           "queries are shared by all runs", _RENDERED_TEST, choices=("auto", "paired", "unpaired"), group="comparison"),
     Option("baseline", None, "test every run against this run only (▲/▼: significantly better/worse than it) "
-           "instead of every pair", frozenset({COMPARE, COMPARE_CMD}), metavar="RUN", group="comparison"),
-    Option("max_p", 0.01, "significance threshold", _COMPARING, kind="float", metavar="P", group="comparison"),
+           "instead of every pair", frozenset({COMPARE, COMPARE_CMD, DECIDE_CMD}), metavar="RUN", group="comparison"),
+    Option("max_p", 0.01, "significance threshold", _RENDERED_TEST, kind="float", metavar="P", group="comparison"),
     Option("split", None, "the arms' expected shares of the lists (sessions), e.g. control=1 treatment=1 (default: "
            "equal): an unpaired compare checks the counts against it with a chi-square test and warns of a sample "
-           "ratio mismatch when p < 0.001", frozenset({COMPARE, COMPARE_CMD, REPORT}), kind="shares",
+           "ratio mismatch when p < 0.001", frozenset({COMPARE, COMPARE_CMD, REPORT, DECIDE_CMD}), kind="shares",
            metavar="ARM=SHARE", group="comparison"),
     Option("correction", None, "multiple-comparison correction over every test of the report (pairs x segments x "
-           "measures): Bonferroni, Holm or Benjamini-Hochberg (bh)", _COMPARING,
+           "measures): Bonferroni, Holm or Benjamini-Hochberg (bh)", _COMPARING | {DECIDE_CMD},
            choices=tuple(CORRECTIONS), group="comparison"),
-    Option("seed", 42, "seed of the resampling tests", _COMPARING, kind="int", group="comparison"),
-    Option("n_resamples", 10000, "resamples of the fisher and bootstrap tests", _COMPARING, kind="int",
+    Option("seed", 42, "seed of the resampling tests", _RENDERED_TEST, kind="int", group="comparison"),
+    Option("n_resamples", 10000, "resamples of the fisher and bootstrap tests", _RENDERED_TEST, kind="int",
            metavar="N", group="comparison"),
     Option("engine", None, "a connection or session of another engine (sqlite3, psycopg, chdb, DataFusion, "
            "polars SQLContext, SparkSession, ...): the tables are evaluated where they live",

@@ -246,6 +246,68 @@ def test_engine_aggregates_equal_local_compare(engine, data, test, paired, reque
     assert _differences(there.to_dict(), here.to_dict()) == []
 
 
+# render_compare()'s statement, run by hand where the tables are, and decide() on its rows: the fast suite runs
+# DuckDB and SQLite on an unpaired and a paired case; the full suite the other cases, PostgreSQL and Spark.
+RENDERED = [("log", "welch"), ("runs", "student"), ("log", "bootstrap"), ("runs", "tukey"), ("log", "mannwhitney")]
+RENDERED_FAST = (("duckdb_con", "log", "welch"), ("duckdb_con", "runs", "student"), ("sqlite_con", "log", "welch"))
+
+
+@pytest.mark.parametrize("engine, data, test", [
+    pytest.param(engine, *case, marks=[] if (engine, *case) in RENDERED_FAST else [pytest.mark.slow])
+    for engine in ("duckdb_con", "sqlite_con", "postgres_con", "spark_con") for case in RENDERED])
+def test_rendered_statistics_decide_as_compare_does(engine, data, test, request):
+    """The warehouse half of an A/B test: the statement's rows, fetched as a table and saved, give the local
+    compare's report to 1e-9 (sqlmetrics sql --compare, then sqlmetrics decide)."""
+    from sqlmetrics.engines import _fetch, engine_dialect
+
+    con, prefix = request.getfixturevalue(engine)
+    options = _options(data, test)
+    qrels = options.pop("qrels", "qrels")
+    correction = options.pop("correction")
+    sql = sqlmetrics.render_compare(MEASURES, engine_dialect(con), qrels=qrels and prefix + qrels, run=prefix + data,
+                                    **options)
+    rows, names = _fetch(con, engine_dialect(con), sql)
+    there = sqlmetrics.decide([dict(zip(names, r)) for r in rows], correction=correction)
+    here = _local_compare(data, test)
+    assert there.test == here.test and there.paired == here.paired
+    assert _differences(_decided(there), _decided(here)) == []
+
+
+def _decided(report) -> dict:
+    """A report as decide() can know it: the evaluation's options are the statement's (its header), not its rows'."""
+    return {k: v for k, v in report.to_dict().items() if k != "options"}
+
+
+def test_decide_reads_the_statistics_from_a_file_and_refuses_what_is_not_them(duckdb_con, tmp_path, capsys):
+    from sqlmetrics.cli import main as cli_main
+
+    con, _ = duckdb_con
+    options = _options("log", "welch")
+    options.pop("qrels"), options.pop("correction")
+    sql = sqlmetrics.render_compare(MEASURES, "duckdb", qrels=None, run="log", **options)
+    con.execute(f"COPY ({sql}) TO '{tmp_path / 'stats.parquet'}'")
+    con.execute(f"COPY ({sql}) TO '{tmp_path / 'stats.csv'}'")
+    here = _local_compare("log", "welch")
+    for name in ("stats.parquet", "stats.csv"):
+        decided = sqlmetrics.decide(tmp_path / name, correction="holm")
+        assert _differences(_decided(decided), _decided(here)) == []
+    assert cli_main(["decide", str(tmp_path / "stats.parquet"), "--correction", "holm"]) == 0
+    assert capsys.readouterr().out == here.to_table()  # the table prints no option
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="these rows have no kind, sc, rx"):
+        sqlmetrics.decide(pq.read_table(DEMO + "search_log.parquet"))
+    rows = con.sql(sql).to_arrow_table().to_pylist()
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="more than one statement"):
+        sqlmetrics.decide(rows + [{**rows[0], "max_p": 0.01}])
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="there is no file"):
+        sqlmetrics.decide(tmp_path / "missing.parquet")
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="'fisher' needs every per-list value"):
+        sqlmetrics.render_compare(MEASURES, "duckdb", qrels=None, run="log", **{**options, "test": "fisher"})
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="map its run_name column"):
+        sqlmetrics.render_compare(MEASURES, "duckdb", run="runs")
+    assert cli_main(["sql", "-m", "RR", "--max-p", "0.05"]) == 2
+    assert "--max-p is a setting of the test: give --compare TEST too" in capsys.readouterr().err
+
+
 @pytest.mark.slow  # a server
 def test_mariadb_drops_its_staging_table(mariadb_con):
     """The evaluation is staged in a temporary table of the connection's own, dropped afterwards."""

@@ -71,6 +71,11 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
         raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
     with Progress(f"comparing {len(runs)} runs", quiet=args.quiet) as progress:
         report = compare(qrels, runs, measures, **options, _progress=progress.listener)
+    return formatted(report, args, fmt)
+
+
+def formatted(report, args, fmt: str):
+    """The report in format `fmt`: text, or a TableOutput of its pairs (-q: of its per-query differences)."""
     if fmt in (*TABLES, "duckdb"):
         return deltas_table(report, fmt) if args.per_query else pairs_table(report, fmt)
     if fmt == "json":

@@ -35,10 +35,10 @@ import duckdb
 from ..errors import SqlmetricsError, SqlmetricsWarning, redacted
 from ..local.connection import interrupt_queries
 from ..options import OPTIONS
-from . import compare, convert, counterfactual, demo, evaluate, fuse, listing, report, sql, trec_eval
+from . import compare, convert, counterfactual, decide, demo, evaluate, fuse, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, trec_eval, convert, counterfactual)
+COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, decide, trec_eval, convert, counterfactual)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 
 from ..dialects import DIALECTS, render, render_fusion
-from ..options import SQL_CMD
+from ..options import BY_NAME, SQL_CMD
+from ..stats.aggregates import IN_ENGINE, render_compare
 from .common import UsageError, add_fusion_flags, add_option_flags, fusion_params, measures_from, option_values
 
 
@@ -23,6 +24,11 @@ def add_parser(sub, parents) -> None:
                         "--relevance)")
     p.add_argument("--run", default="run", metavar="TABLE", help="the run table (default run)")
     p.add_argument("-q", "--per-query", action="store_true", help="one row per query (and run) instead of the means")
+    p.add_argument("--compare", choices=IN_ENGINE, metavar="TEST",
+                   help="print compare's sufficient statistics for TEST instead (the runs of one table: --column "
+                        f"run_name=COLUMN): {', '.join(IN_ENGINE)}; run it where the tables are, save its rows, and "
+                        "`sqlmetrics decide ROWS` prints the comparison (with --max-p, --seed, --n-resamples, "
+                        "--pairing as compare takes them)")
     p.add_argument("--no-header", action="store_true", help="leave out the comment block naming measures and options")
     p.add_argument("--dbt", action="store_true",
                    help="SQL for a dbt model: no trailing ';', and --qrels / --run may be dbt references, "
@@ -62,6 +68,11 @@ def run(args) -> tuple:
     if args.measure is None:
         raise UsageError("give the measures to evaluate (-m nDCG@10 ...), or --fuse METHOD with --fuse-run tables.")
     options = option_values(args, SQL_CMD)
+    test_settings = {k: options.pop(k) for k in _TEST_SETTINGS if k in options}
+    if args.compare is None and (given := [k for k, v in test_settings.items() if v != BY_NAME[k].default]):
+        raise UsageError(f"{BY_NAME[given[0]].cli_flags[0]} is a setting of the test: give --compare TEST too.")
+    if args.compare is not None and (args.per_query or "into" in options or args.dbt):
+        raise UsageError("--compare prints the statistics' statement: leave out -q, --into and --dbt.")
     if "into" not in options:
         if args.into_mode != "create":
             raise UsageError("--into-mode says how to write the results into --into TABLE; give --into too.")
@@ -71,9 +82,16 @@ def run(args) -> tuple:
     tables = {"qrels": None if args.qrels.lower() == "none" else args.qrels, "run": args.run}
     references = _references(tables, args.dbt)
     tables.update({role: _STAND_IN.format(role) for role in references})
+    if args.compare is not None:
+        sql = render_compare(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
+                             test=args.compare, **test_settings, **options)
+        return sql + ";\n", args.output
     sql = render(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                  per_query=args.per_query, header=not args.no_header, **options)
     return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
+
+
+_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing")  # compare's, which --compare writes into its statement
 
 
 def _references(tables: dict, dbt: bool, flag: str | None = None) -> dict:

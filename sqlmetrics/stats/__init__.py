@@ -1,7 +1,9 @@
 """Comparing runs: significance tests (significance.py), compare() (compare.py) and its Report (report.py);
+in a warehouse, the tests' sufficient statistics as one statement (aggregates.render_compare) and decide();
 counterfactual estimates from click logs (counterfactual.py)."""
-from .compare import compare
+from .aggregates import render_compare
+from .compare import compare, decide
 from .counterfactual import interleaving, ips
 from .report import Report
 
-__all__ = ["Report", "compare", "interleaving", "ips"]
+__all__ = ["Report", "compare", "decide", "interleaving", "ips", "render_compare"]

@@ -31,16 +31,26 @@ import uuid
 import sqlglot
 from sqlglot import exp
 
+from ..catalogue import parse_all
+from ..catalogue.names import COMPAT
+from ..dialects import render
 from ..dialects.info import dialect_info
 from ..dialects.portable import name_qualified_columns
 from ..engines import evaluation_statement, run_statement
+from ..errors import SqlmetricsError
+from ..options import check_log_options
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
 from .draws import RESAMPLED_TIE, draw_sql, poisson_sql, replicates_sql, slots_sql
 from .ranks import tolerant_ranks_sql
 
+# The tests whose statistics are aggregates: with engine= (and in render_compare()'s statement), only those leave
+# the engine. fisher and wilcoxon need every per-list value: the randomization test's exact enumeration and scipy's
+# switch to a permutation test of the signed ranks (ties or zeros among few queries).
+IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
+SETTINGS = ("test", "max_p", "n_resamples", "seed", "pairing")  # render_compare()'s rows end with these
 
 
 def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=None, complete=False) -> list:
@@ -69,6 +79,15 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
 def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: dict, k: int) -> list:
     """The aggregate statement (written in PostgreSQL's SQL) on top of the evaluation, run in the engine's
     dialect; rows as aggregate_rows() returns them (k segment columns)."""
+    tree = _tree(kind, statement, evaluation)
+    rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot, copy=False), tables)
+    # MySQL/MariaDB return an integer SUM as a DECIMAL: the counts become ints and the values floats
+    return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *(_int(v) for v in r[4 + k:6 + k]),
+                               *(None if v is None else float(v) for v in r[6 + k:])])) for r in rows]
+
+
+def _tree(kind: str, statement: str, evaluation: exp.Expression) -> exp.Expression:
+    """The aggregate statement (PostgreSQL's SQL) with the evaluation as its first WITH query, for `kind`."""
     tree = sqlglot.parse_one(statement, read="postgres")
     name_qualified_columns(tree)
     ctes = tree.args["with_"].expressions
@@ -79,10 +98,49 @@ def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: 
     if kind == "clickhouse":  # it plans each WITH query anew where it is read: the bootstrap's plan is large
         tree.set("settings", [exp.EQ(this=exp.column("query_plan_max_optimizations_to_apply"),
                                      expression=exp.Literal.number(1000000))])
-    rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot, copy=False), tables)
-    # MySQL/MariaDB return an integer SUM as a DECIMAL: the counts become ints and the values floats
-    return [dict(zip(COLUMNS, [*r[:4], tuple(r[4:4 + k]), *(_int(v) for v in r[4 + k:6 + k]),
-                               *(None if v is None else float(v) for v in r[6 + k:])])) for r in rows]
+    return tree
+
+
+def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", *, test: str = "student",
+                   max_p: float = 0.01, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
+                   **options) -> str:
+    """compare()'s sufficient statistics as ONE SQL statement for `dialect`, over tables that live in that engine:
+    per segment, run (pair of runs) and measure the counts, means, sums of squares, rank sums and (test=
+    'bootstrap') the resampled differences that the test needs; never a per-list value. Fetch its rows from the
+    engine (into a file or a frame) and decide() turns them into compare()'s report. measures, qrels, run and
+    the evaluation options are render()'s (columns= maps run_name: the runs of one table, such as A/B arms);
+    test, max_p, seed, n_resamples and pairing are compare()'s, recorded in the rows.
+
+    Its columns: kind, sc, rx, ry, the segment columns by name, m and measure (the measure's index and name), n,
+    v1 .. v5 (aggregates.py's docstring says what each kind holds), then test, max_p, n_resamples, seed and
+    pairing (SETTINGS)."""
+    info = dialect_info(dialect)
+    if test not in IN_ENGINE:
+        raise SqlmetricsError(f"test={test!r}: the statistics of {', '.join(map(repr, IN_ENGINE))} are aggregates; "
+                              f"{test!r} needs every per-list value (compare() fetches them).")
+    if "run_name" not in (options.get("columns") or {}):
+        raise SqlmetricsError("render_compare() compares the runs of one table: map its run_name column in columns= "
+                              "(e.g. columns={'run_name': 'arm'}).")
+    calls = parse_all(measures, options.get("relevance_level", 1), options.get("compat", COMPAT))
+    segs = list(check_log_options(qrels, options.get("group_by"), options.get("label"), options.get("relevance")))
+    if taken := [g for g in segs if g in (*COLUMNS, "measure", *SETTINGS)]:
+        raise SqlmetricsError(f"group_by= {taken[0]!r}: the statistics' rows have a column of that name; rename the "
+                              "segment column.")
+    scopes = {"paired": (1,), "unpaired": (0,)}.get(pairing, (0, 1))
+    boot = (seed, n_resamples, 1 - max_p, scopes) if test == "bootstrap" else None
+    evaluation = render([c.text for c in calls], dialect=info.name, qrels=qrels, run=run, per_query=True, **options)
+    header = [line for line in evaluation.splitlines() if line.startswith("--")]
+    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], boot,
+                           complete=test == "tukey",
+                           labels=(segs, [c.text for c in calls], (test, max_p, n_resamples, seed, pairing)))
+    tree = _tree(info.name, statement, sqlglot.parse_one("\n".join(line for line in evaluation.splitlines()
+                                                                    if not line.startswith("--")), read=info.sqlglot))
+    header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
+              + (f", seed={seed}, n_resamples={n_resamples}" if test == "bootstrap" else "") + "), rendered for "
+              f"{info.name}; save its rows and `sqlmetrics decide` (decide()) prints the comparison. Its evaluation:",
+              *header]
+    return "\n".join(header) + "\n" + tree.sql(dialect=info.sqlglot, pretty=True,
+                                               unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
 
 
 def _int(value):
@@ -101,7 +159,9 @@ def bootstrap_ranks(n_resamples: int, confidence: float) -> tuple:
     return ranks, weights
 
 
-def _statement(segs: list, outs: list, aggregates: list, bootstrap=None, complete=False) -> str:
+def _statement(segs: list, outs: list, aggregates: list, bootstrap=None, complete=False, labels=None) -> str:
+    """The aggregate statement over ab_v, the evaluation's per-list rows. labels, for render_compare(): (segment
+    names, measure names, (test, confidence, n_resamples, seed)), which name its columns and fill its last ones."""
     s = [f"s{i}" for i in range(len(segs))]
 
     def cols(prefix=""):
@@ -131,6 +191,23 @@ ab_complete AS (SELECT {cols()}query_id, m FROM ab_vals WHERE is_shared = 1 GROU
            UNION ALL SELECT 2 AS sc, v.run, {cols('v.')}v.m, v.raw, v.x FROM ab_vals AS v
            JOIN ab_complete AS c ON c.query_id = v.query_id AND c.m = v.m{same('v', 'c')}""" if complete else ""
     boot = f"\nUNION ALL\nSELECT 'boot', sc, rx, ry, {cols()}m, n, v1, v2, v3, v4, {null} FROM ab_boot" if bootstrap else ""
+    final = f"""
+SELECT 'lists' AS kind, 0 AS sc, run AS rx, run AS ry, {cols()}0 AS m, COUNT(*) AS n,
+       CAST(SUM(is_shared) AS DOUBLE PRECISION) AS v1, {null} AS v2, {null} AS v3, {null} AS v4, {null} AS v5
+FROM ab_flagged GROUP BY run{''.join(f', {c}' for c in s)}
+UNION ALL
+SELECT 'moments', sc, run AS rx, run AS ry, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
+UNION ALL
+SELECT 'ranks', 0, rx, ry, {cols()}m, COUNT(*), SUM(CASE WHEN is_x = 1 THEN r ELSE 0 END), SUM(t * t - 1),
+       {null}, {null}, {null}
+FROM ab_ranked GROUP BY rx, ry, {cols()}m
+UNION ALL
+SELECT 'diffs', 0, o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean, SUM((l.d - o.mean) * (l.d - o.mean)),
+       CAST(SUM(CASE WHEN l.cmp = 1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
+       CAST(SUM(CASE WHEN l.cmp = 0 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
+       CAST(SUM(CASE WHEN l.cmp = -1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION)
+FROM ab_diffs AS l JOIN ab_dmoments AS o ON l.rx = o.rx AND l.ry = o.ry AND l.m = o.m{same('l', 'o')}
+GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean{boot}"""
     return f"""
 WITH ab_base AS (SELECT run_name AS run, {seg_select}query_id{measures} FROM ab_v),
 ab_shared AS (SELECT {cols()}query_id FROM ab_base GROUP BY {cols()}query_id
@@ -156,23 +233,23 @@ ab_diffs AS (SELECT a.run AS rx, b.run AS ry, {cols('a.')}a.m, a.x - b.x AS d,
           WHERE a.is_shared = 1 AND b.is_shared = 1),
 ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_diffs GROUP BY rx, ry, {cols()}m){
     _bootstrap(s, same, *bootstrap) if bootstrap else ''}
-SELECT 'lists' AS kind, 0 AS sc, run AS rx, run AS ry, {cols()}0 AS m, COUNT(*) AS n,
-       CAST(SUM(is_shared) AS DOUBLE PRECISION) AS v1, {null} AS v2, {null} AS v3, {null} AS v4, {null} AS v5
-FROM ab_flagged GROUP BY run{''.join(f', {c}' for c in s)}
-UNION ALL
-SELECT 'moments', sc, run AS rx, run AS ry, {cols()}m, n, mean, ss, total, {null}, {null} FROM ab_squares
-UNION ALL
-SELECT 'ranks', 0, rx, ry, {cols()}m, COUNT(*), SUM(CASE WHEN is_x = 1 THEN r ELSE 0 END), SUM(t * t - 1),
-       {null}, {null}, {null}
-FROM ab_ranked GROUP BY rx, ry, {cols()}m
-UNION ALL
-SELECT 'diffs', 0, o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean, SUM((l.d - o.mean) * (l.d - o.mean)),
-       CAST(SUM(CASE WHEN l.cmp = 1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
-       CAST(SUM(CASE WHEN l.cmp = 0 THEN 1 ELSE 0 END) AS DOUBLE PRECISION),
-       CAST(SUM(CASE WHEN l.cmp = -1 THEN 1 ELSE 0 END) AS DOUBLE PRECISION)
-FROM ab_diffs AS l JOIN ab_dmoments AS o ON l.rx = o.rx AND l.ry = o.ry AND l.m = o.m{same('l', 'o')}
-GROUP BY o.rx, o.ry, {cols('o.')}o.m, o.n, o.mean{boot}
+{final if labels is None else _labelled(final, s, labels)}
 """
+
+
+def _labelled(final: str, s: list, labels: tuple) -> str:
+    """The statement's rows as render_compare() gives them: the segments by name, each measure's name beside
+    its index, and the test's settings on every row (decide() reads them back)."""
+    segs, names, (test, max_p, n_resamples, seed, pairing) = labels
+    quoted = [exp.to_identifier(g, quoted=True).sql("postgres") for g in segs]
+    measure = "CASE m " + " ".join(f"WHEN {j} THEN {exp.Literal.string(name).sql('postgres')}"
+                                   for j, name in enumerate(names)) + " END"
+    return f""",
+ab_stats AS ({final})
+SELECT kind, sc, rx, ry, {''.join(f'{c} AS {q}, ' for c, q in zip(s, quoted))}m, {measure} AS measure, n, v1, v2, v3,
+       v4, v5, {exp.Literal.string(test).sql('postgres')} AS test, CAST({float(max_p)!r} AS DOUBLE PRECISION) AS max_p,
+       {int(n_resamples)} AS n_resamples, {int(seed)} AS seed, {exp.Literal.string(pairing).sql('postgres')} AS pairing
+FROM ab_stats"""
 
 
 def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, scopes: tuple) -> str:

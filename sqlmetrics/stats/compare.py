@@ -18,17 +18,13 @@ from ..local.collect import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
 from ..statement import GMAP_FLOOR
-from .aggregates import TIE, aggregate_rows, bootstrap_ranks
+from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks
 from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
 
 RESOURCES = ("memory_limit", "threads", "temp_directory")  # DuckDB's, which the tests' own queries keep to too
 
-# The tests whose statistics come from aggregates: with engine=, only those leave the engine (aggregates.py).
-# fisher and wilcoxon fetch every per-list value: the randomization test's exact enumeration and scipy's switch
-# to a permutation test of the signed ranks (ties or zeros among few queries) need the values themselves.
-IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 # Recorded in the report (column mappings are not).
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
 
@@ -376,6 +372,73 @@ def sample_ratio(lists: dict, split) -> dict | None:
     if ratio["mismatch"]:
         warnings.warn(SqlmetricsWarning(sample_ratio_message(ratio)), stacklevel=3)
     return ratio
+
+
+def decide(stats, *, baseline=None, correction=None, split=None) -> Report:
+    """compare()'s report from the rows of render_compare()'s statement, run on any engine and fetched: a file
+    (Parquet, CSV, TSV or JSON Lines, by its extension), a pyarrow table, a pandas frame or a list of dicts. The
+    test and its settings are the statement's (its rows carry them); baseline, correction and split are
+    compare()'s."""
+    rows = _statistics_rows(stats)
+    names = list(rows[0]) if rows else []
+    missing = [c for c in (*COLUMNS, "measure", *SETTINGS) if c != "segment" and c not in names]
+    if missing:
+        raise SqlmetricsError(f"decide() reads the rows of render_compare()'s statement (sqlmetrics sql --compare); "
+                              f"{'these rows have' if rows else 'there are'} no {', '.join(missing)} column"
+                              f"{'s' if len(missing) > 1 else ''}" + ("" if rows else " (no rows at all)") + ".")
+    segs = names[names.index("ry") + 1:names.index("m")]
+    settings = {tuple(r[c] for c in SETTINGS) for r in rows}
+    if len(settings) > 1:
+        raise SqlmetricsError("decide(): these rows come from more than one statement (their test, max_p, n_resamples, "
+                              "seed or pairing differ); decide each statement's rows apart.")
+    test, max_p, n_resamples, seed, pairing = settings.pop()
+    measures = dict(sorted({int(r["m"]): r["measure"] for r in rows if r["kind"] != "lists"}.items()))
+    if list(measures) != list(range(len(measures))):
+        raise SqlmetricsError("decide(): the rows' measures are not numbered 0 .. n-1 (m); give every row of the "
+                              "statement.")
+    calls = parse_all(list(measures.values()))
+    info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
+
+    def number(v, kind=float):
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else kind(v)
+
+    aggregates = [{"kind": r["kind"], "sc": int(r["sc"]), "rx": r["rx"], "ry": r["ry"],
+                   "segment": tuple(r[g] for g in segs), "m": int(r["m"]), "n": number(r["n"], int),
+                   **{v: number(r[v]) for v in ("v1", "v2", "v3", "v4", "v5")}} for r in rows]
+    return analyse_aggregates(info, aggregates, segment_names=segs, test=test, max_p=float(max_p),
+                              correction=correction, seed=int(seed), n_resamples=int(n_resamples), pairing=pairing,
+                              baseline=baseline, split=split)
+
+
+def _statistics_rows(stats) -> list:
+    """decide()'s input as a list of dicts."""
+    if isinstance(stats, list):
+        return stats
+    if isinstance(stats, (str, Path)):
+        import pyarrow.csv as pacsv
+        import pyarrow.json as pajson
+        import pyarrow.parquet as pq
+
+        path = Path(stats)
+        suffix = path.suffix.lower()
+        readers = {".parquet": pq.read_table, ".pq": pq.read_table, ".csv": pacsv.read_csv,
+                   ".tsv": lambda p: pacsv.read_csv(p, parse_options=pacsv.ParseOptions(delimiter="\t")),
+                   ".jsonl": pajson.read_json, ".ndjson": pajson.read_json, ".json": pajson.read_json}
+        if suffix not in readers:
+            raise SqlmetricsError(f"decide(): {str(stats)!r}: read the statistics from a .parquet, .csv, .tsv or "
+                                  ".jsonl file.")
+        if not path.is_file():
+            raise SqlmetricsError(f"decide(): there is no file {str(stats)!r}.")
+        try:
+            stats = readers[suffix](path)
+        except (OSError, ValueError) as e:
+            raise SqlmetricsError(f"decide(): {str(stats)!r} cannot be read: {str(e).splitlines()[0]}") from None
+    if hasattr(stats, "to_pylist"):  # pyarrow
+        return stats.to_pylist()
+    if hasattr(stats, "to_dict"):  # pandas
+        return stats.to_dict("records")
+    raise SqlmetricsError(f"decide() takes a file, a pyarrow table, a pandas frame or a list of dicts; got "
+                          f"{type(stats).__name__}.")
 
 
 def _pairs(run_names: list, baseline) -> list:
