@@ -210,6 +210,12 @@ OPTIONS = (
     Option("baseline", None, "test every run against this run only (▲/▼: significantly better/worse than it) "
            "instead of every pair", frozenset({COMPARE, COMPARE_CMD, DECIDE_CMD}), metavar="RUN", group="comparison"),
     Option("max_p", 0.01, "significance threshold", _RENDERED_TEST, kind="float", metavar="P", group="comparison"),
+    Option("unit", None, "the unit of randomisation when it is not the list: a column of the log, such as user_id; "
+           "each arm's lists are summed per unit and Welch's test takes the delta method's variance of their ratio",
+           frozenset({COMPARE, COMPARE_CMD}), metavar="COLUMN", group="comparison"),
+    Option("pre_period", None, "a log from before the experiment, read as the run is (the same columns and options): "
+           "each unit's values there are CUPED's covariate, which removes the variance they predict (needs unit=)",
+           frozenset({COMPARE, COMPARE_CMD}), metavar="TABLE", group="comparison"),
     Option("split", None, "the arms' expected shares of the lists (sessions), e.g. control=1 treatment=1 (default: "
            "equal): an unpaired compare checks the counts against it with a chi-square test and warns of a sample "
            "ratio mismatch when p < 0.001", frozenset({COMPARE, COMPARE_CMD, REPORT, DECIDE_CMD}), kind="shares",

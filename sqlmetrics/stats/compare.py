@@ -19,6 +19,7 @@ from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_lo
                        taken_by)
 from ..statement import GMAP_FLOOR
 from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks
+from . import units
 from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
@@ -63,6 +64,8 @@ def compare(qrels, runs, measures, **options):
                               "to resample. evaluate() reports it; compare the ranking measures here.")
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
+    if o.unit is not None or o.pre_period is not None:
+        return _compare_units(qrels, runs, calls, info, o, single, evaluate_options, progress)
     if o.engine is not None and single and o.test in IN_ENGINE:  # only the tests' aggregates leave the engine
         segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
         scopes = {"paired": (1,), "unpaired": (0,)}.get(o.pairing, (0, 1))
@@ -93,6 +96,119 @@ def compare(qrels, runs, measures, **options):
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
                          baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED},
                          resources={k: getattr(o, k) for k in RESOURCES}, split=o.split)
+
+
+def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluate_options: dict, progress) -> Report:
+    """compare() with unit= (and pre_period=): the arms' lists summed per unit, Welch's test on the ratio of the
+    units' sums with the delta method's variance, and CUPED with a pre-period (units.py)."""
+    if o.unit is None:
+        raise SqlmetricsError("pre_period= gives each unit its pre-period values: name the unit's column in unit= "
+                              "(the unit of randomisation, such as user_id).")
+    if not single:
+        raise SqlmetricsError("unit= compares the arms of one log: pass one table and map its arm column in "
+                              "columns={'run_name': ...}.")
+    if o.engine is not None:
+        raise SqlmetricsError("unit= is computed from the per-list values on DuckDB: leave out engine= (render_compare()"
+                              " does not take unit= yet).")
+    if o.test not in ("student", "welch") or o.pairing == "paired":
+        raise SqlmetricsError(f"unit= compares arms of different units by Welch's t-test on the delta method's "
+                              f"variance: use test='welch' (or 'student', which becomes it), not test={o.test!r}"
+                              + (" with pairing='paired'" if o.pairing == "paired" else "") + ".")
+    other = [m for m, (_, aggregate) in info.items() if aggregate != "mean"]
+    if other:
+        raise SqlmetricsError(f"unit= sums each unit's values of a measure averaged over lists; {other[0]} is "
+                              f"aggregated otherwise ({info[other[0]][1]}).")
+    segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
+    if o.unit in segs or o.unit in (o.columns or {}).values():
+        raise SqlmetricsError(f"unit= {o.unit!r} is also a segment or a role's column; the unit is a column of its own.")
+    texts = [c.text for c in calls]
+    options = {k: v for k, v in evaluate_options.items() if k != "group_by"}
+    results = evaluate(qrels, log, texts, group_by=[*segs, o.unit], **options, _fetch=python_rows,
+                       _progress=progress)
+    run_names, lists = lists_by_segment(results.per_query, (*segs, o.unit), texts)
+    by_unit: dict = {}  # {segment: {run: {unit: [[value per measure] per list]}}}
+    for key, runs in lists.items():
+        for run, values in runs.items():
+            by_unit.setdefault(key[:-1], {}).setdefault(run, {})[key[-1]] = list(values.values())
+    pre = None
+    if o.pre_period is not None:  # the same measures before the experiment, per unit, whatever the arm
+        options["columns"] = {r: c for r, c in (options.get("columns") or {}).items() if r != "run_name"}
+        names, rows = evaluate(qrels, o.pre_period, texts, group_by=[o.unit], **options, _fetch=python_rows).per_query
+        at = [names.index(o.unit), *(names.index(t) for t in texts)]
+        pre = {}
+        for row in rows:
+            pre.setdefault(row[at[0]], []).append([row[i] for i in at[1:]])
+    return analyse_units(run_names, info, by_unit, pre, unit=o.unit, segment_names=segs, max_p=o.max_p,
+                         correction=o.correction, baseline=o.baseline, split=o.split,
+                         options={k: getattr(o, k) for k in _RECORDED})
+
+
+def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, segment_names=(),
+                  max_p=0.01, correction=None, baseline=None, split=None, options=None) -> Report:
+    """The report of Welch's tests over units: by_unit = {segment: {run: {unit: [[value per measure of info] per
+    list]}}}; pre (CUPED) = {unit: [[value per measure] per list]} before the experiment, or None."""
+    if correction == "none":
+        correction = None
+    if baseline is not None and baseline not in run_names:
+        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    measures = list(info)
+    segments = sorted(by_unit, key=lambda seg: [(v is None, str(v)) for v in seg])
+    ratio = sample_ratio({r: len({u for seg in segments for u in by_unit[seg].get(r, {})}) for r in run_names}, split)
+
+    def unit_rows(units: dict, k: int) -> list:
+        rows = []
+        for u, values in units.items():
+            present = [v[k] for v in values if v[k] is not None]
+            if not present:
+                continue
+            row = {"y": math.fsum(present), "l": len(present)}
+            if pre is not None:
+                before = [v[k] for v in pre.get(u, []) if v[k] is not None]
+                row.update(yp=math.fsum(before), lp=len(before))
+            rows.append(row)
+        return rows
+
+    means = {seg: {r: {} for r in run_names} for seg in segments}
+    summary, comparisons = [], []
+    for seg in segments:
+        for k, m in enumerate(measures):
+            rows = {r: unit_rows(by_unit[seg].get(r, {}), k) for r in run_names}
+            stats = {r: units.moments(rows[r]) for r in run_names}
+            for r in run_names:
+                mean, var = units.ratio(stats[r]) if stats[r].n else (math.nan, math.nan)
+                means[seg][r][m] = None if math.isnan(mean) else mean
+                summary.append(Summary(seg, r, m, **_describe({"n": stats[r].n, "mean": mean, "var": var}, max_p)))
+            for run, base in _pairs(run_names, baseline):
+                c = Comparison(measure=m, run=run, baseline=base, segment=seg, n=stats[run].n + stats[base].n,
+                               difference=math.nan, statistic=math.nan, p_value=math.nan)
+                _unit_test(c, stats[run], stats[base], rows[run] + rows[base], pre is not None, max_p)
+                comparisons.append(c)
+    _decide(comparisons, info, correction, max_p)
+    return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
+                  aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons,
+                  test="welch", max_p=max_p, correction=correction, seed=0, n_resamples=0,
+                  n_queries=sum(ratio["lists"].values()) if ratio else 0, options=dict(options or {}),
+                  segment_names=tuple(segment_names), paired=False, baseline=baseline, summary=summary,
+                  sample_ratio=ratio, unit=unit, cuped=pre is not None)
+
+
+def _unit_test(c: Comparison, x, y, pooled_rows: list, cuped: bool, max_p: float) -> None:
+    """Welch's test of two arms' ratios over units (x: the run, y: the baseline), CUPED-adjusted when the units
+    carry a pre-period; the interval of the difference at 1 - max_p, and the share of variance CUPED removed."""
+    if x.n < 2 or y.n < 2:
+        return
+    (mx, vx), (my, vy) = units.ratio(x), units.ratio(y)
+    raw = vx / x.n + vy / y.n
+    if cuped:
+        (mx, vx), (my, vy), _ = units.cuped(x, y, units.moments(pooled_rows))
+        c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
+    c.difference = mx - my
+    c.statistic, c.p_value, df = welch(x.n, mx, vx, y.n, my, vy)
+    se = math.sqrt(vx / x.n + vy / y.n)
+    half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
+    c.ci_low, c.ci_high = c.difference - half, c.difference + half
+    pooled = ((x.n - 1) * vx + (y.n - 1) * vy) / (x.n + y.n - 2)
+    c.effect_size = c.difference / math.sqrt(pooled) if pooled > 0 else math.nan
 
 
 compare.__signature__ = signature(COMPARE, "qrels, runs, measures")

@@ -40,6 +40,7 @@ class Comparison:
     ci_low: float = math.nan
     ci_high: float = math.nan
     winner: str | None = None  # the run that is significantly better, if either
+    variance_reduction: float = math.nan  # CUPED (unit= with pre_period=): the share of the variance it removed
 
 
 @dataclass
@@ -83,6 +84,8 @@ class Report:
     # Unpaired runs (A/B arms): each arm's lists against the expected split, and the chi-square test of it
     # ({lists, expected, statistic, p_value, mismatch}; compare.sample_ratio); None for paired runs.
     sample_ratio: dict | None = None
+    unit: str | None = None  # unit=: the unit of randomisation, whose lists are summed (the delta method)
+    cuped: bool = False  # pre_period=: CUPED-adjusted differences
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -157,13 +160,16 @@ class Report:
                 what += f" ({self.n_resamples:,} random sign flips, seed {self.seed})"
         elif self.test == "bootstrap":
             what = ("" if self.paired else "un") + f"paired bootstrap test ({resampled})"
+        if self.unit is not None:
+            what += f" over units ({self.unit}, the delta method)" + (", CUPED" if self.cuped else "")
         if self.correction:
             what += f", {CORRECTIONS[self.correction]}"
         return what
 
     def describe(self) -> str:
         """One phrase: the test, the threshold, the number of queries."""
-        return f"{self.method()}, p < {_g(self.max_p)}; {self.n_queries} " + ("queries" if self.paired else "lists")
+        counted = "queries" if self.paired else "units" if self.unit is not None else "lists"
+        return f"{self.method()}, p < {_g(self.max_p)}; {self.n_queries} {counted}"
 
     def footnote(self) -> str:
         if self.baseline is not None:
@@ -211,7 +217,8 @@ class Report:
                          _plain(s.se, digits), f"[{_plain(s.ci_low, digits)}, {_plain(s.ci_high, digits)}]"])
         geometric = " (of log values for geometric means)" if "geometric" in self.aggregate.values() else ""
         return aligned(rows, ["l"] * (len(self.segment_names) + 2) + ["r"] * 4 + ["l"]) + (
-            f"\nPer list{geometric}; {level} interval: mean +- t({_g(1 - self.max_p / 2)}, n-1) * se.\n")
+            (f"\nPer unit ({self.unit}): mean = the lists' values over the lists, sd by the delta method" if self.unit
+             else f"\nPer list{geometric}") + f"; {level} interval: mean +- t({_g(1 - self.max_p / 2)}, n-1) * se.\n")
 
     def mismatch_message(self) -> str | None:
         """The sample ratio mismatch warning, when the arms' lists break the expected split (p < 0.001)."""
@@ -235,6 +242,8 @@ class Report:
             header.append(f"{self.level()} interval")
         if effect:
             header.append(effect)
+        if self.cuped:
+            header.append("variance removed")
         header += ["win/tie/loss", ""]
         rows = [header]
         for c in self.comparisons:
@@ -249,11 +258,14 @@ class Report:
                 row.append(f"[{_signed(c.ci_low, digits)}, {_signed(c.ci_high, digits)}]")
             if effect:
                 row.append(_signed(c.effect_size, digits))
+            if self.cuped:
+                row.append(_plain(100 * c.variance_reduction, 1) + "%")
             wtl = "–" if c.wins is None else f"{c.wins}/{c.ties}/{c.losses}"
             row += [wtl, "*" if c.significant else ""]
             rows.append(row)
         align = ["l"] * (len(self.segment_names) + 3) + ["r"] + (["r"] if stat else []) + ["r"] + (
-            ["r"] if self.correction else []) + (["l"] if interval else []) + (["r"] if effect else []) + ["r", "l"]
+            ["r"] if self.correction else []) + (["l"] if interval else []) + (["r"] if effect else []) + (
+            ["r"] if self.cuped else []) + ["r", "l"]
         return aligned(rows, align) + "\n" + f"* p < {_g(self.max_p)}" + (
             " after correction" if self.correction else "") + "; difference = run - baseline" + (
             " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + (
@@ -320,6 +332,7 @@ class Report:
             "paired": self.paired,
             "baseline": self.baseline,
             "segment_names": list(self.segment_names),
+            **({"unit": self.unit, "cuped": self.cuped} if self.unit is not None else {}),
             "sample_ratio": None if self.sample_ratio is None else {
                 k: _clean(v) if isinstance(v, float) else v for k, v in self.sample_ratio.items()},
             "runs": [{"label": labels[r], "name": r} for r in self.runs],
@@ -340,7 +353,8 @@ class Report:
                  "difference": _clean(c.difference), "statistic": _clean(c.statistic), "p_value": _clean(c.p_value),
                  "p_adjusted": _clean(c.p_adjusted), "significant": c.significant, "winner": c.winner,
                  "wins": c.wins, "ties": c.ties, "losses": c.losses, "exact": c.exact,
-                 "ci_low": _clean(c.ci_low), "ci_high": _clean(c.ci_high)}
+                 "ci_low": _clean(c.ci_low), "ci_high": _clean(c.ci_high),
+                 **({"variance_reduction": _clean(c.variance_reduction)} if self.cuped else {})}
                 for c in self.comparisons
             ],
         }

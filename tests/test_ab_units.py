@@ -1,0 +1,134 @@
+"""compare(unit=, pre_period=): arms randomised by user, whose sessions are the lists. The statistics (the delta
+method's variance of the ratio of the users' sums, CUPED's adjustment from the pre-period, Welch's test on them)
+against tea-tasting's RatioOfMeans on the same per-user sums, to 1e-9; the per-list values are evaluate()'s, tested
+against trec_eval and ranx elsewhere."""
+from __future__ import annotations
+
+import math
+import random
+
+import pyarrow as pa
+import pytest
+import tea_tasting as tt
+
+import sqlmetrics
+
+COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
+OPTIONS = dict(columns=COLUMNS, ties="rank", label="clicked", baseline="A", max_p=0.05)
+MEASURES = ["RR", "P@3"]
+
+
+def _log(period: str, users: int = 300, seed: int = 1) -> pa.Table:
+    """Sessions of 5 results for users of two arms (by user); each user clicks with a propensity of their own, so
+    a user's sessions are correlated and the pre-period predicts the experiment. Arm B lifts clicks in the
+    experiment. A fifth of the users are absent from the pre-period."""
+    propensity = random.Random(7)
+    props = [propensity.betavariate(2, 5) for _ in range(users)]
+    rnd = random.Random(seed)
+    cols = {k: [] for k in ("user", "arm", "session", "doc", "position", "clicked", "day")}
+    session = 0
+    for u in range(users):
+        if period == "pre" and rnd.random() < 0.2:
+            continue
+        arm = "A" if u % 2 else "B"
+        for _ in range(rnd.randint(1, 4)):
+            session += 1
+            lift = 0.08 if arm == "B" and period == "exp" else 0.0
+            for pos in range(1, 6):
+                cols["user"].append(f"u{u}")
+                cols["arm"].append(arm)
+                cols["session"].append(f"{period}{session}")
+                cols["doc"].append(f"d{pos}")
+                cols["position"].append(pos)
+                cols["day"].append("mon" if session % 2 else "tue")
+                cols["clicked"].append(1 if rnd.random() < (props[u] + lift) / pos ** 0.5 else 0)
+    return pa.table(cols)
+
+
+EXPERIMENT, PRE = _log("exp"), _log("pre", seed=2)
+
+
+def _per_user(log: pa.Table, measure: str, **group) -> dict:
+    """{(segment..., user): (arm, sum of the measure over the user's lists, lists)} from evaluate()'s per-list values."""
+    columns = {r: c for r, c in COLUMNS.items() if c in log.column_names}  # the pre-period has no arm
+    res = sqlmetrics.evaluate(None, log, [measure], columns=columns, ties="rank", label="clicked",
+                              group_by=[*group.get("group_by", []), "user"])
+    out: dict = {}
+    for row in res.per_query.to_pylist():
+        key = (*(row[g] for g in group.get("group_by", [])), row["user"])
+        arm, y, n = out.get(key, (row.get("run"), 0.0, 0))
+        out[key] = (arm, y + row[measure], n + 1)
+    return out
+
+
+def _oracle(measure: str, cuped: bool, segment=None, **group):
+    """tea-tasting's RatioOfMeans (Welch, Student's t) on the per-user sums: the treatment B against control A."""
+    import pandas as pd
+
+    users = {k: v for k, v in _per_user(EXPERIMENT, measure, **group).items() if segment is None or k[0] == segment}
+    rows = []
+    before = {}
+    if cuped:
+        for key, (_, y, n) in _per_user(PRE.drop_columns(["arm"]), measure).items():
+            before[key[-1]] = (y, n)
+    for key, (arm, y, n) in users.items():
+        yp, lp = before.get(key[-1], (0.0, 0))
+        rows.append({"arm": arm, "y": y, "l": n, "yp": yp, "lp": lp})
+    metric = tt.RatioOfMeans("y", "l", "yp" if cuped else None, "lp" if cuped else None, confidence_level=0.95)
+    return metric.analyze(pd.DataFrame(rows), control="A", treatment="B", variant="arm"), len(rows)
+
+
+@pytest.mark.parametrize("cuped", [False, True], ids=["delta", "cuped"])
+def test_welch_over_users_equals_tea_tasting(cuped):
+    extra = {"pre_period": PRE.drop_columns(["arm"])} if cuped else {}
+    rep = sqlmetrics.compare(None, EXPERIMENT, MEASURES, unit="user", **OPTIONS, **extra)
+    assert rep.unit == "user" and rep.cuped is cuped and not rep.paired and rep.test == "welch"
+    for c in rep.comparisons:
+        ref, n = _oracle(c.measure, cuped)
+        assert (c.run, c.baseline, c.n) == ("B", "A", n)
+        assert c.difference == pytest.approx(ref.effect_size, rel=1e-9)
+        assert c.statistic == pytest.approx(ref.statistic, rel=1e-9)
+        assert c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+        assert (c.ci_low, c.ci_high) == pytest.approx((ref.effect_size_ci_lower, ref.effect_size_ci_upper), rel=1e-9)
+        assert math.isnan(c.variance_reduction) is not cuped
+    if cuped:  # the pre-period predicts each user's clicks: CUPED removes a part of the variance
+        plain = sqlmetrics.compare(None, EXPERIMENT, MEASURES, unit="user", **OPTIONS)
+        for c, p in zip(rep.comparisons, plain.comparisons):
+            assert 0.02 < c.variance_reduction < 0.9
+            assert c.ci_high - c.ci_low < p.ci_high - p.ci_low
+            assert (c.ci_high - c.ci_low) / (p.ci_high - p.ci_low) == pytest.approx(
+                math.sqrt(1 - c.variance_reduction), rel=1e-3)  # the t quantiles differ by their df alone
+
+
+def test_users_per_segment_and_the_delta_method_widens_the_naive_interval():
+    rep = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", group_by="day", **OPTIONS)
+    assert [c.segment for c in rep.comparisons] == [("mon",), ("tue",)]
+    for c in rep.comparisons:
+        ref, n = _oracle("RR", False, segment=c.segment[0], group_by=["day"])
+        assert c.n == n and c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    # The sessions of one user are alike: treating them as independent (no unit=) understates the variance.
+    naive = sqlmetrics.compare(None, EXPERIMENT, ["RR"], **OPTIONS).comparisons[0]
+    clustered = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", **OPTIONS).comparisons[0]
+    assert clustered.difference == pytest.approx(naive.difference, rel=1e-12)  # the same mean over lists
+    assert clustered.ci_high - clustered.ci_low > naive.ci_high - naive.ci_low
+
+
+def test_unit_refusals_say_what_to_do():
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="use test='welch'"):
+        sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", test="mannwhitney", **OPTIONS)
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="name the unit's column in unit="):
+        sqlmetrics.compare(None, EXPERIMENT, ["RR"], pre_period=PRE, **OPTIONS)
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="GMAP is aggregated otherwise"):
+        sqlmetrics.compare(None, EXPERIMENT, ["GMAP"], unit="user", **OPTIONS)
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="the unit is a column of its own"):
+        sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="session", **OPTIONS)
+
+
+def test_the_demo_files_are_the_script_output():
+    import pyarrow.parquet as pq
+
+    from sqlmetrics.demo import make_ab
+
+    for period, name in make_ab.FILES.items():
+        assert pq.read_table(sqlmetrics.demo.folder() / name).equals(make_ab.table(period))
+        assert (sqlmetrics.demo.folder() / name).stat().st_size < 60_000
