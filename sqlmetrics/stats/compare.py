@@ -75,7 +75,7 @@ def compare(qrels, runs, measures, **options):
         return analyse_aggregates(info, rows, segment_names=segs, test=o.test,
                                   max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
                                   options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
-                                  n_resamples=o.n_resamples, split=o.split)
+                                  n_resamples=o.n_resamples, split=o.split, sequential=o.sequential)
     results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
                        _fetch=python_rows, _progress=progress)
     segment_names = check_log_options(qrels, o.group_by, o.label, o.relevance)
@@ -95,7 +95,7 @@ def compare(qrels, runs, measures, **options):
     return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
                          baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED},
-                         resources={k: getattr(o, k) for k in RESOURCES}, split=o.split)
+                         resources={k: getattr(o, k) for k in RESOURCES}, split=o.split, sequential=o.sequential)
 
 
 def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluate_options: dict, progress) -> Report:
@@ -140,11 +140,11 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
             pre.setdefault(row[at[0]], []).append([row[i] for i in at[1:]])
     return analyse_units(run_names, info, by_unit, pre, unit=o.unit, segment_names=segs, max_p=o.max_p,
                          correction=o.correction, baseline=o.baseline, split=o.split,
-                         options={k: getattr(o, k) for k in _RECORDED})
+                         options={k: getattr(o, k) for k in _RECORDED}, sequential=o.sequential)
 
 
 def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, segment_names=(),
-                  max_p=0.01, correction=None, baseline=None, split=None, options=None) -> Report:
+                  max_p=0.01, correction=None, baseline=None, split=None, options=None, sequential=None) -> Report:
     """The report of Welch's tests over units: by_unit = {segment: {run: {unit: [[value per measure of info] per
     list]}}}; pre (CUPED) = {unit: [[value per measure] per list]} before the experiment, or None."""
     if correction == "none":
@@ -183,13 +183,13 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
                                difference=math.nan, statistic=math.nan, p_value=math.nan)
                 _unit_test(c, stats[run], stats[base], rows[run] + rows[base], pre is not None, max_p)
                 comparisons.append(c)
-    _decide(comparisons, info, correction, max_p)
+    _decide(comparisons, info, correction, max_p, sequential)
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons,
                   test="welch", max_p=max_p, correction=correction, seed=0, n_resamples=0,
                   n_queries=sum(ratio["lists"].values()) if ratio else 0, options=dict(options or {}),
                   segment_names=tuple(segment_names), paired=False, baseline=baseline, summary=summary,
-                  sample_ratio=ratio, unit=unit, cuped=pre is not None)
+                  sample_ratio=ratio, unit=unit, cuped=pre is not None, sequential=sequential)
 
 
 def _unit_test(c: Comparison, x, y, pooled_rows: list, cuped: bool, max_p: float) -> None:
@@ -204,7 +204,7 @@ def _unit_test(c: Comparison, x, y, pooled_rows: list, cuped: bool, max_p: float
         c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
     c.difference = mx - my
     c.statistic, c.p_value, df = welch(x.n, mx, vx, y.n, my, vy)
-    se = math.sqrt(vx / x.n + vy / y.n)
+    se = c.se = math.sqrt(vx / x.n + vy / y.n)
     half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
     c.ci_low, c.ci_high = c.difference - half, c.difference + half
     pooled = ((x.n - 1) * vx + (y.n - 1) * vy) / (x.n + y.n - 2)
@@ -320,7 +320,7 @@ def analyse(run_names: list, info: dict, queries: list, values: dict, **options)
 
 def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(), test="student", max_p=0.01,
                   correction=None, seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None,
-                  resources=None, split=None):
+                  resources=None, split=None, sequential=None):
     """The report for per-list values: lists = {segment: {run: {query_id: [value per measure of info]}}}.
 
     Each segment is compared on its own; the correction's family is every test of the report. resources: the
@@ -335,6 +335,7 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
     paired = _paired(pairing, test, _list_counts(lists, run_names))
     _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
+    _check_sequential(sequential, test)
     ratio = None if paired else sample_ratio({r: sum(len(by_run.get(r, {})) for by_run in lists.values())
                                               for r in run_names}, split)
     if baseline is None:
@@ -383,16 +384,17 @@ def analyse_lists(run_names: list, info: dict, lists: dict, *, segment_names=(),
             c.p_value, c.exact = res["p"], res["exact"]
             if test == "bootstrap":
                 c.ci_low, c.ci_high = res["ci_low"], res["ci_high"]
-    _decide(comparisons, info, correction, max_p)
+    _decide(comparisons, info, correction, max_p, sequential)
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
                   max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
                   options=dict(options or {}), segment_names=tuple(segment_names), paired=paired,
-                  baseline=baseline, summary=summary, lists=lists, sample_ratio=ratio)
+                  baseline=baseline, summary=summary, lists=lists, sample_ratio=ratio, sequential=sequential)
 
 
 def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="student", max_p=0.01, correction=None,
-                       seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None, split=None):
+                       seed=42, n_resamples=10000, pairing="auto", baseline=None, options=None, split=None,
+                       sequential=None):
     """analyse_lists()'s report for the tests of IN_ENGINE from aggregate_rows() (counts, moments, rank sums,
     per-query differences and bootstrap resamples computed on the engine); no per-list value is at hand, so
     the report has no lists."""
@@ -415,6 +417,7 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
     paired = _paired(pairing, test, [(r["n"], int(r["v1"])) for r in lists])
     _check_pairing(paired, test)
     test = test if paired else UNPAIRED[test]
+    _check_sequential(sequential, test)
     ratio = None if paired else sample_ratio({r: sum(row["n"] for row in lists if row["rx"] == r) for r in run_names},
                                              split)
     segments = sorted({r["segment"] for r in lists}, key=lambda seg: [(v is None, str(v)) for v in seg])
@@ -457,12 +460,12 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                     _unpaired_test(c, test, moments.get((seg, m, run), none), moments.get((seg, m, base), none),
                                    {**_ranks_from_row(pair_rows, seg, m, run, base), **boot}, max_p)
                 comparisons.append(c)
-    _decide(comparisons, info, correction, max_p)
+    _decide(comparisons, info, correction, max_p, sequential)
     return Report(runs=run_names, measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons, test=test,
                   max_p=max_p, correction=correction, seed=seed, n_resamples=n_resamples, n_queries=n_lists,
                   options=dict(options or {}), segment_names=tuple(segment_names), paired=paired,
-                  baseline=baseline, summary=summary, sample_ratio=ratio)
+                  baseline=baseline, summary=summary, sample_ratio=ratio, sequential=sequential)
 
 
 def sample_ratio(lists: dict, split) -> dict | None:
@@ -490,11 +493,11 @@ def sample_ratio(lists: dict, split) -> dict | None:
     return ratio
 
 
-def decide(stats, *, baseline=None, correction=None, split=None) -> Report:
+def decide(stats, *, baseline=None, correction=None, split=None, sequential=None) -> Report:
     """compare()'s report from the rows of render_compare()'s statement, run on any engine and fetched: a file
     (Parquet, CSV, TSV or JSON Lines, by its extension), a pyarrow table, a pandas frame or a list of dicts. The
-    test and its settings are the statement's (its rows carry them); baseline, correction and split are
-    compare()'s."""
+    test and its settings are the statement's (its rows carry them); baseline, correction, split and sequential
+    are compare()'s."""
     rows = _statistics_rows(stats)
     names = list(rows[0]) if rows else []
     missing = [c for c in (*COLUMNS, "measure", *SETTINGS) if c != "segment" and c not in names]
@@ -523,7 +526,7 @@ def decide(stats, *, baseline=None, correction=None, split=None) -> Report:
                    **{v: number(r[v]) for v in ("v1", "v2", "v3", "v4", "v5")}} for r in rows]
     return analyse_aggregates(info, aggregates, segment_names=segs, test=test, max_p=float(max_p),
                               correction=correction, seed=int(seed), n_resamples=int(n_resamples), pairing=pairing,
-                              baseline=baseline, split=split)
+                              baseline=baseline, split=split, sequential=sequential)
 
 
 def _statistics_rows(stats) -> list:
@@ -610,13 +613,45 @@ def _ranks_from_row(pair_rows: dict, seg: tuple, m: str, run: str, base: str) ->
     return out
 
 
-def _decide(comparisons: list, info: dict, correction, max_p: float) -> None:
-    """Adjusted p-values over every comparison of the report, significance and winners."""
+def _decide(comparisons: list, info: dict, correction, max_p: float, sequential=None) -> None:
+    """Adjusted p-values over every comparison of the report, significance and winners. sequential (the tuning N):
+    the moment tests' intervals and p-values become always-valid ones first (_always_valid)."""
+    if sequential is not None:
+        for c in comparisons:
+            _always_valid(c, sequential, max_p)
     for c, adj in zip(comparisons, adjust([c.p_value for c in comparisons], correction)):
         c.p_adjusted = adj
         improves = _improves(c.difference, info[c.measure][0])
         c.significant = not math.isnan(adj) and adj < max_p and improves is not None
         c.winner = (c.run if improves else c.baseline) if c.significant else None
+
+
+def _check_sequential(sequential, test: str) -> None:
+    if sequential is None:
+        return
+    if isinstance(sequential, bool) or not isinstance(sequential, int) or sequential < 1:
+        raise SqlmetricsError(f"sequential={sequential!r}: give the number of lists (or units) at which the always-valid "
+                              "interval should be tightest, e.g. sequential=5000 (GrowthBook's default).")
+    if test not in ("student", "welch"):
+        raise SqlmetricsError(f"sequential= makes Student's and Welch's t-tests always valid; test={test!r} has no "
+                              "sequential form here: use test='student' (or 'welch').")
+
+
+def _always_valid(c: Comparison, tuning: int, max_p: float) -> None:
+    """Student's or Welch's comparison as an asymptotic confidence sequence (Waudby-Smith, Arnold, Wu, Howard,
+    Ramdas, "Time-uniform central limit theory and asymptotic confidence sequences", 2023, eq. 9 and 155; as
+    GrowthBook's sequential testing): an interval and a p-value that stay valid however often the data are looked
+    at. N is the comparison's lists (or units), the difference's variance its squared standard error; `tuning` is
+    the N at which the interval is tightest."""
+    if math.isnan(c.se) or c.se <= 0 or math.isnan(c.difference):
+        return
+    n, var = c.n, c.se * c.se
+    rho2 = (-2 * math.log(max_p) + math.log(-2 * math.log(max_p) + 1)) / tuning
+    spread = n * rho2 + 1
+    half = math.sqrt(var * n) * math.sqrt(2 * spread * math.log(math.sqrt(spread) / max_p) / (n * n * rho2))
+    c.ci_low, c.ci_high = c.difference - half, c.difference + half
+    log_evidence = rho2 * (c.difference ** 2 * n / var) / (2 * spread) - math.log(spread) / 2
+    c.p_value = min(1.0, math.exp(-log_evidence))
 
 
 def _paired(pairing: str, test: str, counts: list) -> bool:
@@ -677,7 +712,8 @@ def _paired_moments(c: Comparison, test: str, n: int, mean: float, var: float, m
     if test == "student":
         c.statistic, c.p_value = student_moments(n, mean, var)
         if n >= 2:
-            half = t_quantile(1 - max_p / 2, n - 1) * math.sqrt(var / n) if var > 0 else 0.0
+            c.se = math.sqrt(var / n)
+            half = t_quantile(1 - max_p / 2, n - 1) * c.se if var > 0 else 0.0
             c.ci_low, c.ci_high = mean - half, mean + half
 
 
@@ -693,7 +729,7 @@ def _unpaired_test(c: Comparison, test: str, x: dict, y: dict, ranks: dict, max_
     if test == "welch":
         c.statistic, c.p_value, df = welch(x["n"], x["mean"], x["var"], y["n"], y["mean"], y["var"])
         if x["n"] >= 2 and y["n"] >= 2:
-            se = math.sqrt(x["var"] / x["n"] + y["var"] / y["n"])
+            se = c.se = math.sqrt(x["var"] / x["n"] + y["var"] / y["n"])
             half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
             c.ci_low, c.ci_high = c.difference - half, c.difference + half
     elif test == "mannwhitney":

@@ -41,6 +41,7 @@ class Comparison:
     ci_high: float = math.nan
     winner: str | None = None  # the run that is significantly better, if either
     variance_reduction: float = math.nan  # CUPED (unit= with pre_period=): the share of the variance it removed
+    se: float = field(default=math.nan, repr=False)  # Student's and Welch's: the difference's standard error
 
 
 @dataclass
@@ -86,6 +87,7 @@ class Report:
     sample_ratio: dict | None = None
     unit: str | None = None  # unit=: the unit of randomisation, whose lists are summed (the delta method)
     cuped: bool = False  # pre_period=: CUPED-adjusted differences
+    sequential: int | None = None  # sequential=: always-valid intervals and p-values, tightest at this many lists
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -162,6 +164,8 @@ class Report:
             what = ("" if self.paired else "un") + f"paired bootstrap test ({resampled})"
         if self.unit is not None:
             what += f" over units ({self.unit}, the delta method)" + (", CUPED" if self.cuped else "")
+        if self.sequential is not None:
+            what += f", always valid (sequential, tuned for {self.sequential:,})"
         if self.correction:
             what += f", {CORRECTIONS[self.correction]}"
         return what
@@ -269,7 +273,8 @@ class Report:
         return aligned(rows, align) + "\n" + f"* p < {_g(self.max_p)}" + (
             " after correction" if self.correction else "") + "; difference = run - baseline" + (
             " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + (
-            f"; {self.level()} interval: {_INTERVALS[self.test]}" if interval else "") + ".\n"
+            f"; {self.level()} interval: {_ALWAYS_VALID if self.sequential else _INTERVALS[self.test]}"
+            if interval else "") + ".\n"
 
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table (best value per measure in bold, superscript letters) and the footnote."""
@@ -333,6 +338,7 @@ class Report:
             "baseline": self.baseline,
             "segment_names": list(self.segment_names),
             **({"unit": self.unit, "cuped": self.cuped} if self.unit is not None else {}),
+            **({"sequential": self.sequential} if self.sequential is not None else {}),
             "sample_ratio": None if self.sample_ratio is None else {
                 k: _clean(v) if isinstance(v, float) else v for k, v in self.sample_ratio.items()},
             "runs": [{"label": labels[r], "name": r} for r in self.runs],
@@ -413,6 +419,7 @@ def sample_ratio_message(ratio: dict) -> str:
 # The tests whose report gives an interval of each difference, and how it is made.
 _INTERVALS = {"student": "Student's t interval of the mean difference", "welch": "Welch's t interval",
               "bootstrap": "the bootstrap's percentile interval"}
+_ALWAYS_VALID = "the always-valid interval (an asymptotic confidence sequence), valid at every look"
 
 def _label(i: int) -> str:
     letters = "abcdefghijklmnopqrstuvwxyz"
