@@ -218,7 +218,8 @@ OPTIONS = (
            frozenset({COMPARE, COMPARE_CMD}), metavar="TABLE", group="comparison"),
     Option("sequential", None, "always-valid intervals and p-values for Student's and Welch's tests, which stay valid "
            "however often the results are looked at (asymptotic confidence sequences, as GrowthBook's): the number of "
-           "lists (or units) at which the interval is tightest, e.g. 5000", frozenset({COMPARE, COMPARE_CMD, DECIDE_CMD}),
+           "lists (or units) at which the interval is tightest, e.g. 5000",
+           frozenset({COMPARE, COMPARE_CMD, DECIDE_CMD, REPORT}),
            kind="int", metavar="N", minimum=1, group="comparison"),
     Option("split", None, "the arms' expected shares of the lists (sessions), e.g. control=1 treatment=1 (default: "
            "equal): an unpaired compare checks the counts against it with a chi-square test and warns of a sample "

@@ -66,3 +66,11 @@ def test_the_always_valid_interval_is_wider_than_the_fixed_one_and_refusals():
         sqlmetrics.compare(qrels, runs, ["AP"], test="fisher", sequential=5000)
     with pytest.raises(sqlmetrics.SqlmetricsError, match="sequential=0"):
         sqlmetrics.compare(qrels, runs, ["AP"], sequential=0)
+
+
+def test_the_report_states_its_intervals_are_always_valid():
+    from sqlmetrics.stats.html import build_report
+
+    qrels, runs = sqlmetrics.demo.paths()
+    page = build_report(str(qrels), [str(r) for r in runs], ["AP"], sequential=5000).to_html()
+    assert "always valid (sequential, tuned for 5,000)" in page

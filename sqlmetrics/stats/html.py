@@ -105,7 +105,8 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
                                test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
                                n_resamples=o.n_resamples, pairing=o.pairing,
                                baseline=baseline if segs or chosen else None,
-                               resources={k: getattr(o, k) for k in RESOURCES}, split=o.split)
+                               resources={k: getattr(o, k) for k in RESOURCES}, split=o.split,
+                               sequential=o.sequential)
     deltas, segments = {}, {}
     if segs:
         segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts
