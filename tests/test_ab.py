@@ -181,6 +181,14 @@ def test_compare_arms_per_day_equals_scipy(per_list, test):
         if test == "welch":  # Welch's t interval at 1 - max_p, from the moments: never a resampling
             ci = ref.confidence_interval(0.95)
             assert (c.ci_low, c.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+            # the relative difference and its interval (the delta method on the log of the ratio): tea-tasting's
+            import pandas as pd
+            import tea_tasting as tt
+
+            frame = pd.DataFrame({"arm": ["b"] * len(b) + ["a"] * len(a), "v": b + a})
+            rel = tt.Mean("v", confidence_level=0.95).analyze(frame, control="a", treatment="b", variant="arm")
+            assert (c.rel_difference, c.rel_ci_low, c.rel_ci_high) == pytest.approx(
+                (rel.rel_effect_size, rel.rel_effect_size_ci_lower, rel.rel_effect_size_ci_upper), rel=1e-9)
         else:  # Mann-Whitney's U tests ranks: no interval of the difference of means
             assert math.isnan(c.ci_low) and math.isnan(c.ci_high)
         raw.append(ref.pvalue)

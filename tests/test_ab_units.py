@@ -90,6 +90,8 @@ def test_welch_over_users_equals_tea_tasting(cuped):
         assert c.statistic == pytest.approx(ref.statistic, rel=1e-9)
         assert c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
         assert (c.ci_low, c.ci_high) == pytest.approx((ref.effect_size_ci_lower, ref.effect_size_ci_upper), rel=1e-9)
+        assert (c.rel_difference, c.rel_ci_low, c.rel_ci_high) == pytest.approx(
+            (ref.rel_effect_size, ref.rel_effect_size_ci_lower, ref.rel_effect_size_ci_upper), rel=1e-9)
         assert math.isnan(c.variance_reduction) is not cuped
     if cuped:  # the pre-period predicts each user's clicks: CUPED removes a part of the variance
         plain = sqlmetrics.compare(None, EXPERIMENT, MEASURES, unit="user", **OPTIONS)

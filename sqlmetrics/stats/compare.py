@@ -207,6 +207,7 @@ def _unit_test(c: Comparison, x, y, pooled_rows: list, cuped: bool, max_p: float
     se = c.se = math.sqrt(vx / x.n + vy / y.n)
     half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
     c.ci_low, c.ci_high = c.difference - half, c.difference + half
+    _relative(c, (x.n, mx, vx), (y.n, my, vy), max_p)
     pooled = ((x.n - 1) * vx + (y.n - 1) * vy) / (x.n + y.n - 2)
     c.effect_size = c.difference / math.sqrt(pooled) if pooled > 0 else math.nan
 
@@ -650,6 +651,7 @@ def _always_valid(c: Comparison, tuning: int, max_p: float) -> None:
     spread = n * rho2 + 1
     half = math.sqrt(var * n) * math.sqrt(2 * spread * math.log(math.sqrt(spread) / max_p) / (n * n * rho2))
     c.ci_low, c.ci_high = c.difference - half, c.difference + half
+    c.rel_ci_low = c.rel_ci_high = math.nan  # a fixed-sample interval: not given beside always-valid ones
     log_evidence = rho2 * (c.difference ** 2 * n / var) / (2 * spread) - math.log(spread) / 2
     c.p_value = min(1.0, math.exp(-log_evidence))
 
@@ -732,11 +734,29 @@ def _unpaired_test(c: Comparison, test: str, x: dict, y: dict, ranks: dict, max_
             se = c.se = math.sqrt(x["var"] / x["n"] + y["var"] / y["n"])
             half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
             c.ci_low, c.ci_high = c.difference - half, c.difference + half
+            _relative(c, (x["n"], x["mean"], x["var"]), (y["n"], y["mean"], y["var"]), max_p)
     elif test == "mannwhitney":
         c.statistic, c.p_value = mann_whitney(x["n"], y["n"], ranks["rank_sum_x"], ranks["tie_term"])
     else:
         c.statistic, c.p_value = c.difference, ranks["p"]
         c.ci_low, c.ci_high = ranks["ci_low"], ranks["ci_high"]
+
+
+def _relative(c: Comparison, x: tuple, y: tuple, max_p: float) -> None:
+    """The relative difference run / baseline - 1 and its interval at 1 - max_p, by the delta method on the log of
+    the ratio (each arm's variance over its squared mean; Welch's degrees of freedom), as tea-tasting's. x, y: the
+    run's and the baseline's (n, mean, variance)."""
+    (nx, mx, vx), (ny, my, vy) = x, y
+    if not mx or not my or (mx > 0) != (my > 0):
+        return
+    c.rel_difference = mx / my - 1
+    sx, sy = vx / (mx * mx) / nx, vy / (my * my) / ny
+    if sx + sy > 0:
+        df = (sx + sy) ** 2 / (sx * sx / (nx - 1) + sy * sy / (ny - 1))
+        spread = math.exp(t_quantile(1 - max_p / 2, df) * math.sqrt(sx + sy))
+    else:
+        spread = 1.0
+    c.rel_ci_low, c.rel_ci_high = (mx / my) / spread - 1, (mx / my) * spread - 1
 
 
 def _zero_nan(v: float) -> float:

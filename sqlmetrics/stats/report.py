@@ -42,6 +42,10 @@ class Comparison:
     winner: str | None = None  # the run that is significantly better, if either
     variance_reduction: float = math.nan  # CUPED (unit= with pre_period=): the share of the variance it removed
     se: float = field(default=math.nan, repr=False)  # Student's and Welch's: the difference's standard error
+    # Welch's: the relative difference run / baseline - 1, and its interval at 1 - max_p (the delta method)
+    rel_difference: float = math.nan
+    rel_ci_low: float = math.nan
+    rel_ci_high: float = math.nan
 
 
 @dataclass
@@ -360,7 +364,9 @@ class Report:
                  "p_adjusted": _clean(c.p_adjusted), "significant": c.significant, "winner": c.winner,
                  "wins": c.wins, "ties": c.ties, "losses": c.losses, "exact": c.exact,
                  "ci_low": _clean(c.ci_low), "ci_high": _clean(c.ci_high),
-                 **({"variance_reduction": _clean(c.variance_reduction)} if self.cuped else {})}
+                 **({"variance_reduction": _clean(c.variance_reduction)} if self.cuped else {}),
+                 **({k: _clean(getattr(c, k)) for k in ("rel_difference", "rel_ci_low", "rel_ci_high")}
+                    if self.test == "welch" else {})}
                 for c in self.comparisons
             ],
         }
