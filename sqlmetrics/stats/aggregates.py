@@ -129,7 +129,7 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     scopes = {"paired": (1,), "unpaired": (0,)}.get(pairing, (0, 1))
     boot = (seed, n_resamples, 1 - max_p, scopes) if test == "bootstrap" else None
     evaluation = render([c.text for c in calls], dialect=info.name, qrels=qrels, run=run, per_query=True, **options)
-    header = [line for line in evaluation.splitlines() if line.startswith("--")]
+    described = [line for line in evaluation.splitlines() if line.startswith("--")]  # render()'s header
     statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], boot,
                            complete=test == "tukey",
                            labels=(segs, [c.text for c in calls], (test, max_p, n_resamples, seed, pairing)))
@@ -138,7 +138,7 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
               + (f", seed={seed}, n_resamples={n_resamples}" if test == "bootstrap" else "") + "), rendered for "
               f"{info.name}; save its rows and `sqlmetrics decide` (decide()) prints the comparison. Its evaluation:",
-              *header]
+              *described]
     return "\n".join(header) + "\n" + tree.sql(dialect=info.sqlglot, pretty=True,
                                                unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
 
@@ -161,7 +161,7 @@ def bootstrap_ranks(n_resamples: int, confidence: float) -> tuple:
 
 def _statement(segs: list, outs: list, aggregates: list, bootstrap=None, complete=False, labels=None) -> str:
     """The aggregate statement over ab_v, the evaluation's per-list rows. labels, for render_compare(): (segment
-    names, measure names, (test, confidence, n_resamples, seed)), which name its columns and fill its last ones."""
+    names, measure names, SETTINGS' values), which name its columns and fill its last ones."""
     s = [f"s{i}" for i in range(len(segs))]
 
     def cols(prefix=""):

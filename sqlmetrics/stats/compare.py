@@ -18,8 +18,8 @@ from ..local.collect import python_rows
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
                        taken_by)
 from ..statement import GMAP_FLOOR
-from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks
 from . import units
+from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks
 from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
@@ -151,13 +151,14 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
         correction = None
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    _check_sequential(sequential, "welch")
     measures = list(info)
     segments = sorted(by_unit, key=lambda seg: [(v is None, str(v)) for v in seg])
     ratio = sample_ratio({r: len({u for seg in segments for u in by_unit[seg].get(r, {})}) for r in run_names}, split)
 
-    def unit_rows(units: dict, k: int) -> list:
+    def unit_rows(of_run: dict, k: int) -> list:
         rows = []
-        for u, values in units.items():
+        for u, values in of_run.items():
             present = [v[k] for v in values if v[k] is not None]
             if not present:
                 continue
