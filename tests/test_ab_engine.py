@@ -306,6 +306,16 @@ def test_decide_reads_the_statistics_from_a_file_and_refuses_what_is_not_them(du
         sqlmetrics.render_compare(MEASURES, "duckdb", run="runs")
     assert cli_main(["sql", "-m", "RR", "--max-p", "0.05"]) == 2
     assert "--max-p is a setting of the test: give --compare TEST too" in capsys.readouterr().err
+    # as a dbt model: the log a dbt reference, kept as it is; the statement the same otherwise
+    out = tmp_path / "ab_stats.sql"
+    assert cli_main(["sql", "--compare", "welch", "-m", "RR", "--qrels", "none", "--run", "{{ ref('log') }}", "--dbt",
+                     "--label", "clicked", "--column", "run_name=arm", "--column", "query_id=session",
+                     "--column", "doc_id=doc", "-o", str(out)]) == 0
+    model = out.read_text()
+    plain = sqlmetrics.render_compare(["RR"], "duckdb", qrels=None, run="log", label="clicked", test="welch",
+                                      columns={"run_name": "arm", "query_id": "session", "doc_id": "doc"})
+    assert "{{ ref('log') }}" in model and "sqlmetrics_dbt" not in model and not model.rstrip().endswith(";")
+    assert model.replace("{{ ref('log') }}", "log").split("\n", 3)[3] == plain.split("\n", 3)[3] + "\n"
 
 
 @pytest.mark.slow  # a server

@@ -71,8 +71,8 @@ def run(args) -> tuple:
     test_settings = {k: options.pop(k) for k in _TEST_SETTINGS if k in options}
     if args.compare is None and (given := [k for k, v in test_settings.items() if v != BY_NAME[k].default]):
         raise UsageError(f"{BY_NAME[given[0]].cli_flags[0]} is a setting of the test: give --compare TEST too.")
-    if args.compare is not None and (args.per_query or "into" in options or args.dbt):
-        raise UsageError("--compare prints the statistics' statement: leave out -q, --into and --dbt.")
+    if args.compare is not None and (args.per_query or "into" in options):
+        raise UsageError("--compare prints the statistics' statement: leave out -q and --into.")
     if "into" not in options:
         if args.into_mode != "create":
             raise UsageError("--into-mode says how to write the results into --into TABLE; give --into too.")
@@ -85,7 +85,7 @@ def run(args) -> tuple:
     if args.compare is not None:
         sql = render_compare(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                              test=args.compare, **test_settings, **options)
-        return sql + ";\n", args.output
+        return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
     sql = render(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                  per_query=args.per_query, header=not args.no_header, **options)
     return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
