@@ -48,9 +48,11 @@ CORRECTIONS = {None: None, "bonferroni": "Bonferroni correction", "holm": "Holm-
 EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "compare"
 EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo", "sql", "convert"
 DECIDE_CMD = "decide"  # `sqlmetrics decide`: compare's report from the statistics of `sqlmetrics sql --compare`
+COUNTERFACTUAL_CMD = "counterfactual"  # `sqlmetrics ips` and `sqlmetrics interleaving`
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
+_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD}  # DuckDB's resources: every command that opens a DuckDB database
 _LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 # compare's settings that `sqlmetrics sql --compare` writes into its statement
@@ -158,11 +160,11 @@ OPTIONS = (
            "(Parquet, CSV, TSV, JSON Lines, TREC text; hive partition keys such as day=2024-06-01/ become columns); "
            "without it such a name is one file",
            _LOCAL, kind="flag"),
-    Option("memory_limit", None, "DuckDB's memory limit, e.g. '2GB'; past it DuckDB spills to disk", _LOCAL,
+    Option("memory_limit", None, "DuckDB's memory limit, e.g. '2GB'; past it DuckDB spills to disk", _RESOURCES,
            metavar="SIZE", group="resources (DuckDB's)"),
-    Option("threads", None, "DuckDB's worker threads (default: all cores)", _LOCAL, kind="int", metavar="N",
+    Option("threads", None, "DuckDB's worker threads (default: all cores)", _RESOURCES, kind="int", metavar="N",
            group="resources (DuckDB's)"),
-    Option("temp_directory", None, "where DuckDB spills past the memory limit", _LOCAL, metavar="DIR",
+    Option("temp_directory", None, "where DuckDB spills past the memory limit", _RESOURCES, metavar="DIR",
            group="resources (DuckDB's)"),
     Option("group_by", None, "segment columns of the run (date, market, arm): one row per segment",
            _LOGS, kind="names", metavar="COLUMN", group="logs"),
@@ -317,7 +319,8 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        if not o.takers & {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD} or o.kind == "object":
+        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD}
+        if not o.takers & commands or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""
         marks = " | ".join("✓" if t in o.takers else "" for t in takers)

@@ -84,6 +84,26 @@ def test_ips_hand_computed():
     assert est["matches"] == 2
 
 
+def test_the_estimates_keep_to_the_callers_resources(monkeypatch, tmp_path, capsys):
+    """ips() and interleaving() open a DuckDB database with the caller's memory_limit, threads and temp_directory
+    (the command line's --memory-limit ...), as evaluate() does."""
+    from sqlmetrics.cli import main as cli_main
+    from sqlmetrics.stats import counterfactual
+
+    seen, real = [], counterfactual.connect
+    monkeypatch.setattr(counterfactual, "connect", lambda **kw: seen.append(kw) or real(**kw))
+    log = pa.table({"action": ["a", "b"], "click": [1, 0], "propensity": [0.5, 0.5], "new_action": ["a", "a"]})
+    sqlmetrics.ips(log, memory_limit="300MB", threads=1)
+    pq.write_table(log, tmp_path / "log.parquet")
+    assert cli_main(["ips", str(tmp_path / "log.parquet"), "--memory-limit", "200MB", "--temp-directory",
+                     str(tmp_path)]) == 0
+    clicks = pa.table({"impression": ["i1", "i1"], "team": ["A", "B"], "click": [1, 0]})
+    sqlmetrics.interleaving(clicks, threads=1)
+    assert seen == [{"memory_limit": "300MB", "threads": 1, "temp_directory": None},
+                    {"memory_limit": "200MB", "threads": None, "temp_directory": str(tmp_path)},
+                    {"memory_limit": None, "threads": 1, "temp_directory": None}]
+
+
 def _interleaved_log(seed: int, n: int, p_a: float, p_b: float, k: int = 2):
     """Impressions of 2k documents, k from each team (the team-draft picks), each clicked independently with
     its team's probability. True delta = P(B gets more clicks) - P(A gets more clicks), from the binomials."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import math
 
+from ..options import COUNTERFACTUAL_CMD
 from ..stats.counterfactual import INTERLEAVING_ROLES, IPS_ROLES, interleaving, ips
-from .common import role_pairs
+from .common import add_option_flags, option_values, role_pairs
 
 FORMATS = ("text", "json")
 
@@ -35,6 +36,7 @@ def _common_arguments(p, roles: tuple) -> None:
     p.add_argument("--confidence", type=float, default=0.95, metavar="C", help="the intervals' level (default 0.95)")
     p.add_argument("-f", "--format", choices=FORMATS, default="text", help="text (default) or json")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of standard output")
+    add_option_flags(p, COUNTERFACTUAL_CMD)
 
 
 def _json(out: dict) -> str:
@@ -48,7 +50,8 @@ def _json(out: dict) -> str:
 
 
 def run_ips(args) -> tuple:
-    est = ips(args.log, role_pairs(args.column, "--column", IPS_ROLES), args.confidence)
+    est = ips(args.log, role_pairs(args.column, "--column", IPS_ROLES), args.confidence,
+              **option_values(args, COUNTERFACTUAL_CMD))
     if args.format == "json":
         out = {"n": est["n"], "matches": est["matches"], "confidence": args.confidence,
                **{name: vars(est[name]) for name in ("ips", "snips")}}
@@ -64,7 +67,7 @@ def run_ips(args) -> tuple:
 
 def run_interleaving(args) -> tuple:
     res = interleaving(args.log, role_pairs(args.column, "--column", INTERLEAVING_ROLES),
-                       args.confidence)
+                       args.confidence, **option_values(args, COUNTERFACTUAL_CMD))
     a, b = res["teams"]
     if args.format == "json":
         out = {"teams": [a, b], "impressions": res["impressions"], "wins": res["wins"], "ties": res["ties"],

@@ -33,7 +33,8 @@ class Estimate:
     ci_high: float
 
 
-def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
+def ips(log, columns: dict | None = None, confidence: float = 0.95, *, memory_limit=None, threads=None,
+        temp_directory=None) -> dict:
     """IPS and SNIPS estimates of a new ranker's click-through from a logged, randomised policy.
 
     One row per logged decision (an impression's slot): `action` (what the logging policy showed: a
@@ -43,9 +44,11 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
     IPS = sum(w * click) / n, SNIPS = sum(w * click) / sum(w). Standard errors: the sample standard deviation
     of w * click over sqrt(n) (IPS), the delta method sqrt(sum(w^2 (click - SNIPS)^2)) / sum(w) (SNIPS).
     Returns {"ips": Estimate, "snips": Estimate, "n": rows, "matches": rows where the rankers agree}.
+    memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
     z = _z(confidence)
-    with _opened(log, columns, IPS_ROLES, "ips") as (con, view, c):
+    resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
+    with _opened(log, columns, IPS_ROLES, "ips", resources) as (con, view, c):
         bad, unknown = con.execute(f"""
             SELECT COUNT(*) FILTER (WHERE {_not_finite(c['propensity'])} OR {c['propensity']} <= 0
                                           OR {c['propensity']} > 1 OR {_not_finite(c['click'])}),
@@ -82,7 +85,8 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
     return out
 
 
-def interleaving(log, columns: dict | None = None, confidence: float = 0.95) -> dict:
+def interleaving(log, columns: dict | None = None, confidence: float = 0.95, *, memory_limit=None, threads=None,
+                 temp_directory=None) -> dict:
     """Team-draft interleaving credit from interleaved click logs.
 
     One row per shown document: `impression` (the interleaved list), `team` (the ranker that contributed the
@@ -92,9 +96,11 @@ def interleaving(log, columns: dict | None = None, confidence: float = 0.95) -> 
     interval from its sample standard deviation, and the two-sided sign test of b's wins among the
     impressions with a winner (= scipy.stats.binomtest(wins_b, wins_a + wins_b)).
     Returns {"teams": (a, b), "impressions", "wins": {a: .., b: ..}, "ties", "delta": Estimate, "p_value"}.
+    memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
     z = _z(confidence)
-    with _opened(log, columns, INTERLEAVING_ROLES, "interleaving") as (con, view, c):
+    resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
+    with _opened(log, columns, INTERLEAVING_ROLES, "interleaving", resources) as (con, view, c):
         teams = [r[0] for r in con.execute(f"SELECT DISTINCT {c['team']} FROM {view}").fetchall()]
         if len(teams) != 2 or None in teams:
             raise SqlmetricsError(f"interleaving: the team column {c['team']!r} must hold exactly two rankers' names "
@@ -159,11 +165,12 @@ def _estimate(value: float, se: float, z: float) -> Estimate:
 class _opened:
     """The log as a DuckDB view on a connection of its own, and its column (quoted) for each role."""
 
-    def __init__(self, log, columns, roles: tuple, what: str):
+    def __init__(self, log, columns, roles: tuple, what: str, resources: dict):
         self.log, self.columns, self.roles, self.what = log, dict(columns or {}), roles, what
+        self.resources = resources
 
     def __enter__(self):
-        self.con = connect()
+        self.con = connect(**self.resources)
         try:
             return self.con, "sqlm_log", self._view()
         except BaseException:
