@@ -154,7 +154,8 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
     _check_sequential(sequential, "welch")
     measures = list(info)
     segments = sorted(by_unit, key=lambda seg: [(v is None, str(v)) for v in seg])
-    ratio = sample_ratio({r: len({u for seg in segments for u in by_unit[seg].get(r, {})}) for r in run_names}, split)
+    ratio = sample_ratio({r: len({u for seg in segments for u in by_unit[seg].get(r, {})}) for r in run_names}, split,
+                         of=unit)
 
     def unit_rows(of_run: dict, k: int) -> list:
         rows = []
@@ -470,9 +471,10 @@ def analyse_aggregates(info: dict, rows: list, *, segment_names=(), test="studen
                   baseline=baseline, summary=summary, sample_ratio=ratio, sequential=sequential)
 
 
-def sample_ratio(lists: dict, split) -> dict | None:
+def sample_ratio(lists: dict, split, of: str = "lists") -> dict | None:
     """The sample ratio mismatch check of unpaired runs (A/B arms): each arm's lists (sessions) against the expected
-    split ({arm: share}; None: equal), by a chi-square goodness-of-fit test. Warns when p < SAMPLE_RATIO_P: a broken
+    split ({arm: share}; None: equal), by a chi-square goodness-of-fit test; `of` names what was counted (with
+    unit=, the unit's column). Warns when p < SAMPLE_RATIO_P: a broken
     split (a bug in the assignment or the logging) makes every other number of the comparison suspect."""
     if split is not None:
         unknown, missing = [a for a in split if a not in lists], [r for r in lists if r not in split]
@@ -487,7 +489,7 @@ def sample_ratio(lists: dict, split) -> dict | None:
     whole = math.fsum(shares.values())
     expected = {r: shares[r] / whole for r in lists}
     statistic = math.fsum((n - total * expected[r]) ** 2 / (total * expected[r]) for r, n in lists.items())
-    ratio = {"lists": dict(lists), "expected": expected, "statistic": statistic,
+    ratio = {"lists": dict(lists), "of": of, "expected": expected, "statistic": statistic,
              "p_value": chi2_sf(statistic, len(lists) - 1)}
     ratio["mismatch"] = ratio["p_value"] < SAMPLE_RATIO_P
     if ratio["mismatch"]:

@@ -417,7 +417,9 @@ SAMPLE_RATIO_P = 0.001  # below it, the split is broken (the experimentation pla
 def sample_ratio_message(ratio: dict) -> str:
     counts = ", ".join(f"{r} {n:,}" for r, n in ratio["lists"].items())
     split = "/".join(f"{100 * share:.4g}" for share in ratio["expected"].values())
-    return (f"sample ratio mismatch: the arms have {counts} lists where a {split} split was expected (chi-square "
+    of = ratio.get("of", "lists")
+    return (f"sample ratio mismatch: the arms have {counts} {'lists' if of == 'lists' else f'units ({of})'} where a "
+            f"{split} split was expected (chi-square "
             f"p = {ratio['p_value']:.2g} < {SAMPLE_RATIO_P}). The assignment or the logging is broken, and every other "
             "number of this comparison is suspect: find why before reading them (or pass the intended split=).")
 
