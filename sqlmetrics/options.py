@@ -214,7 +214,7 @@ OPTIONS = (
     Option("max_p", 0.01, "significance threshold", _RENDERED_TEST, kind="float", metavar="P", group="comparison"),
     Option("unit", None, "the unit of randomisation when it is not the list: a column of the log, such as user_id; "
            "each arm's lists are summed per unit and Welch's test takes the delta method's variance of their ratio",
-           frozenset({COMPARE, COMPARE_CMD}), metavar="COLUMN", group="comparison"),
+           frozenset({COMPARE, COMPARE_CMD, SQL_CMD}), metavar="COLUMN", group="comparison"),
     Option("pre_period", None, "a log from before the experiment, read as the run is (the same columns and options): "
            "each unit's values there are CUPED's covariate, which removes the variance they predict (needs unit=)",
            frozenset({COMPARE, COMPARE_CMD}), metavar="TABLE", group="comparison"),

@@ -273,6 +273,31 @@ def test_rendered_statistics_decide_as_compare_does(engine, data, test, request)
     assert _differences(_decided(there), _decided(here)) == []
 
 
+@pytest.mark.parametrize("engine", [pytest.param(e, marks=[] if e == "duckdb_con" else [pytest.mark.slow])
+                                    for e in ("duckdb_con", "sqlite_con", "postgres_con", "spark_con")])
+def test_rendered_statistics_over_units_decide_as_compare_does(engine, request):
+    """unit= in the warehouse: each arm's moments over units (the delta method's Σy, Σl, Σy², Σl², Σyl as means
+    and sums of deviations) computed there, the same report as the local compare(unit=) to 1e-9. The demo log's
+    query stands for the unit (several sessions each)."""
+    from sqlmetrics.engines import _fetch, engine_dialect
+
+    con, prefix = request.getfixturevalue(engine)
+    options = {k: v for k, v in LOG_OPTIONS.items() if k != "qrels"}
+    measures = ["nDCG@5", "RR", "P@10"]
+    sql = sqlmetrics.render_compare(measures, engine_dialect(con), qrels=None, run=prefix + "log", unit="query",
+                                    test="welch", max_p=0.05, **options)
+    rows, names = _fetch(con, engine_dialect(con), sql)
+    there = sqlmetrics.decide([dict(zip(names, r)) for r in rows], baseline="control", correction="holm")
+    here = sqlmetrics.compare(None, _tables()["log"], measures, unit="query", max_p=0.05, baseline="control",
+                              correction="holm", **options)
+    assert there.unit == here.unit == "query" and len(there.comparisons) == len(here.comparisons) == 9
+    assert _differences(_decided(there), _decided(here)) == []
+    # compare(engine=, unit=) runs the same statement there
+    on_engine = sqlmetrics.compare(None, prefix + "log", measures, unit="query", max_p=0.05, baseline="control",
+                                   correction="holm", engine=con, **options)
+    assert _differences(_decided(on_engine), _decided(here)) == []
+
+
 def _decided(report) -> dict:
     """A report as decide() can know it: the evaluation's options are the statement's (its header), not its rows'."""
     return {k: v for k, v in report.to_dict().items() if k != "options"}

@@ -91,7 +91,7 @@ def run(args) -> tuple:
     return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
 
 
-_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing")  # compare's, which --compare writes into its statement
+_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing", "unit")  # compare's, which --compare writes into its statement
 
 
 def _references(tables: dict, dbt: bool, flag: str | None = None) -> dict:

@@ -50,7 +50,7 @@ from .ranks import tolerant_ranks_sql
 IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
-SETTINGS = ("test", "max_p", "n_resamples", "seed", "pairing")  # render_compare()'s rows end with these
+SETTINGS = ("test", "max_p", "n_resamples", "seed", "pairing", "unit")  # render_compare()'s rows end with these
 
 
 def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=None, complete=False) -> list:
@@ -74,6 +74,19 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
         return _run(engine, kind, statement, exp.select(exp.Star()).from_(staged), tables, len(segs))
     finally:
         run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {staged}", tables)
+
+
+def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, max_p: float) -> list:
+    """compare(unit=, engine=): render_compare()'s rows over units, run on the engine, as dicts by column name
+    (decide() reads them)."""
+    segs = list(check_log_options(qrels, options.get("group_by"), options.get("label"), options.get("relevance")))
+    o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run,
+                                                **{**options, "group_by": [*segs, unit]})
+    labels = (segs, [c.text for c in calls], ("welch", max_p, 0, 0, "unpaired", unit))
+    statement = _units_statement(segs, unit, output_columns(calls), labels)
+    tree = _tree(kind, statement, sqlglot.parse_one(sql, read=dialect_info(kind).sqlglot))
+    names = ["kind", "sc", "rx", "ry", *segs, "m", "measure", "n", "v1", "v2", "v3", "v4", "v5", *SETTINGS]
+    return [dict(zip(names, r)) for r in run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)]
 
 
 def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: dict, k: int) -> list:
@@ -103,17 +116,18 @@ def _tree(kind: str, statement: str, evaluation: exp.Expression) -> exp.Expressi
 
 def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", *, test: str = "student",
                    max_p: float = 0.01, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
-                   **options) -> str:
+                   unit: str | None = None, **options) -> str:
     """compare()'s sufficient statistics as ONE SQL statement for `dialect`, over tables that live in that engine:
     per segment, run (pair of runs) and measure the counts, means, sums of squares, rank sums and (test=
     'bootstrap') the resampled differences that the test needs; never a per-list value. Fetch its rows from the
     engine (into a file or a frame) and decide() turns them into compare()'s report. measures, qrels, run and
     the evaluation options are render()'s (columns= maps run_name: the runs of one table, such as A/B arms);
-    test, max_p, seed, n_resamples and pairing are compare()'s, recorded in the rows.
+    test, max_p, seed, n_resamples, pairing and unit are compare()'s, recorded in the rows; with unit= (Welch's
+    test over units), the rows are each arm's moments over units (kind 'units') and its number of units.
 
     Its columns: kind, sc, rx, ry, the segment columns by name, m and measure (the measure's index and name), n,
     v1 .. v5 (aggregates.py's docstring says what each kind holds), then test, max_p, n_resamples, seed and
-    pairing (SETTINGS)."""
+    pairing and unit (SETTINGS)."""
     info = dialect_info(dialect)
     if test not in IN_ENGINE:
         raise SqlmetricsError(f"test={test!r}: the statistics of {', '.join(map(repr, IN_ENGINE))} are aggregates; "
@@ -126,13 +140,24 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     if taken := [g for g in segs if g in (*COLUMNS, "measure", *SETTINGS)]:
         raise SqlmetricsError(f"group_by= {taken[0]!r}: the statistics' rows have a column of that name; rename the "
                               "segment column.")
+    if unit is not None and (test not in ("student", "welch") or pairing == "paired" or unit in segs):
+        raise SqlmetricsError("unit= takes Welch's test (test='welch' or 'student') on unpaired arms, and a unit "
+                              "column that is not a segment.")
+    if unit is not None and (other := [c.text for c in calls if c.measure.aggregate != "mean"]):
+        raise SqlmetricsError(f"unit= sums each unit's values of a measure averaged over lists; {other[0]} is "
+                              "aggregated otherwise.")
+    labels = (test, max_p, n_resamples, seed, pairing, unit)
     scopes = {"paired": (1,), "unpaired": (0,)}.get(pairing, (0, 1))
     boot = (seed, n_resamples, 1 - max_p, scopes) if test == "bootstrap" else None
+    if unit is not None:  # the lists keyed by their unit too: summed per unit in the statement
+        options["group_by"] = [*segs, unit]
     evaluation = render([c.text for c in calls], dialect=info.name, qrels=qrels, run=run, per_query=True, **options)
     described = [line for line in evaluation.splitlines() if line.startswith("--")]  # render()'s header
-    statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], boot,
-                           complete=test == "tukey",
-                           labels=(segs, [c.text for c in calls], (test, max_p, n_resamples, seed, pairing)))
+    if unit is None:
+        statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], boot,
+                               complete=test == "tukey", labels=(segs, [c.text for c in calls], labels))
+    else:
+        statement = _units_statement(segs, unit, output_columns(calls), (segs, [c.text for c in calls], labels))
     tree = _tree(info.name, statement, sqlglot.parse_one("\n".join(line for line in evaluation.splitlines()
                                                                     if not line.startswith("--")), read=info.sqlglot))
     header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
@@ -240,7 +265,7 @@ ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_
 def _labelled(final: str, s: list, labels: tuple) -> str:
     """The statement's rows as render_compare() gives them: the segments by name, each measure's name beside
     its index, and the test's settings on every row (decide() reads them back)."""
-    segs, names, (test, max_p, n_resamples, seed, pairing) = labels
+    segs, names, (test, max_p, n_resamples, seed, pairing, unit) = labels
     quoted = [exp.to_identifier(g, quoted=True).sql("postgres") for g in segs]
     measure = "CASE m " + " ".join(f"WHEN {j} THEN {exp.Literal.string(name).sql('postgres')}"
                                    for j, name in enumerate(names)) + " END"
@@ -248,8 +273,45 @@ def _labelled(final: str, s: list, labels: tuple) -> str:
 ab_stats AS ({final})
 SELECT kind, sc, rx, ry, {''.join(f'{c} AS {q}, ' for c, q in zip(s, quoted))}m, {measure} AS measure, n, v1, v2, v3,
        v4, v5, {exp.Literal.string(test).sql('postgres')} AS test, CAST({float(max_p)!r} AS DOUBLE PRECISION) AS max_p,
-       {int(n_resamples)} AS n_resamples, {int(seed)} AS seed, {exp.Literal.string(pairing).sql('postgres')} AS pairing
+       {int(n_resamples)} AS n_resamples, {int(seed)} AS seed, {exp.Literal.string(pairing).sql('postgres')} AS pairing,
+       {'CAST(NULL AS TEXT)' if unit is None else exp.Literal.string(unit).sql('postgres')} AS unit
 FROM ab_stats"""
+
+
+def _units_statement(segs: list, unit: str, outs: list, labels: tuple) -> str:
+    """render_compare()'s statement with unit=: each list's values summed per unit (y, the sum; l, the lists),
+    then per segment, arm and measure the units' count, the means of y and l and the sums of squared deviations
+    and of cross-products (kind 'units': n, v1 = mean y, v2 = mean l, v3 = Σ(y - ȳ)², v4 = Σ(l - l̄)², v5 =
+    Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n): the delta method's
+    sufficient statistics (units.py)."""
+    s = [f"s{i}" for i in range(len(segs))]
+    cols = "".join(f"{c}, " for c in s)
+    ident = lambda name: exp.to_identifier(name, quoted=True).sql("postgres")  # noqa: E731
+    seg_select = "".join(f"{ident(g)} AS {c}, " for g, c in zip(segs, s))
+    measures = "".join(f", {out} AS m{j}" for j, out in enumerate(outs))
+    vals = " UNION ALL ".join(f"SELECT run, {cols}u, {j} AS m, CAST(m{j} AS DOUBLE PRECISION) AS x FROM ab_base "
+                              f"WHERE m{j} IS NOT NULL" for j in range(len(outs)))
+    same = "".join(f" AND t.{c} IS NOT DISTINCT FROM o.{c}" for c in s)
+    null = "CAST(NULL AS DOUBLE PRECISION)"
+    final = f"""
+SELECT 'units' AS kind, 0 AS sc, run AS rx, run AS ry, {cols}m, n, my AS v1, ml AS v2, syy AS v3, sll AS v4, syl AS v5
+FROM ab_ustats
+UNION ALL
+SELECT 'unit_count', 0, run, run, {''.join('CAST(NULL AS TEXT), ' for _ in s)}0, COUNT(DISTINCT u), {null}, {null},
+       {null}, {null}, {null}
+FROM ab_base GROUP BY run"""
+    return f"""
+WITH ab_base AS (SELECT run_name AS run, {seg_select}{ident(unit)} AS u, query_id{measures} FROM ab_v),
+ab_vals AS ({vals}),
+ab_units AS (SELECT run, {cols}u, m, SUM(x) AS y, COUNT(*) AS l FROM ab_vals GROUP BY run, {cols}u, m),
+ab_umeans AS (SELECT run, {cols}m, COUNT(*) AS n, AVG(y) AS my, AVG(CAST(l AS DOUBLE PRECISION)) AS ml FROM ab_units
+              GROUP BY run, {cols}m),
+ab_ustats AS (SELECT o.run, {''.join(f'o.{c}, ' for c in s)}o.m, o.n, o.my, o.ml, SUM((t.y - o.my) * (t.y - o.my)) AS syy,
+                     SUM((t.l - o.ml) * (t.l - o.ml)) AS sll, SUM((t.y - o.my) * (t.l - o.ml)) AS syl
+              FROM ab_units AS t JOIN ab_umeans AS o ON t.run = o.run AND t.m = o.m{same}
+              GROUP BY o.run, {''.join(f'o.{c}, ' for c in s)}o.m, o.n, o.my, o.ml)
+{_labelled(final, s, labels)}
+"""
 
 
 def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, scopes: tuple) -> str:

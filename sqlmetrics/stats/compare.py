@@ -19,7 +19,7 @@ from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_lo
                        taken_by)
 from ..statement import GMAP_FLOOR
 from . import units
-from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks
+from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks, unit_statistics
 from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
@@ -107,9 +107,6 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     if not single:
         raise SqlmetricsError("unit= compares the arms of one log: pass one table and map its arm column in "
                               "columns={'run_name': ...}.")
-    if o.engine is not None:
-        raise SqlmetricsError("unit= is computed from the per-list values on DuckDB: leave out engine= (render_compare()"
-                              " does not take unit= yet).")
     if o.test not in ("student", "welch") or o.pairing == "paired":
         raise SqlmetricsError(f"unit= compares arms of different units by Welch's t-test on the delta method's "
                               f"variance: use test='welch' (or 'student', which becomes it), not test={o.test!r}"
@@ -121,6 +118,13 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
     if o.unit in segs or o.unit in (o.columns or {}).values():
         raise SqlmetricsError(f"unit= {o.unit!r} is also a segment or a role's column; the unit is a column of its own.")
+    if o.engine is not None:  # the moments over units computed there, as render_compare() renders them
+        if o.pre_period is not None:
+            raise SqlmetricsError("pre_period= (CUPED) is computed from the per-list values on DuckDB: leave out "
+                                  "engine=, or compare without pre_period=.")
+        rows = unit_statistics(o.engine, calls, qrels, log, engine_options(resolve(EVALUATE, evaluate_options)),
+                               o.unit, o.max_p)
+        return decide(rows, baseline=o.baseline, correction=o.correction, split=o.split, sequential=o.sequential)
     texts = [c.text for c in calls]
     options = {k: v for k, v in evaluate_options.items() if k != "group_by"}
     results = evaluate(qrels, log, texts, group_by=[*segs, o.unit], **options, _fetch=python_rows,
@@ -143,19 +147,10 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
                          options={k: getattr(o, k) for k in _RECORDED}, sequential=o.sequential)
 
 
-def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, segment_names=(),
-                  max_p=0.01, correction=None, baseline=None, split=None, options=None, sequential=None) -> Report:
-    """The report of Welch's tests over units: by_unit = {segment: {run: {unit: [[value per measure of info] per
-    list]}}}; pre (CUPED) = {unit: [[value per measure] per list]} before the experiment, or None."""
-    if correction == "none":
-        correction = None
-    if baseline is not None and baseline not in run_names:
-        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
-    _check_sequential(sequential, "welch")
-    measures = list(info)
-    segments = sorted(by_unit, key=lambda seg: [(v is None, str(v)) for v in seg])
-    ratio = sample_ratio({r: len({u for seg in segments for u in by_unit[seg].get(r, {})}) for r in run_names}, split,
-                         of=unit)
+def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, **options) -> Report:
+    """The report of Welch's tests over units from the per-list values: by_unit = {segment: {run: {unit: [[value per
+    measure of info] per list]}}}; pre (CUPED) = {unit: [[value per measure] per list]} before the experiment, or
+    None. options: unit_report()'s."""
 
     def unit_rows(of_run: dict, k: int) -> list:
         rows = []
@@ -170,20 +165,39 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
             rows.append(row)
         return rows
 
+    stats = {(seg, m, r): units.moments(unit_rows(by_unit[seg].get(r, {}), k))
+             for seg in by_unit for k, m in enumerate(info) for r in run_names}
+    counts = {r: len({u for seg in by_unit for u in by_unit[seg].get(r, {})}) for r in run_names}
+    return unit_report(run_names, info, stats, counts, unit=unit, cuped=pre is not None, **options)
+
+
+def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit: str, cuped: bool, segment_names=(),
+                max_p=0.01, correction=None, baseline=None, split=None, options=None, sequential=None) -> Report:
+    """The report of Welch's tests over units from each (segment, measure, run)'s UnitMoments (stats) and each
+    run's number of units (counts, for the sample ratio check), computed here or by an engine."""
+    if correction == "none":
+        correction = None
+    if baseline is not None and baseline not in run_names:
+        raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    _check_sequential(sequential, "welch")
+    measures = list(info)
+    segments = sorted({seg for seg, _, _ in stats}, key=lambda seg: [(v is None, str(v)) for v in seg])
+    ratio = sample_ratio(counts, split, of=unit)
+    empty = units.UnitMoments(0, {}, {})
     means = {seg: {r: {} for r in run_names} for seg in segments}
     summary, comparisons = [], []
     for seg in segments:
-        for k, m in enumerate(measures):
-            rows = {r: unit_rows(by_unit[seg].get(r, {}), k) for r in run_names}
-            stats = {r: units.moments(rows[r]) for r in run_names}
+        for m in measures:
             for r in run_names:
-                mean, var = units.ratio(stats[r]) if stats[r].n else (math.nan, math.nan)
+                at = stats.get((seg, m, r), empty)
+                mean, var = units.ratio(at) if at.n else (math.nan, math.nan)
                 means[seg][r][m] = None if math.isnan(mean) else mean
-                summary.append(Summary(seg, r, m, **_describe({"n": stats[r].n, "mean": mean, "var": var}, max_p)))
+                summary.append(Summary(seg, r, m, **_describe({"n": at.n, "mean": mean, "var": var}, max_p)))
             for run, base in _pairs(run_names, baseline):
-                c = Comparison(measure=m, run=run, baseline=base, segment=seg, n=stats[run].n + stats[base].n,
-                               difference=math.nan, statistic=math.nan, p_value=math.nan)
-                _unit_test(c, stats[run], stats[base], rows[run] + rows[base], pre is not None, max_p)
+                x, y = stats.get((seg, m, run), empty), stats.get((seg, m, base), empty)
+                c = Comparison(measure=m, run=run, baseline=base, segment=seg, n=x.n + y.n, difference=math.nan,
+                               statistic=math.nan, p_value=math.nan)
+                _unit_test(c, x, y, cuped, max_p)
                 comparisons.append(c)
     _decide(comparisons, info, correction, max_p, sequential)
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
@@ -191,10 +205,10 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
                   test="welch", max_p=max_p, correction=correction, seed=0, n_resamples=0,
                   n_queries=sum(ratio["lists"].values()) if ratio else 0, options=dict(options or {}),
                   segment_names=tuple(segment_names), paired=False, baseline=baseline, summary=summary,
-                  sample_ratio=ratio, unit=unit, cuped=pre is not None, sequential=sequential)
+                  sample_ratio=ratio, unit=unit, cuped=cuped, sequential=sequential)
 
 
-def _unit_test(c: Comparison, x, y, pooled_rows: list, cuped: bool, max_p: float) -> None:
+def _unit_test(c: Comparison, x, y, cuped: bool, max_p: float) -> None:
     """Welch's test of two arms' ratios over units (x: the run, y: the baseline), CUPED-adjusted when the units
     carry a pre-period; the interval of the difference at 1 - max_p, and the share of variance CUPED removed."""
     if x.n < 2 or y.n < 2:
@@ -202,7 +216,7 @@ def _unit_test(c: Comparison, x, y, pooled_rows: list, cuped: bool, max_p: float
     (mx, vx), (my, vy) = units.ratio(x), units.ratio(y)
     raw = vx / x.n + vy / y.n
     if cuped:
-        (mx, vx), (my, vy), _ = units.cuped(x, y, units.moments(pooled_rows))
+        (mx, vx), (my, vy), _ = units.cuped(x, y)
         c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
     c.difference = mx - my
     c.statistic, c.p_value, df = welch(x.n, mx, vx, y.n, my, vy)
@@ -513,9 +527,9 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
     settings = {tuple(r[c] for c in SETTINGS) for r in rows}
     if len(settings) > 1:
         raise SqlmetricsError("decide(): these rows come from more than one statement (their test, max_p, n_resamples, "
-                              "seed or pairing differ); decide each statement's rows apart.")
-    test, max_p, n_resamples, seed, pairing = settings.pop()
-    measures = dict(sorted({int(r["m"]): r["measure"] for r in rows if r["kind"] != "lists"}.items()))
+                              "seed, pairing or unit differ); decide each statement's rows apart.")
+    test, max_p, n_resamples, seed, pairing, unit = settings.pop()
+    measures = dict(sorted({int(r["m"]): r["measure"] for r in rows if r["kind"] not in ("lists", "unit_count")}.items()))
     if list(measures) != list(range(len(measures))):
         raise SqlmetricsError("decide(): the rows' measures are not numbered 0 .. n-1 (m); give every row of the "
                               "statement.")
@@ -524,6 +538,17 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
 
     def number(v, kind=float):
         return None if v is None or (isinstance(v, float) and math.isnan(v)) else kind(v)
+
+    if unit is not None:  # the delta method's moments over units (aggregates._units_statement)
+        counts = {as_text(r["rx"]): int(r["n"]) for r in rows if r["kind"] == "unit_count"}
+        run_names = sorted(counts, key=lambda n: n.encode("utf-8"))
+        stats = {(tuple(as_text(r[g]) for g in segs), measures[int(r["m"])], as_text(r["rx"])): units.from_sums(
+            int(r["n"]), {"y": number(r["v1"]), "l": number(r["v2"])},
+            {("y", "y"): number(r["v3"]), ("l", "l"): number(r["v4"]), ("l", "y"): number(r["v5"])})
+            for r in rows if r["kind"] == "units"}
+        return unit_report(run_names, info, stats, counts, unit=unit, cuped=False, segment_names=segs,
+                           max_p=float(max_p), correction=correction, baseline=baseline, split=split,
+                           sequential=sequential)
 
     aggregates = [{"kind": r["kind"], "sc": int(r["sc"]), "rx": r["rx"], "ry": r["ry"],
                    "segment": tuple(r[g] for g in segs), "m": int(r["m"]), "n": number(r["n"], int),

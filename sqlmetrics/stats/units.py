@@ -36,6 +36,23 @@ def moments(units: list) -> UnitMoments:
     return UnitMoments(n, mean, cov)
 
 
+def combine(a: UnitMoments, b: UnitMoments) -> UnitMoments:
+    """The moments of two samples taken as one (both arms' units: CUPED's θ), from theirs alone (Chan et al.'s
+    pairwise update), so that they need not be at hand unit by unit."""
+    n = a.n + b.n
+    mean = {v: (a.n * a.mean[v] + b.n * b.mean[v]) / n for v in a.mean}
+    cov = {(x, y): ((a.n - 1) * a.cov[x, y] + (b.n - 1) * b.cov[x, y]
+                    + a.n * b.n / n * (a.mean[x] - b.mean[x]) * (a.mean[y] - b.mean[y])) / (n - 1)
+           for x, y in a.cov}
+    return UnitMoments(n, mean, cov)
+
+
+def from_sums(n: int, means: dict, squares: dict) -> UnitMoments:
+    """UnitMoments from a count, the means and the sums of the products of deviations from them ({(a, b): Σ}),
+    as an engine returns them."""
+    return UnitMoments(n, dict(means), {k: v / (n - 1) if n > 1 else math.nan for k, v in squares.items()})
+
+
 def ratio_var(m: UnitMoments, y: str, l: str) -> float:  # noqa: E741 - l is the lists, as in the papers
     """The variance of one unit's mean(y) / mean(l), by the delta method (multiply by 1/n for the estimate's)."""
     r = m.mean[y] / m.mean[l]
@@ -53,9 +70,10 @@ def ratio(m: UnitMoments) -> tuple:
     return m.mean["y"] / m.mean["l"], ratio_var(m, "y", "l")
 
 
-def cuped(x: UnitMoments, y: UnitMoments, pooled: UnitMoments) -> tuple:
+def cuped(x: UnitMoments, y: UnitMoments) -> tuple:
     """CUPED for two arms x and y whose units carry a pre-period (yp, lp): θ from the pooled units (both arms as
     one sample), then each arm's adjusted ratio and variance. ((mean x, var x), (mean y, var y), θ)."""
+    pooled = combine(x, y)
     var_pre = ratio_var(pooled, "yp", "lp")
     theta = ratio_cov(pooled, "y", "l", "yp", "lp") / var_pre if var_pre > 0 else 0.0
     centre = pooled.mean["yp"] / pooled.mean["lp"]
