@@ -78,7 +78,8 @@ def _oracle(measure: str, cuped: bool, segment=None, **group):
     return metric.analyze(pd.DataFrame(rows), control="A", treatment="B", variant="arm"), len(rows)
 
 
-@pytest.mark.parametrize("cuped", [False, True], ids=["delta", "cuped"])
+# CUPED's case covers the delta method's too (its variance is the adjusted one); the plain case is the full suite's.
+@pytest.mark.parametrize("cuped", [pytest.param(False, marks=pytest.mark.slow), True], ids=["delta", "cuped"])
 def test_welch_over_users_equals_tea_tasting(cuped):
     extra = {"pre_period": PRE.drop_columns(["arm"])} if cuped else {}
     rep = sqlmetrics.compare(None, EXPERIMENT, MEASURES, unit="user", **OPTIONS, **extra)
@@ -102,6 +103,7 @@ def test_welch_over_users_equals_tea_tasting(cuped):
                 math.sqrt(1 - c.variance_reduction), rel=1e-3)  # the t quantiles differ by their df alone
 
 
+@pytest.mark.slow  # segments: the same statistics per day (the fast suite's case is the whole log)
 def test_users_per_segment_and_the_delta_method_widens_the_naive_interval():
     rep = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", group_by="day", **OPTIONS)
     assert [c.segment for c in rep.comparisons] == [("mon",), ("tue",)]

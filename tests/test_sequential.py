@@ -37,7 +37,8 @@ def _moments(values) -> list:
     return [len(values), math.fsum(values), math.fsum(v * v for v in values)]
 
 
-@pytest.mark.parametrize("tuning, alpha", [(5000, 0.05), (200, 0.01), (50_000, 0.1)])
+@pytest.mark.parametrize("tuning, alpha", [(5000, 0.05), pytest.param(200, 0.01, marks=pytest.mark.slow),
+                                           pytest.param(50_000, 0.1, marks=pytest.mark.slow)])
 def test_always_valid_welch_equals_gbstats(tuning, alpha):
     """Two arms of different sessions (unpaired: Welch), several effect sizes, one of them none."""
     arms = [(RNG.normal(0.40, 0.3, 400), RNG.normal(0.40 + lift, 0.35, 350)) for lift in (0.0, 0.03, 0.1)]
@@ -68,6 +69,7 @@ def test_the_always_valid_interval_is_wider_than_the_fixed_one_and_refusals():
         sqlmetrics.compare(qrels, runs, ["AP"], sequential=0)
 
 
+@pytest.mark.slow  # the HTML report, built again (test_report.py's fast cases cover the page)
 def test_the_report_states_its_intervals_are_always_valid():
     from sqlmetrics.stats.html import build_report
 
