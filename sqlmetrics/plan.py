@@ -15,6 +15,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
+from .caches import Kept
 from .catalogue import ABSENT, MeasureCall, shared_columns
 
 READ = "duckdb"  # the dialect templates are written in
@@ -188,14 +189,10 @@ def plan_measures(calls: list[MeasureCall], relevance_level: int) -> Plan:
     sqlglot work of rendering, which depends on nothing but the calls and the relevance level. The same
     measures again (a notebook, compare(), a test) reuse the plan: it is read, never changed, by its users."""
     key = (tuple((c.text, str(c.measure.path), c.measure.body, c.params) for c in calls), relevance_level)
-    if key not in _PLANS:
-        if len(_PLANS) >= 64:
-            _PLANS.pop(next(iter(_PLANS)))
-        _PLANS[key] = _plan(calls, relevance_level)
-    return _PLANS[key]
+    return _PLANS.get(key, lambda: _plan(calls, relevance_level))
 
 
-_PLANS: dict = {}
+_PLANS = Kept()
 
 
 def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:

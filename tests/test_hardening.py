@@ -15,6 +15,7 @@ import pytest
 
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
+from sqlmetrics.caches import Kept
 from sqlmetrics.cli import main
 from sqlmetrics.local import evaluate as local_evaluate
 
@@ -123,7 +124,7 @@ def test_a_statement_is_reused_only_by_the_same_evaluation(monkeypatch):
         warm = [sqlmetrics.evaluate(qrels, run, measures, **v).aggregate for v in variants * 2][len(variants):]
         assert len({tuple(values.items()) for values in warm}) == len(variants)
         for options, values in zip(variants, warm):
-            monkeypatch.setattr(local_evaluate, "_STATEMENTS", {})
+            monkeypatch.setattr(local_evaluate, "_STATEMENTS", Kept())
             assert sqlmetrics.evaluate(qrels, run, measures, **options).aggregate == values, options
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
+from sqlmetrics.caches import Kept
 from sqlmetrics.cli import common, main
 from sqlmetrics.cli import evaluate as eval_command
 from sqlmetrics.local import evaluate as local_evaluate
@@ -444,7 +445,7 @@ def test_sql_duckdb_rejects_is_one_line_with_the_statement_kept(files, capsys, m
             return "SELECT no_such_column FROM no_such_table"
 
     monkeypatch.setattr(local_evaluate, "build_statement", lambda *args, **kwargs: Broken())
-    monkeypatch.setattr(local_evaluate, "_STATEMENTS", {})  # not the statements generated before
+    monkeypatch.setattr(local_evaluate, "_STATEMENTS", Kept())  # not the statements generated before
     with pytest.raises(local_evaluate.GeneratedSQLError) as e:
         sqlmetrics.evaluate("qrels.txt", "run.txt", ["AP"])
     assert "\n" not in str(e.value) and str(e.value).startswith("sqlmetrics generated SQL that DuckDB rejected: ")

@@ -9,6 +9,7 @@ import threading
 
 import duckdb
 
+from ..caches import Kept
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..options import QRELS_ROLES, Settings
@@ -121,18 +122,12 @@ def _statement(plan, qrels_source, run_source, shape, others: dict) -> str:
     key is everything build_statement reads, spelled out (repr): the plan (kept alive with the text, so its
     id stays its own), the sources' trees and the shape."""
     key = (id(plan), repr((qrels_source, run_source, shape, sorted(others.items()))))
-    with _STATEMENTS_LOCK:  # evaluations on threads: sqlglot holds the GIL anyway
-        if key not in _STATEMENTS:
-            if len(_STATEMENTS) >= 64:
-                _STATEMENTS.pop(next(iter(_STATEMENTS)))
-            # Built for this text alone: generated in place, not copied first.
-            sql = build_statement(plan, qrels_source, run_source, shape, per_query=True, **others).sql(READ, copy=False)
-            _STATEMENTS[key] = (plan, sql)
-        return _STATEMENTS[key][1]
+    # Built for this text alone: generated in place, not copied first.
+    return _STATEMENTS.get(key, lambda: (plan, build_statement(plan, qrels_source, run_source, shape, per_query=True,
+                                                               **others).sql(READ, copy=False)))[1]
 
 
-_STATEMENTS: dict = {}
-_STATEMENTS_LOCK = threading.Lock()
+_STATEMENTS = Kept()
 
 
 def _compute(con, sqls: list, job: _Job, o: Settings) -> None:

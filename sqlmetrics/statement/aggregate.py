@@ -2,10 +2,10 @@
 run (and segment), each measure under its aggregate (mean, sum, trec_eval's floored geometric mean, once)."""
 from __future__ import annotations
 
-import threading
 
 from sqlglot import exp
 
+from ..caches import Kept
 from ..plan import READ, Plan
 from .shape import Shape
 from .trees import _by, _c, _cols, _in_fixed_order
@@ -68,13 +68,7 @@ def aggregate_sql(table: str, aggregates: list, run_key: list, list_key: list, s
     added in list order so that the aggregates are the same on every run. The same arguments again (every
     evaluation of the same measures) are the same text: generated once."""
     key = repr((table, aggregates, run_key, list_key, segments))
-    with _AGGREGATES_LOCK:  # evaluations on threads
-        if key not in _AGGREGATES:
-            if len(_AGGREGATES) >= 64:
-                _AGGREGATES.pop(next(iter(_AGGREGATES)))
-            _AGGREGATES[key] = aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ)
-        return _AGGREGATES[key]
+    return _AGGREGATES.get(key, lambda: aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ))
 
 
-_AGGREGATES: dict = {}
-_AGGREGATES_LOCK = threading.Lock()
+_AGGREGATES = Kept()
