@@ -13,6 +13,11 @@ from ..options import BY_NAME
 from .readers import Loaded
 
 
+
+def empty(column: str) -> str:
+    """SQL: the id in `column` is missing, NULL or empty text (a number id is never empty)."""
+    return f"{column} IS NULL OR CAST({column} AS VARCHAR) = ''"
+
 def _locate(con, loaded: Loaded, condition: str) -> int:
     """The first line (or row) where `condition` holds."""
     return con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {condition} ORDER BY line_no LIMIT 1").fetchall()[0][0]
@@ -44,7 +49,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
     value_role = "relevance" if kind == "qrels" else order_role
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {loaded.view})").fetchall())
     ids = [q, *(_col(loaded, g) for g in groups), d]
-    problems = {"empty id": " OR ".join(f"{c} IS NULL OR CAST({c} AS VARCHAR) = ''" for c in ids)}
+    problems = {"empty id": " OR ".join(empty(c) for c in ids)}
     v = _col(loaded, value_role)
     number = f"TRY_CAST({v} AS DOUBLE)"
     # isnan() alone misses a NaN in Parquet: DuckDB (2.0) folds it to false from the file's min/max statistics,
@@ -111,7 +116,7 @@ def check_verdicts(con, loaded: Loaded) -> None:
     of, verdict, query = _col(loaded, "statement_of"), _col(loaded, "verdict"), _col(loaded, "query_id")
     allowed = ", ".join(f"'{s}'" for s in STATEMENTS_OF)
     problems = (
-        (f"{query} IS NULL OR CAST({query} AS VARCHAR) = ''", "the query id is empty"),
+        (empty(query), "the query id is empty"),
         (f"{of} IS NULL OR CAST({of} AS VARCHAR) NOT IN ({allowed})",
          f"statement_of is not one of {', '.join(STATEMENTS_OF)}"),
         (f"{verdict} IS NULL OR TRY_CAST({verdict} AS DOUBLE) IS NULL OR TRY_CAST({verdict} AS DOUBLE) NOT IN (0, 1)",
@@ -136,7 +141,7 @@ def check_items(con, loaded: Loaded) -> None:
     vector left numbers out of the cosine); a category; or a dimension and a finite value, each (item, dimension)
     once. The first row that is not so is named."""
     item, c = _col(loaded, "doc_id"), loaded.columns
-    problems = [(f"{item} IS NULL OR CAST({item} AS VARCHAR) = ''", "the item id is empty; fix the row")]
+    problems = [(empty(item), "the item id is empty; fix the row")]
     if "vector" in c:
         v = f"CAST({_col(loaded, 'vector')} AS DOUBLE[])"
         problems += [(f"{v} IS NULL OR len({v}) = 0", "the vector is empty: give the item its numbers, or leave the "
@@ -144,11 +149,11 @@ def check_items(con, loaded: Loaded) -> None:
                      (f"list_count({v}) < len({v})", "the vector holds an empty (NULL) number; fix the row"),
                      (_not_finite_in(v), "the vector holds NaN or an infinite value; fix the row")]
     elif "category" in c:
-        problems.append((f"{_col(loaded, 'category')} IS NULL OR CAST({_col(loaded, 'category')} AS VARCHAR) = ''",
+        problems.append((empty(_col(loaded, 'category')),
                          "the category is empty; fix the row"))
     elif "dimension" in c and "value" in c:
         d, value = _col(loaded, "dimension"), f"TRY_CAST({_col(loaded, 'value')} AS DOUBLE)"
-        problems += [(f"{d} IS NULL OR CAST({d} AS VARCHAR) = ''", "the dimension is empty; fix the row"),
+        problems += [(empty(d), "the dimension is empty; fix the row"),
                      (f"{value} IS NULL OR NOT isfinite({value})", "the value is not a finite number; fix the row")]
     first = con.execute("SELECT " + ", ".join(f"min(line_no) FILTER (WHERE {cond})" for cond, _ in problems)
                         + f" FROM {loaded.numbered}").fetchall()[0]
@@ -180,8 +185,8 @@ def check_history(con, loaded: Loaded) -> None:
     """The training interactions (history=): every row names its user and its item (a NULL or empty id was counted
     as an item of its own, or as nobody's)."""
     user, item = _col(loaded, "query_id"), _col(loaded, "doc_id")
-    row = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {user} IS NULL OR CAST({user} AS VARCHAR) = '' "
-                      f"OR {item} IS NULL OR CAST({item} AS VARCHAR) = '' ORDER BY line_no LIMIT 1").fetchall()
+    row = con.execute(f"SELECT line_no FROM {loaded.numbered} WHERE {empty(user)} "
+                      f"OR {empty(item)} ORDER BY line_no LIMIT 1").fetchall()
     if row:
         raise SqlmetricsError(f"{loaded.at(row[0][0])}: the user or the item id is empty; fix the row.")
 
@@ -193,7 +198,7 @@ def check_embeddings(con, loaded: Loaded) -> None:
     the question asked's dimensions, none all zeros (no direction)."""
     query, generated = _col(loaded, "query_id"), _col(loaded, "generated")
     number = "TRY_CAST({} AS DOUBLE)"
-    rows = [(f"{query} IS NULL OR CAST({query} AS VARCHAR) = ''", "the query id is empty"),
+    rows = [(empty(query), "the query id is empty"),
             (f"{number.format(generated)} IS NULL OR {number.format(generated)} < 0 OR "
              f"{number.format(generated)} <> floor({number.format(generated)})",
              "generated is not 0 (the question asked) or a positive whole number")]

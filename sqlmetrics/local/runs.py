@@ -61,7 +61,7 @@ def _load_runs(con, run, columns: dict, inputs: list, glob: bool, step) -> list:
                               "(a run_name column in one table, or {name: run}).")
     whole = loaded[0][1]
     col = _q(whole.columns["run_name"])
-    nulls = con.execute(f"SELECT MIN(line_no) FROM {whole.numbered} WHERE {col} IS NULL OR CAST({col} AS VARCHAR) = ''"
+    nulls = con.execute(f"SELECT MIN(line_no) FROM {whole.numbered} WHERE {checks.empty(col)}"
                         ).fetchall()[0][0]
     if nulls is not None:
         raise SqlmetricsError(f"{whole.at(nulls)}: the run name column "
