@@ -136,21 +136,18 @@ def _compute(con, sqls: list, job: _Job, o: Settings) -> None:
     if len(sqls) == 1:
         _create(con, "per_list_result", sqls[0], o)
         return
-    by_call, key = {}, None
+    column = {}  # each measure's column in the parts: p0."ap", p1."ap_judged_only_true", ...
     for i, ((calls, _), sql) in enumerate(zip(job.parts, sqls)):
         _create(con, f"per_list_part_{i}", sql, o)
-        outs = output_columns(calls)
-        by_call.update({id(c): f"p{i}.{_q(out)}" for c, out in zip(calls, outs)})
-        if key is None:
-            key = [c for c in con.execute(f"SELECT * FROM per_list_part_{i} LIMIT 0").description if c[0] not in outs]
-            key = [c[0] for c in key]
+        column.update({id(c): f"p{i}.{_q(out)}" for c, out in zip(calls, output_columns(calls))})
+    outs = output_columns(job.parts[0][0])
+    key = [d[0] for d in con.execute("SELECT * FROM per_list_part_0 LIMIT 0").description if d[0] not in outs]
     joins = " ".join(f"JOIN per_list_part_{i} p{i} ON " + " AND ".join(f"p0.{_q(k)} IS NOT DISTINCT FROM p{i}.{_q(k)}"
                                                                          for k in key)
                      for i in range(1, len(sqls)))
-    values = [f"{by_call[id(c)]} AS {_q(out)}" for c, out in zip(job.calls, output_columns(job.calls))]
-    _create(con, "per_list_result", f"SELECT {', '.join(f'p0.{_q(k)}' for k in key)}, {', '.join(values)} "
-                                    f"FROM per_list_part_0 p0 {joins} ORDER BY {', '.join(f'p0.{_q(k)}' for k in key)}",
-            o)
+    keys = ", ".join(f"p0.{_q(k)}" for k in key)
+    values = ", ".join(f"{column[id(c)]} AS {_q(out)}" for c, out in zip(job.calls, output_columns(job.calls)))
+    _create(con, "per_list_result", f"SELECT {keys}, {values} FROM per_list_part_0 p0 {joins} ORDER BY {keys}", o)
 
 
 def _create(con, table: str, sql: str, o: Settings) -> None:
