@@ -87,7 +87,7 @@ class Report:
     summary: list = field(default_factory=list)  # Summary per segment, measure and run
     lists: dict = field(default_factory=dict)  # {segment: {run: {query_id: [value per measure]}}}, as tested
     # Unpaired runs (A/B arms): each arm's lists against the expected split, and the chi-square test of it
-    # ({lists, expected, statistic, p_value, mismatch}; compare.sample_ratio); None for paired runs.
+    # ({lists, of, expected, statistic, p_value, mismatch}; compare.sample_ratio); None for paired runs.
     sample_ratio: dict | None = None
     unit: str | None = None  # unit=: the unit of randomisation, whose lists are summed (the delta method)
     cuped: bool = False  # pre_period=: CUPED-adjusted differences
