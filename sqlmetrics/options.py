@@ -217,7 +217,7 @@ OPTIONS = (
            frozenset({COMPARE, COMPARE_CMD, SQL_CMD}), metavar="COLUMN", group="comparison"),
     Option("pre_period", None, "a log from before the experiment, read as the run is (the same columns and options): "
            "each unit's values there are CUPED's covariate, which removes the variance they predict (needs unit=)",
-           frozenset({COMPARE, COMPARE_CMD}), metavar="TABLE", group="comparison"),
+           frozenset({COMPARE, COMPARE_CMD, SQL_CMD}), metavar="TABLE", group="comparison"),
     Option("sequential", None, "always-valid intervals and p-values for Student's and Welch's tests, which stay valid "
            "however often the results are looked at (asymptotic confidence sequences, as GrowthBook's): the number of "
            "lists (or units) at which the interval is tightest, e.g. 5000",

@@ -273,28 +273,32 @@ def test_rendered_statistics_decide_as_compare_does(engine, data, test, request)
     assert _differences(_decided(there), _decided(here)) == []
 
 
-@pytest.mark.parametrize("engine", [pytest.param(e, marks=[] if e == "duckdb_con" else [pytest.mark.slow])
-                                    for e in ("duckdb_con", "sqlite_con", "postgres_con", "spark_con")])
-def test_rendered_statistics_over_units_decide_as_compare_does(engine, request):
+@pytest.mark.parametrize("engine, cuped", [
+    pytest.param(e, cuped, marks=[] if e == "duckdb_con" and cuped else [pytest.mark.slow])
+    for e in ("duckdb_con", "sqlite_con", "postgres_con", "spark_con") for cuped in (False, True)])
+def test_rendered_statistics_over_units_decide_as_compare_does(engine, cuped, request):
     """unit= in the warehouse: each arm's moments over units (the delta method's Σy, Σl, Σy², Σl², Σyl as means
-    and sums of deviations) computed there, the same report as the local compare(unit=) to 1e-9. The demo log's
-    query stands for the unit (several sessions each)."""
+    and sums of deviations; with a pre-period, CUPED's too) computed there, the same report as the local
+    compare(unit=, pre_period=) to 1e-9. The demo log's query stands for the unit (several sessions each), and the
+    log itself for the pre-period."""
     from sqlmetrics.engines import _fetch, engine_dialect
 
     con, prefix = request.getfixturevalue(engine)
     options = {k: v for k, v in LOG_OPTIONS.items() if k != "qrels"}
     measures = ["nDCG@5", "RR", "P@10"]
     sql = sqlmetrics.render_compare(measures, engine_dialect(con), qrels=None, run=prefix + "log", unit="query",
-                                    test="welch", max_p=0.05, **options)
+                                    test="welch", max_p=0.05, pre_period=prefix + "log" if cuped else None, **options)
     rows, names = _fetch(con, engine_dialect(con), sql)
     there = sqlmetrics.decide([dict(zip(names, r)) for r in rows], baseline="control", correction="holm")
     here = sqlmetrics.compare(None, _tables()["log"], measures, unit="query", max_p=0.05, baseline="control",
-                              correction="holm", **options)
-    assert there.unit == here.unit == "query" and len(there.comparisons) == len(here.comparisons) == 9
+                              correction="holm", pre_period=_tables()["log"] if cuped else None, **options)
+    assert there.unit == here.unit == "query" and there.cuped is here.cuped is cuped
+    assert len(there.comparisons) == len(here.comparisons) == 9
     assert _differences(_decided(there), _decided(here)) == []
     # compare(engine=, unit=) runs the same statement there
     on_engine = sqlmetrics.compare(None, prefix + "log", measures, unit="query", max_p=0.05, baseline="control",
-                                   correction="holm", engine=con, **options)
+                                   correction="holm", engine=con, pre_period=prefix + "log" if cuped else None,
+                                   **options)
     assert _differences(_decided(on_engine), _decided(here)) == []
 
 

@@ -28,7 +28,7 @@ def add_parser(sub, parents) -> None:
                    help="print compare's sufficient statistics for TEST instead (the runs of one table: --column "
                         f"run_name=COLUMN): {', '.join(IN_ENGINE)}; run it where the tables are, save its rows, and "
                         "`sqlmetrics decide ROWS` prints the comparison (with --max-p, --seed, --n-resamples, "
-                        "--pairing and --unit as compare takes them)")
+                        "--pairing, --unit and --pre-period as compare takes them)")
     p.add_argument("--no-header", action="store_true", help="leave out the comment block naming measures and options")
     p.add_argument("--dbt", action="store_true",
                    help="SQL for a dbt model: no trailing ';', and --qrels / --run may be dbt references, "
@@ -92,7 +92,7 @@ def run(args) -> tuple:
 
 
 # compare's settings, which --compare writes into its statement
-_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing", "unit")
+_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing", "unit", "pre_period")
 
 
 def _references(tables: dict, dbt: bool, flag: str | None = None) -> dict:

@@ -76,17 +76,45 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
         run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {staged}", tables)
 
 
-def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, max_p: float) -> list:
-    """compare(unit=, engine=): render_compare()'s rows over units, run on the engine, as dicts by column name
-    (decide() reads them)."""
+def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, max_p: float, pre_period=None) -> list:
+    """compare(unit=, engine=): render_compare()'s rows over units (with pre_period=, a table there, CUPED's too),
+    run on the engine, as dicts by column name (decide() reads them)."""
     segs = list(check_log_options(qrels, options.get("group_by"), options.get("label"), options.get("relevance")))
-    o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run,
-                                                **{**options, "group_by": [*segs, unit]})
-    labels = (segs, [c.text for c in calls], ("welch", max_p, 0, 0, "unpaired", unit))
-    statement = _units_statement(segs, unit, output_columns(calls), labels)
-    tree = _tree(kind, statement, sqlglot.parse_one(sql, read=dialect_info(kind).sqlglot))
+    texts = [c.text for c in calls]
+    o, kind, sql, tables = evaluation_statement(engine, texts, qrels, run, **{**options, "group_by": [*segs, unit]})
+    labels = (segs, texts, ("welch", max_p, 0, 0, "unpaired", unit))
+    statement = _units_statement(segs, unit, output_columns(calls), labels, pre=pre_period is not None)
+    before = None
+    if pre_period is not None:
+        _, _, pre_sql, pre_tables = evaluation_statement(engine, texts, qrels, pre_period,
+                                                         **_pre_period_options(options, unit))
+        tables = {**tables, **pre_tables}
+        before = sqlglot.parse_one(pre_sql, read=dialect_info(kind).sqlglot)
+    tree = _tree(kind, statement, sqlglot.parse_one(sql, read=dialect_info(kind).sqlglot), before)
     names = ["kind", "sc", "rx", "ry", *segs, "m", "measure", "n", "v1", "v2", "v3", "v4", "v5", *SETTINGS]
     return [dict(zip(names, r)) for r in run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)]
+
+
+def _renamed(tree: exp.Expression, prefix: str) -> exp.Expression:
+    """The statement with its WITH queries renamed prefix + name (and every reference to them): Spark refuses a
+    WITH query named as one of another WITH, and the pre-period's evaluation names its queries as the test's does."""
+    names = {cte.alias for cte in tree.find_all(exp.CTE)}
+    for cte in tree.find_all(exp.CTE):
+        cte.set("alias", exp.TableAlias(this=exp.to_identifier(prefix + cte.alias)))
+    for table in tree.find_all(exp.Table):
+        if not table.db and table.name in names:
+            table.set("this", exp.to_identifier(prefix + table.name))
+    for column in tree.find_all(exp.Column):
+        if column.table in names:
+            column.set("table", exp.to_identifier(prefix + column.table))
+    return tree
+
+
+def _pre_period_options(options: dict, unit: str) -> dict:
+    """The pre-period log's evaluation options: the experiment's, its lists keyed by unit alone (no arm, no
+    segment: a unit's whole pre-period is its covariate)."""
+    columns = {r: c for r, c in (options.get("columns") or {}).items() if r != "run_name"}
+    return {**options, "columns": columns, "group_by": [unit]}
 
 
 def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: dict, k: int) -> list:
@@ -99,13 +127,17 @@ def _run(engine, kind: str, statement: str, evaluation: exp.Expression, tables: 
                                *(None if v is None else float(v) for v in r[6 + k:])])) for r in rows]
 
 
-def _tree(kind: str, statement: str, evaluation: exp.Expression) -> exp.Expression:
-    """The aggregate statement (PostgreSQL's SQL) with the evaluation as its first WITH query, for `kind`."""
+def _tree(kind: str, statement: str, evaluation: exp.Expression, before: exp.Expression | None = None
+          ) -> exp.Expression:
+    """The aggregate statement (PostgreSQL's SQL) with the evaluation as its first WITH query, for `kind` (and
+    with unit= and a pre-period, that period's evaluation, `before`, as the second)."""
     tree = sqlglot.parse_one(statement, read="postgres")
     name_qualified_columns(tree)
     ctes = tree.args["with_"].expressions
     tree.set("with_", None)
     tree = tree.with_("ab_v", as_=evaluation, copy=False)  # the evaluation first: the others read it
+    if before is not None:
+        tree = tree.with_("ab_pv", as_=_renamed(before, "pre_"), copy=False)
     for cte in ctes:
         tree = tree.with_(cte.alias, as_=cte.this, copy=False)
     if kind == "clickhouse":  # it plans each WITH query anew where it is read: the bootstrap's plan is large
@@ -116,14 +148,15 @@ def _tree(kind: str, statement: str, evaluation: exp.Expression) -> exp.Expressi
 
 def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", *, test: str = "student",
                    max_p: float = 0.01, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
-                   unit: str | None = None, **options) -> str:
+                   unit: str | None = None, pre_period=None, **options) -> str:
     """compare()'s sufficient statistics as ONE SQL statement for `dialect`, over tables that live in that engine:
     per segment, run (pair of runs) and measure the counts, means, sums of squares, rank sums and (test=
     'bootstrap') the resampled differences that the test needs; never a per-list value. Fetch its rows from the
     engine (into a file or a frame) and decide() turns them into compare()'s report. measures, qrels, run and
     the evaluation options are render()'s (columns= maps run_name: the runs of one table, such as A/B arms);
     test, max_p, seed, n_resamples, pairing and unit are compare()'s, recorded in the rows; with unit= (Welch's
-    test over units), the rows are each arm's moments over units (kind 'units') and its number of units.
+    test over units), the rows are each arm's moments over units (kind 'units') and its number of units, and with
+    pre_period= (a table of the log before the test, read as `run` is) CUPED's moments too.
 
     Its columns: kind, sc, rx, ry, the segment columns by name, m and measure (the measure's index and name), n,
     v1 .. v5 (aggregates.py's docstring says what each kind holds), then test, max_p, n_resamples, seed and
@@ -143,6 +176,8 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     if unit is not None and (test not in ("student", "welch") or pairing == "paired" or unit in segs):
         raise SqlmetricsError("unit= takes Welch's test (test='welch' or 'student') on unpaired arms, and a unit "
                               "column that is not a segment.")
+    if pre_period is not None and unit is None:
+        raise SqlmetricsError("pre_period= gives each unit its pre-period values: name the unit's column in unit=.")
     if unit is not None and (other := [c.text for c in calls if c.measure.aggregate != "mean"]):
         raise SqlmetricsError(f"unit= sums each unit's values of a measure averaged over lists; {other[0]} is "
                               "aggregated otherwise.")
@@ -157,9 +192,16 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
         statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], boot,
                                complete=test == "tukey", labels=(segs, [c.text for c in calls], labels))
     else:
-        statement = _units_statement(segs, unit, output_columns(calls), (segs, [c.text for c in calls], labels))
+        statement = _units_statement(segs, unit, output_columns(calls), (segs, [c.text for c in calls], labels),
+                                     pre=pre_period is not None)
+    before = None
+    if pre_period is not None:  # the same measures on the log before the test, per unit, whatever the arm
+        before = sqlglot.parse_one(render([c.text for c in calls], dialect=info.name, qrels=qrels, run=pre_period,
+                                          per_query=True, header=False, **_pre_period_options(options, unit)),
+                                   read=info.sqlglot)
     tree = _tree(info.name, statement, sqlglot.parse_one("\n".join(line for line in evaluation.splitlines()
-                                                                    if not line.startswith("--")), read=info.sqlglot))
+                                                                    if not line.startswith("--")), read=info.sqlglot),
+                 before)
     header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
               + (f", seed={seed}, n_resamples={n_resamples}" if test == "bootstrap" else "") + "), rendered for "
               f"{info.name}; save its rows and `sqlmetrics decide` (decide()) prints the comparison. Its evaluation:",
@@ -278,38 +320,55 @@ SELECT kind, sc, rx, ry, {''.join(f'{c} AS {q}, ' for c, q in zip(s, quoted))}m,
 FROM ab_stats"""
 
 
-def _units_statement(segs: list, unit: str, outs: list, labels: tuple) -> str:
+def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool = False) -> str:
     """render_compare()'s statement with unit=: each list's values summed per unit (y, the sum; l, the lists),
     then per segment, arm and measure the units' count, the means of y and l and the sums of squared deviations
     and of cross-products (kind 'units': n, v1 = mean y, v2 = mean l, v3 = Σ(y - ȳ)², v4 = Σ(l - l̄)², v5 =
     Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n): the delta method's
-    sufficient statistics (units.py)."""
+    sufficient statistics (units.py). With pre (CUPED; the pre-period's per-list rows are ab_pv), each unit's
+    pre-period sums yp and lp (0 for a unit not seen then) join y and l: kind 'units_pre' holds their means and
+    sums of products as 'units' does y's and l's, kind 'units_cross' v1 .. v4 = Σ(y - ȳ)(yp - ȳp), Σ(y - ȳ)(lp -
+    l̄p), Σ(l - l̄)(yp - ȳp), Σ(l - l̄)(lp - l̄p)."""
     s = [f"s{i}" for i in range(len(segs))]
     cols = "".join(f"{c}, " for c in s)
+    ocols = "".join(f"o.{c}, " for c in s)
     ident = lambda name: exp.to_identifier(name, quoted=True).sql("postgres")  # noqa: E731
     seg_select = "".join(f"{ident(g)} AS {c}, " for g, c in zip(segs, s))
     measures = "".join(f", {out} AS m{j}" for j, out in enumerate(outs))
-    vals = " UNION ALL ".join(f"SELECT run, {cols}u, {j} AS m, CAST(m{j} AS DOUBLE PRECISION) AS x FROM ab_base "
-                              f"WHERE m{j} IS NOT NULL" for j in range(len(outs)))
+
+    def values(table: str, key: str) -> str:
+        return " UNION ALL ".join(f"SELECT {key}u, {j} AS m, CAST(m{j} AS DOUBLE PRECISION) AS x FROM {table} "
+                                  f"WHERE m{j} IS NOT NULL" for j in range(len(outs)))
+
     same = "".join(f" AND t.{c} IS NOT DISTINCT FROM o.{c}" for c in s)
     null = "CAST(NULL AS DOUBLE PRECISION)"
-    final = f"""
-SELECT 'units' AS kind, 0 AS sc, run AS rx, run AS ry, {cols}m, n, my AS v1, ml AS v2, syy AS v3, sll AS v4, syl AS v5
-FROM ab_ustats
-UNION ALL
-SELECT 'unit_count', 0, run, run, {''.join('CAST(NULL AS TEXT), ' for _ in s)}0, COUNT(DISTINCT u), {null}, {null},
-       {null}, {null}, {null}
-FROM ab_base GROUP BY run"""
+    names = ["y", "l", *(["yp", "lp"] if pre else [])]
+    means = ", ".join(f"AVG(CAST({v} AS DOUBLE PRECISION)) AS m_{v}" for v in names)
+    products = ", ".join(f"SUM((t.{a} - o.m_{a}) * (t.{b} - o.m_{b})) AS s_{a}_{b}"
+                         for i, a in enumerate(names) for b in names[i:])
+    final = (f"\nSELECT 'units' AS kind, 0 AS sc, run AS rx, run AS ry, {cols}m, n, m_y AS v1, m_l AS v2, "
+             "s_y_y AS v3, s_l_l AS v4, s_y_l AS v5 FROM ab_ustats")
+    if pre:
+        final += (f"\nUNION ALL\nSELECT 'units_pre', 0, run, run, {cols}m, n, m_yp, m_lp, s_yp_yp, s_lp_lp, s_yp_lp "
+                  f"FROM ab_ustats\nUNION ALL\nSELECT 'units_cross', 0, run, run, {cols}m, n, s_y_yp, s_y_lp, s_l_yp, "
+                  f"s_l_lp, {null} FROM ab_ustats")
+    final += (f"\nUNION ALL\nSELECT 'unit_count', 0, run, run, {'NULL, ' * len(s)}0, COUNT(DISTINCT u), {null}, "
+              f"{null}, {null}, {null}, {null} FROM ab_base GROUP BY run")
+    before = f"""
+ab_pvals AS ({values("(SELECT " + ident(unit) + " AS u" + measures + " FROM ab_pv) AS ab_pbase", "")}),
+ab_pre AS (SELECT u, m, SUM(x) AS yp, COUNT(*) AS lp FROM ab_pvals GROUP BY u, m),
+ab_joined AS (SELECT t.run, {''.join(f't.{c}, ' for c in s)}t.u, t.m, t.y, t.l, COALESCE(p.yp, 0) AS yp,
+                     COALESCE(p.lp, 0) AS lp
+              FROM ab_units AS t LEFT JOIN ab_pre AS p ON p.u = t.u AND p.m = t.m),""" if pre else ""
+    unit_rows = "ab_joined" if pre else "ab_units"
     return f"""
 WITH ab_base AS (SELECT run_name AS run, {seg_select}{ident(unit)} AS u, query_id{measures} FROM ab_v),
-ab_vals AS ({vals}),
-ab_units AS (SELECT run, {cols}u, m, SUM(x) AS y, COUNT(*) AS l FROM ab_vals GROUP BY run, {cols}u, m),
-ab_umeans AS (SELECT run, {cols}m, COUNT(*) AS n, AVG(y) AS my, AVG(CAST(l AS DOUBLE PRECISION)) AS ml FROM ab_units
-              GROUP BY run, {cols}m),
-ab_ustats AS (SELECT o.run, {''.join(f'o.{c}, ' for c in s)}o.m, o.n, o.my, o.ml, SUM((t.y - o.my) * (t.y - o.my)) AS syy,
-                     SUM((t.l - o.ml) * (t.l - o.ml)) AS sll, SUM((t.y - o.my) * (t.l - o.ml)) AS syl
-              FROM ab_units AS t JOIN ab_umeans AS o ON t.run = o.run AND t.m = o.m{same}
-              GROUP BY o.run, {''.join(f'o.{c}, ' for c in s)}o.m, o.n, o.my, o.ml)
+ab_vals AS ({values("ab_base", "run, " + cols)}),
+ab_units AS (SELECT run, {cols}u, m, SUM(x) AS y, COUNT(*) AS l FROM ab_vals GROUP BY run, {cols}u, m),{before}
+ab_umeans AS (SELECT run, {cols}m, COUNT(*) AS n, {means} FROM {unit_rows} GROUP BY run, {cols}m),
+ab_ustats AS (SELECT o.run, {ocols}o.m, o.n, {', '.join(f'o.m_{v}' for v in names)}, {products}
+              FROM {unit_rows} AS t JOIN ab_umeans AS o ON t.run = o.run AND t.m = o.m{same}
+              GROUP BY o.run, {ocols}o.m, o.n, {', '.join(f'o.m_{v}' for v in names)})
 {_labelled(final, s, labels)}
 """
 

@@ -119,11 +119,8 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     if o.unit in segs or o.unit in (o.columns or {}).values():
         raise SqlmetricsError(f"unit= {o.unit!r} is also a segment or a role's column; the unit is a column of its own.")
     if o.engine is not None:  # the moments over units computed there, as render_compare() renders them
-        if o.pre_period is not None:
-            raise SqlmetricsError("pre_period= (CUPED) is computed from the per-list values on DuckDB: leave out "
-                                  "engine=, or compare without pre_period=.")
         rows = unit_statistics(o.engine, calls, qrels, log, engine_options(resolve(EVALUATE, evaluate_options)),
-                               o.unit, o.max_p)
+                               o.unit, o.max_p, o.pre_period)
         return decide(rows, baseline=o.baseline, correction=o.correction, split=o.split, sequential=o.sequential)
     texts = [c.text for c in calls]
     options = {k: v for k, v in evaluate_options.items() if k != "group_by"}
@@ -542,11 +539,8 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
     if unit is not None:  # the delta method's moments over units (aggregates._units_statement)
         counts = {as_text(r["rx"]): int(r["n"]) for r in rows if r["kind"] == "unit_count"}
         run_names = sorted(counts, key=lambda n: n.encode("utf-8"))
-        stats = {(tuple(as_text(r[g]) for g in segs), measures[int(r["m"])], as_text(r["rx"])): units.from_sums(
-            int(r["n"]), {"y": number(r["v1"]), "l": number(r["v2"])},
-            {("y", "y"): number(r["v3"]), ("l", "l"): number(r["v4"]), ("l", "y"): number(r["v5"])})
-            for r in rows if r["kind"] == "units"}
-        return unit_report(run_names, info, stats, counts, unit=unit, cuped=False, segment_names=segs,
+        stats, cuped = _unit_moments(rows, segs, measures, number)
+        return unit_report(run_names, info, stats, counts, unit=unit, cuped=cuped, segment_names=segs,
                            max_p=float(max_p), correction=correction, baseline=baseline, split=split,
                            sequential=sequential)
 
@@ -556,6 +550,28 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
     return analyse_aggregates(info, aggregates, segment_names=segs, test=test, max_p=float(max_p),
                               correction=correction, seed=int(seed), n_resamples=int(n_resamples), pairing=pairing,
                               baseline=baseline, split=split, sequential=sequential)
+
+
+def _unit_moments(rows: list, segs: list, measures: dict, number) -> tuple:
+    """({(segment, measure, run): UnitMoments}, CUPED) from the rows of kinds units, units_pre and units_cross."""
+    parts: dict = {}
+    for r in rows:
+        if r["kind"] in ("units", "units_pre", "units_cross"):
+            key = (tuple(as_text(r[g]) for g in segs), measures[int(r["m"])], as_text(r["rx"]))
+            parts.setdefault(key, {})[r["kind"]] = (int(r["n"]), [number(r[v]) for v in ("v1", "v2", "v3", "v4", "v5")])
+    stats, cuped = {}, False
+    for key, kinds in parts.items():
+        n, (my, ml, yy, ll, yl) = kinds["units"]
+        means, sums = {"y": my, "l": ml}, {("y", "y"): yy, ("l", "l"): ll, ("l", "y"): yl}
+        if "units_pre" in kinds:
+            cuped = True
+            _, (myp, mlp, ypyp, lplp, yplp) = kinds["units_pre"]
+            _, (y_yp, y_lp, l_yp, l_lp, _) = kinds["units_cross"]
+            means.update(yp=myp, lp=mlp)
+            sums.update({("yp", "yp"): ypyp, ("lp", "lp"): lplp, ("lp", "yp"): yplp, ("y", "yp"): y_yp,
+                         ("lp", "y"): y_lp, ("l", "yp"): l_yp, ("l", "lp"): l_lp})
+        stats[key] = units.from_sums(n, means, sums)
+    return stats, cuped
 
 
 def _statistics_rows(stats) -> list:
