@@ -117,6 +117,17 @@ def test_users_per_segment_and_the_delta_method_widens_the_naive_interval():
     assert clustered.ci_high - clustered.ci_low > naive.ci_high - naive.ci_low
 
 
+def test_a_pre_period_without_the_arms_users_adjusts_nothing():
+    """A pre-period log of other users (none of the experiment's): CUPED has no covariate, the comparison is the
+    plain one, and nothing divides by zero."""
+    strangers = PRE.drop_columns(["arm"]).set_column(0, "user", pa.array([f"x{u}" for u in PRE["user"].to_pylist()]))
+    adjusted = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", pre_period=strangers, **OPTIONS)
+    plain = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", **OPTIONS)
+    c, p = adjusted.comparisons[0], plain.comparisons[0]
+    assert (c.difference, c.p_value, c.ci_low, c.ci_high) == (p.difference, p.p_value, p.ci_low, p.ci_high)
+    assert c.variance_reduction == 0
+
+
 def test_unit_refusals_say_what_to_do():
     with pytest.raises(sqlmetrics.SqlmetricsError, match="use test='welch'"):
         sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", test="mannwhitney", **OPTIONS)

@@ -74,6 +74,8 @@ def cuped(x: UnitMoments, y: UnitMoments) -> tuple:
     """CUPED for two arms x and y whose units carry a pre-period (yp, lp): θ from the pooled units (both arms as
     one sample), then each arm's adjusted ratio and variance. ((mean x, var x), (mean y, var y), θ)."""
     pooled = combine(x, y)
+    if not (x.mean["lp"] and y.mean["lp"]):  # an arm none of whose units has a pre-period list: nothing to adjust by
+        return ratio(x), ratio(y), 0.0
     var_pre = ratio_var(pooled, "yp", "lp")
     theta = ratio_cov(pooled, "y", "l", "yp", "lp") / var_pre if var_pre > 0 else 0.0
     centre = pooled.mean["yp"] / pooled.mean["lp"]
