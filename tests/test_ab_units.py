@@ -137,6 +137,19 @@ def test_unit_refusals_say_what_to_do():
         sqlmetrics.compare(None, EXPERIMENT, ["GMAP"], unit="user", **OPTIONS)
     with pytest.raises(sqlmetrics.SqlmetricsError, match="the unit is a column of its own"):
         sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="session", **OPTIONS)
+    # a session without its user would be pooled with every other such session as one user
+    users = EXPERIMENT["user"].to_pylist()
+    holed = EXPERIMENT.set_column(0, "user", pa.array([None if u == "u3" else u for u in users], pa.string()))
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"unit= 'user': lists without a unit \(NULL\): \d+ of A"):
+        sqlmetrics.compare(None, holed, ["RR"], unit="user", **OPTIONS)
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("holed", holed)
+    sql = sqlmetrics.render_compare(["RR"], "duckdb", qrels=None, run="holed", unit="user", test="welch",
+                                    **{k: v for k, v in OPTIONS.items() if k not in ("baseline", "max_p")})
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="lists without a unit"):
+        sqlmetrics.decide(con.sql(sql).to_arrow_table())
 
 
 def test_the_demo_files_are_the_script_output():

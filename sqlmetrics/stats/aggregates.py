@@ -324,7 +324,8 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
     """render_compare()'s statement with unit=: each list's values summed per unit (y, the sum; l, the lists),
     then per segment, arm and measure the units' count, the means of y and l and the sums of squared deviations
     and of cross-products (kind 'units': n, v1 = mean y, v2 = mean l, v3 = Σ(y - ȳ)², v4 = Σ(l - l̄)², v5 =
-    Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n): the delta method's
+    Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n; v1, its lists without a
+    unit, which decide() refuses): the delta method's
     sufficient statistics (units.py). With pre (CUPED; the pre-period's per-list rows are ab_pv), each unit's
     pre-period sums yp and lp (0 for a unit not seen then) join y and l: kind 'units_pre' holds their means and
     sums of products as 'units' does y's and l's, kind 'units_cross' v1 .. v4 = Σ(y - ȳ)(yp - ȳp), Σ(y - ȳ)(lp -
@@ -352,8 +353,9 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
         final += (f"\nUNION ALL\nSELECT 'units_pre', 0, run, run, {cols}m, n, m_yp, m_lp, s_yp_yp, s_lp_lp, s_yp_lp "
                   f"FROM ab_ustats\nUNION ALL\nSELECT 'units_cross', 0, run, run, {cols}m, n, s_y_yp, s_y_lp, s_l_yp, "
                   f"s_l_lp, {null} FROM ab_ustats")
-    final += (f"\nUNION ALL\nSELECT 'unit_count', 0, run, run, {'NULL, ' * len(s)}0, COUNT(DISTINCT u), {null}, "
-              f"{null}, {null}, {null}, {null} FROM ab_base GROUP BY run")
+    final += (f"\nUNION ALL\nSELECT 'unit_count', 0, run, run, {'NULL, ' * len(s)}0, COUNT(DISTINCT u), "
+              f"CAST(SUM(CASE WHEN u IS NULL THEN 1 ELSE 0 END) AS DOUBLE PRECISION), {null}, {null}, {null}, {null} "
+              f"FROM ab_base GROUP BY run")
     before = f"""
 ab_pvals AS ({values("(SELECT " + ident(unit) + " AS u" + measures + " FROM ab_pv) AS ab_pbase", "")}),
 ab_pre AS (SELECT u, m, SUM(x) AS yp, COUNT(*) AS lp FROM ab_pvals GROUP BY u, m),

@@ -127,6 +127,8 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     results = evaluate(qrels, log, texts, group_by=[*segs, o.unit], **options, _fetch=python_rows,
                        _progress=progress)
     run_names, lists = lists_by_segment(results.per_query, (*segs, o.unit), texts)
+    _check_units({r: sum(len(runs.get(r, {})) for key, runs in lists.items() if key[-1] is None) for r in run_names},
+                 o.unit)
     by_unit: dict = {}  # {segment: {run: {unit: [[value per measure] per list]}}}
     for key, runs in lists.items():
         for run, values in runs.items():
@@ -166,6 +168,14 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
              for seg in by_unit for k, m in enumerate(info) for r in run_names}
     counts = {r: len({u for seg in by_unit for u in by_unit[seg].get(r, {})}) for r in run_names}
     return unit_report(run_names, info, stats, counts, unit=unit, cuped=pre is not None, **options)
+
+
+def _check_units(missing: dict, unit: str) -> None:
+    """Every list belongs to a unit: one without (NULL) would be counted as one unit with all the others."""
+    if any(missing.values()):
+        lists = ", ".join(f"{n:,} of {run}" for run, n in missing.items() if n)
+        raise SqlmetricsError(f"unit= {unit!r}: lists without a unit (NULL): {lists}. Every list (session) needs its "
+                              "unit of randomisation; fill the column or leave those rows out.")
 
 
 def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit: str, cuped: bool, segment_names=(),
@@ -538,6 +548,7 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
 
     if unit is not None:  # the delta method's moments over units (aggregates._units_statement)
         counts = {as_text(r["rx"]): int(r["n"]) for r in rows if r["kind"] == "unit_count"}
+        _check_units({as_text(r["rx"]): int(number(r["v1"]) or 0) for r in rows if r["kind"] == "unit_count"}, unit)
         run_names = sorted(counts, key=lambda n: n.encode("utf-8"))
         stats, cuped = _unit_moments(rows, segs, measures, number)
         return unit_report(run_names, info, stats, counts, unit=unit, cuped=cuped, segment_names=segs,
