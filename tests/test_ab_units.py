@@ -5,47 +5,29 @@ against trec_eval and ranx elsewhere."""
 from __future__ import annotations
 
 import math
-import random
 
 import pyarrow as pa
 import pytest
 import tea_tasting as tt
 
 import sqlmetrics
+from sqlmetrics.demo import make_ab
 
 COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
-OPTIONS = dict(columns=COLUMNS, ties="rank", label="clicked", baseline="A", max_p=0.05)
+OPTIONS = dict(columns=COLUMNS, ties="rank", label="clicked", baseline="control", max_p=0.05)
 MEASURES = ["RR", "P@3"]
 
 
-def _log(period: str, users: int = 300, seed: int = 1) -> pa.Table:
-    """Sessions of 5 results for users of two arms (by user); each user clicks with a propensity of their own, so
-    a user's sessions are correlated and the pre-period predicts the experiment. Arm B lifts clicks in the
-    experiment. A fifth of the users are absent from the pre-period."""
-    propensity = random.Random(7)
-    props = [propensity.betavariate(2, 5) for _ in range(users)]
-    rnd = random.Random(seed)
-    cols = {k: [] for k in ("user", "arm", "session", "doc", "position", "clicked", "day")}
-    session = 0
-    for u in range(users):
-        if period == "pre" and rnd.random() < 0.2:
-            continue
-        arm = "A" if u % 2 else "B"
-        for _ in range(rnd.randint(1, 4)):
-            session += 1
-            lift = 0.08 if arm == "B" and period == "exp" else 0.0
-            for pos in range(1, 6):
-                cols["user"].append(f"u{u}")
-                cols["arm"].append(arm)
-                cols["session"].append(f"{period}{session}")
-                cols["doc"].append(f"d{pos}")
-                cols["position"].append(pos)
-                cols["day"].append("mon" if session % 2 else "tue")
-                cols["clicked"].append(1 if rnd.random() < (props[u] + lift) / pos ** 0.5 else 0)
-    return pa.table(cols)
+def _experiment() -> tuple:
+    """The demo's generator (sqlmetrics.demo.make_ab) at 300 users and a larger lift: each user clicks with a
+    propensity of their own, so a user's sessions are correlated and the pre-period predicts the test; a fifth of the
+    users are absent from the pre-period. The test's sessions alternate between two days (a segment)."""
+    test, before = (make_ab.table(period, seed=1, users=300, lift=0.08) for period in ("test", "before"))
+    days = ["mon" if int(s[1:]) % 2 else "tue" for s in test["session"].to_pylist()]
+    return test.append_column("day", pa.array(days)), before
 
 
-EXPERIMENT, PRE = _log("exp"), _log("pre", seed=2)
+EXPERIMENT, PRE = _experiment()
 
 
 def _per_user(log: pa.Table, measure: str, **group) -> dict:
@@ -62,31 +44,31 @@ def _per_user(log: pa.Table, measure: str, **group) -> dict:
 
 
 def _oracle(measure: str, cuped: bool, segment=None, **group):
-    """tea-tasting's RatioOfMeans (Welch, Student's t) on the per-user sums: the treatment B against control A."""
+    """tea-tasting's RatioOfMeans (Welch, Student's t) on the per-user sums: the treatment against the control."""
     import pandas as pd
 
     users = {k: v for k, v in _per_user(EXPERIMENT, measure, **group).items() if segment is None or k[0] == segment}
     rows = []
     before = {}
     if cuped:
-        for key, (_, y, n) in _per_user(PRE.drop_columns(["arm"]), measure).items():
+        for key, (_, y, n) in _per_user(PRE, measure).items():
             before[key[-1]] = (y, n)
     for key, (arm, y, n) in users.items():
         yp, lp = before.get(key[-1], (0.0, 0))
         rows.append({"arm": arm, "y": y, "l": n, "yp": yp, "lp": lp})
     metric = tt.RatioOfMeans("y", "l", "yp" if cuped else None, "lp" if cuped else None, confidence_level=0.95)
-    return metric.analyze(pd.DataFrame(rows), control="A", treatment="B", variant="arm"), len(rows)
+    return metric.analyze(pd.DataFrame(rows), control="control", treatment="treatment", variant="arm"), len(rows)
 
 
 # CUPED's case covers the delta method's too (its variance is the adjusted one); the plain case is the full suite's.
 @pytest.mark.parametrize("cuped", [pytest.param(False, marks=pytest.mark.slow), True], ids=["delta", "cuped"])
 def test_welch_over_users_equals_tea_tasting(cuped):
-    extra = {"pre_period": PRE.drop_columns(["arm"])} if cuped else {}
+    extra = {"pre_period": PRE} if cuped else {}
     rep = sqlmetrics.compare(None, EXPERIMENT, MEASURES, unit="user", **OPTIONS, **extra)
     assert rep.unit == "user" and rep.cuped is cuped and not rep.paired and rep.test == "welch"
     for c in rep.comparisons:
         ref, n = _oracle(c.measure, cuped)
-        assert (c.run, c.baseline, c.n) == ("B", "A", n)
+        assert (c.run, c.baseline, c.n) == ("treatment", "control", n)
         assert c.difference == pytest.approx(ref.effect_size, rel=1e-9)
         assert c.statistic == pytest.approx(ref.statistic, rel=1e-9)
         assert c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
@@ -120,7 +102,7 @@ def test_users_per_segment_and_the_delta_method_widens_the_naive_interval():
 def test_a_pre_period_without_the_arms_users_adjusts_nothing():
     """A pre-period log of other users (none of the experiment's): CUPED has no covariate, the comparison is the
     plain one, and nothing divides by zero."""
-    strangers = PRE.drop_columns(["arm"]).set_column(0, "user", pa.array([f"x{u}" for u in PRE["user"].to_pylist()]))
+    strangers = PRE.set_column(0, "user", pa.array([f"x{u}" for u in PRE["user"].to_pylist()]))
     adjusted = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", pre_period=strangers, **OPTIONS)
     plain = sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="user", **OPTIONS)
     c, p = adjusted.comparisons[0], plain.comparisons[0]
@@ -139,8 +121,9 @@ def test_unit_refusals_say_what_to_do():
         sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="session", **OPTIONS)
     # a session without its user would be pooled with every other such session as one user
     users = EXPERIMENT["user"].to_pylist()
-    holed = EXPERIMENT.set_column(0, "user", pa.array([None if u == "u3" else u for u in users], pa.string()))
-    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"unit= 'user': lists without a unit \(NULL\): \d+ of A"):
+    holed = EXPERIMENT.set_column(0, "user", pa.array([None if u == "u0003" else u for u in users], pa.string()))
+    with pytest.raises(sqlmetrics.SqlmetricsError,
+                       match=r"unit= 'user': lists without a unit \(NULL\): \d+ of treatment"):
         sqlmetrics.compare(None, holed, ["RR"], unit="user", **OPTIONS)
     import duckdb
 
@@ -154,8 +137,6 @@ def test_unit_refusals_say_what_to_do():
 
 def test_the_demo_files_are_the_script_output():
     import pyarrow.parquet as pq
-
-    from sqlmetrics.demo import make_ab
 
     for period, name in make_ab.FILES.items():
         assert pq.read_table(sqlmetrics.demo.folder() / name).equals(make_ab.table(period))

@@ -21,19 +21,20 @@ USERS = 1000
 FOLDER = Path(__file__).parent
 
 
-def rows(period: str, seed: int = SEED) -> dict:
+def rows(period: str, seed: int = SEED, users: int = USERS, lift: float = 0.04) -> dict:
+    """The log's columns: period 'test' (with the arm; the treatment's clicks lifted by `lift`) or 'before'."""
     propensity = random.Random(seed)
-    props = [propensity.betavariate(2, 5) for _ in range(USERS)]
+    props = [propensity.betavariate(2, 5) for _ in range(users)]
     rnd = random.Random(seed + (1 if period == "test" else 2))
     cols = {k: [] for k in ("user", *(["arm"] if period == "test" else []), "session", "doc", "position", "clicked")}
     session = 0
-    for u in range(USERS):
+    for u in range(users):
         if period == "before" and rnd.random() < 0.2:
             continue
         arm = "treatment" if u % 2 else "control"
         for _ in range(rnd.randint(1, 4)):
             session += 1
-            lift = 0.04 if period == "test" and arm == "treatment" else 0.0
+            lifted = lift if period == "test" and arm == "treatment" else 0.0
             for pos in range(1, 6):
                 cols["user"].append(f"u{u:04d}")
                 if period == "test":
@@ -41,16 +42,17 @@ def rows(period: str, seed: int = SEED) -> dict:
                 cols["session"].append(f"{period[0]}{session:05d}")
                 cols["doc"].append(f"d{pos}")
                 cols["position"].append(pos)
-                cols["clicked"].append(int(rnd.random() < (props[u] + lift) / pos ** 0.5))
+                cols["clicked"].append(int(rnd.random() < (props[u] + lifted) / pos ** 0.5))
     return cols
 
 
 FILES = {"test": "ab_users.parquet", "before": "ab_users_before.parquet"}
 
 
-def table(period: str) -> pa.Table:
+def table(period: str, **options) -> pa.Table:
+    """rows() as a typed table; options: rows()'."""
     types = {"position": pa.int32(), "clicked": pa.int8()}
-    return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in rows(period).items()})
+    return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in rows(period, **options).items()})
 
 
 def main() -> list:
