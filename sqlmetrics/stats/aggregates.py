@@ -82,17 +82,25 @@ def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, m
     segs = list(check_log_options(qrels, options.get("group_by"), options.get("label"), options.get("relevance")))
     texts = [c.text for c in calls]
     o, kind, sql, tables = evaluation_statement(engine, texts, qrels, run, **{**options, "group_by": [*segs, unit]})
-    labels = (segs, texts, ("welch", max_p, 0, 0, "unpaired", unit))
-    statement = _units_statement(segs, unit, output_columns(calls), labels, pre=pre_period is not None)
-    before = None
+    pre_sql = None
     if pre_period is not None:
         _, _, pre_sql, pre_tables = evaluation_statement(engine, texts, qrels, pre_period,
                                                          **_pre_period_options(options, unit))
         tables = {**tables, **pre_tables}
-        before = sqlglot.parse_one(pre_sql, read=dialect_info(kind).sqlglot)
-    tree = _tree(kind, statement, sqlglot.parse_one(sql, read=dialect_info(kind).sqlglot), before)
+    tree = _units_tree(kind, calls, segs, unit, ("welch", max_p, 0, 0, "unpaired", unit), sql, pre_sql)
     names = ["kind", "sc", "rx", "ry", *segs, "m", "measure", "n", "v1", "v2", "v3", "v4", "v5", *SETTINGS]
     return [dict(zip(names, r)) for r in run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)]
+
+
+def _units_tree(kind: str, calls: list, segs: list, unit: str, settings: tuple, evaluation: str,
+                pre_evaluation: str | None) -> exp.Expression:
+    """The statement of the moments over units (_units_statement) on the evaluation's SQL for `kind` (and, for
+    CUPED, the pre-period's), its rows labelled with SETTINGS' values."""
+    read = dialect_info(kind).sqlglot
+    statement = _units_statement(segs, unit, output_columns(calls), (segs, [c.text for c in calls], settings),
+                                 pre=pre_evaluation is not None)
+    before = None if pre_evaluation is None else sqlglot.parse_one(pre_evaluation, read=read)
+    return _tree(kind, statement, sqlglot.parse_one(evaluation, read=read), before)
 
 
 def _renamed(tree: exp.Expression, prefix: str) -> exp.Expression:
@@ -188,20 +196,16 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
         options["group_by"] = [*segs, unit]
     evaluation = render([c.text for c in calls], dialect=info.name, qrels=qrels, run=run, per_query=True, **options)
     described = [line for line in evaluation.splitlines() if line.startswith("--")]  # render()'s header
+    evaluation = "\n".join(line for line in evaluation.splitlines() if not line.startswith("--"))
     if unit is None:
         statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], boot,
                                complete=test == "tukey", labels=(segs, [c.text for c in calls], labels))
+        tree = _tree(info.name, statement, sqlglot.parse_one(evaluation, read=info.sqlglot))
     else:
-        statement = _units_statement(segs, unit, output_columns(calls), (segs, [c.text for c in calls], labels),
-                                     pre=pre_period is not None)
-    before = None
-    if pre_period is not None:  # the same measures on the log before the test, per unit, whatever the arm
-        before = sqlglot.parse_one(render([c.text for c in calls], dialect=info.name, qrels=qrels, run=pre_period,
-                                          per_query=True, header=False, **_pre_period_options(options, unit)),
-                                   read=info.sqlglot)
-    tree = _tree(info.name, statement, sqlglot.parse_one("\n".join(line for line in evaluation.splitlines()
-                                                                    if not line.startswith("--")), read=info.sqlglot),
-                 before)
+        pre_sql = None if pre_period is None else render(  # the same measures on the log before the test, per unit
+            [c.text for c in calls], dialect=info.name, qrels=qrels, run=pre_period, per_query=True, header=False,
+            **_pre_period_options(options, unit))
+        tree = _units_tree(info.name, calls, segs, unit, labels, evaluation, pre_sql)
     header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
               + (f", seed={seed}, n_resamples={n_resamples}" if test == "bootstrap" else "") + "), rendered for "
               f"{info.name}; save its rows and `sqlmetrics decide` (decide()) prints the comparison. Its evaluation:",
