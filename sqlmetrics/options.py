@@ -248,7 +248,8 @@ OPTIONS = (
            metavar="TABLE", group="logs"),
     Option("into_mode", "create", "how results are written into a table (into=, or -o file.duckdb:table): "
            "'create' it (an existing table is an error), 'replace' it, 'append' the rows, or 'merge' them (rows "
-           "with the same run, segments and query_id are replaced; DuckDB files only)",
+           "with the same run, segments and query_id are replaced); rendered SQL says 'replace' as CREATE OR "
+           "REPLACE TABLE and 'merge' as MERGE INTO where the dialect has them",
            frozenset({RENDER, SQL_CMD, EVALUATE, EVAL_CMD, CONVERT_CMD}),
            choices=("create", "replace", "append", "merge"), group="output"),
 )

@@ -202,3 +202,73 @@ def test_each_adapter_macro_is_the_rendered_statement(adapter, name, k, per_quer
     want = render([name if k is None else f"{name}@{k}"], dialect=package.ADAPTERS[adapter], qrels="my_qrels",
                   run="my_run", per_query=per_query, queries=queries, relevance_level=level, header=False)
     assert _layout_free(got) == _layout_free(want)
+
+
+# ---------------------------------------------------------------------------------------------- incremental
+
+# A click log of three days: q1 (day 1) clicks rank 1 (RR 1), q2 (day 2) rank 2 (RR 1/2). The second version
+# changes day 1 (q1's click moves to rank 2), corrects day 2 (q2's click at rank 1) and adds day 3 (q3, rank 3).
+LOG_V1 = "day,session,doc,position,clicked\n2026-03-02,q1,a,1,1\n2026-03-02,q1,b,2,0\n2026-03-10,q2,a,1,0\n" \
+         "2026-03-10,q2,b,2,1\n"
+LOG_V2 = "day,session,doc,position,clicked\n2026-03-02,q1,a,1,0\n2026-03-02,q1,b,2,1\n2026-03-10,q2,a,1,1\n" \
+         "2026-03-10,q2,b,2,0\n2026-03-11,q3,a,1,0\n2026-03-11,q3,b,2,0\n2026-03-11,q3,c,3,1\n"
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_incremental_model_replaces_the_days_from_the_last_one_on(target, tmp_path):
+    """`sqlmetrics sql --dbt --incremental day` built twice by dbt: the second run evaluates the log from the
+    table's last day on (day 2, whose rows are replaced, and the new day 3) and leaves day 1's row as it was,
+    although the log's day 1 changed (so an evaluation of the whole log would give another value)."""
+    from sqlmetrics.cli.main import main as cli_main
+
+    dbt = os.environ.get("SQLMETRICS_DBT")
+    if not dbt or not os.access(dbt, os.X_OK):
+        unavailable("no dbt executable with dbt-duckdb and dbt-postgres: set SQLMETRICS_DBT (.ci/run makes one)")
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "seeds").mkdir()
+    shutil.copy(PROJECT / "profiles.yml", project)
+    (project / "dbt_project.yml").write_text("name: sqlmetrics_example\nversion: '1.0.0'\nconfig-version: 2\n"
+                                             "profile: sqlmetrics_example\nseed-paths: ['seeds']\n"
+                                             "model-paths: ['models']\n")
+    model = project / "models" / "daily.sql"
+    assert cli_main(["sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--ties", "rank", "--run",
+                     "{{ ref('log') }}", "--column", "query_id=session", "--column", "doc_id=doc", "--column",
+                     "rank_position=position", "--group-by", "day", "--dbt", "--incremental", "day",
+                     "--dialect", target, "-o", str(model)]) == 0
+    database, schema = tmp_path / "daily.duckdb", f"sqlmetrics_dbt_inc_{os.getpid()}"
+    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_VERSION_CHECK": "false",
+           "DBT_PARTIAL_PARSE": "false", "SQLMETRICS_DBT_DATABASE": str(database), "SQLMETRICS_DBT_PG_SCHEMA": schema}
+    if target == "postgres":
+        postgres_connection().close()  # unavailable() without a server
+        dsn = dict(part.split("=", 1) for part in PG_DSN.split())
+        env.update({f"SQLMETRICS_DBT_PG_{key.upper()}": dsn[key]
+                    for key in ("host", "port", "user", "password", "dbname") if key in dsn})
+
+    def build(log: str):
+        (project / "seeds" / "log.csv").write_text(log)
+        for command in (["seed", "--full-refresh"], ["run"]):
+            done = subprocess.run([dbt, *command, "--target", target, "--project-dir", str(project),
+                                   "--profiles-dir", str(project)], cwd=project, env=env, capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, f"dbt {command[0]} failed:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+
+    def rows():
+        sql = "SELECT CAST(day AS VARCHAR), rr, num_lists FROM {}.daily ORDER BY 1"
+        if target == "duckdb":
+            with duckdb.connect(str(database), read_only=True) as con:
+                return con.execute(sql.format("main")).fetchall()
+        with postgres_connection() as con:
+            return con.execute(sql.format(schema)).fetchall()
+
+    try:
+        build(LOG_V1)
+        assert rows() == [("2026-03-02", 1.0, 1), ("2026-03-10", 0.5, 1)]
+        build(LOG_V2)
+        got = rows()
+        assert [(d, round(v, 12), n) for d, v, n in got] == [("2026-03-02", 1.0, 1), ("2026-03-10", 1.0, 1),
+                                                               ("2026-03-11", round(1 / 3, 12), 1)]
+    finally:
+        if target == "postgres":
+            with postgres_connection(autocommit=True) as con:
+                con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

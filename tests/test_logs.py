@@ -3,6 +3,7 @@ shown positions, writing results back; executed on DuckDB and on every engine of
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import warnings
 from pathlib import Path
@@ -379,10 +380,108 @@ def test_render_into(dialect, mode):
     assert isinstance(parsed[0], exp.Insert if mode == "append" else (exp.Create, exp.Select))
 
 
-@pytest.mark.parametrize("mode", ["replace", "merge"])
-def test_render_into_refuses_what_is_not_one_statement_everywhere(mode):
-    with pytest.raises(SqlmetricsError, match=f"into_mode='{mode}' is not one statement on every engine"):
-        render(["AP"], into="t", into_mode=mode)
+@pytest.mark.parametrize("mode, dialect", [("replace", "postgres"), ("replace", "sqlite"), ("merge", "mysql"),
+                                           ("merge", "sqlite"), ("merge", "clickhouse")])
+def test_render_into_refuses_what_is_not_one_statement_there(mode, dialect):
+    with pytest.raises(SqlmetricsError, match=f"into_mode='{mode}' is not one statement on {dialect} .*render it for "):
+        render(["AP"], dialect=dialect, into="t", into_mode=mode, group_by="day")
+    with pytest.raises(SqlmetricsError, match="into_mode='merge' replaces the rows with the same key .* these rows have "
+                                              "none"):
+        render(["AP"], into="t", into_mode="merge")
+
+
+def _daily(log: pa.Table, day) -> pa.Table:
+    return log.filter(pc.equal(log["day"], pa.scalar(day, pa.date32())))
+
+
+DAY_KW = dict(ties="rank", group_by=["day", "page"], label="clicked")
+
+
+def _merge_a_day(execute, fetch, load, dialect):
+    """The log's results into a table, then day 2 re-run from a corrected log (q3's click now at rank 1) and a new
+    day 3 merged in: day 2's rows are replaced, day 1's are as they were, day 3's added. Rendered for `dialect`
+    and run by execute(sql); load(name, table) makes a table of the engine; fetch(sql) its rows."""
+    import datetime
+
+    log = _typed_log()
+    d1, d2, d3 = datetime.date(2026, 3, 2), datetime.date(2026, 3, 10), datetime.date(2026, 3, 11)
+    fixed = log.set_column(5, "clicked", pa.array([1 if q == "q3" and p == 1 else 0 if q == "q3" else c for q, p, c in
+                                                   zip(*(log[n].to_pylist() for n in ("query_id", "rank_position",
+                                                                                      "clicked")))]))
+    fixed = pa.concat_tables([_daily(fixed, d2), _daily(log, d2).set_column(1, "day", pa.array([d3] * 3, pa.date32()))])
+    load("log_all", log)
+    load("log_new", fixed)
+    execute(render(["RR", "P@1"], dialect=dialect, qrels=None, run="log_all", into="results", **DAY_KW))
+    execute(render(["RR", "P@1"], dialect=dialect, qrels=None, run="log_new", into="results", into_mode="merge",
+                   **DAY_KW))
+    got = sorted((r[0], int(r[1]), float(r[2]), float(r[3]), int(r[4]))
+                 for r in fetch("SELECT day, page, rr, p_at_1, num_lists FROM results"))
+    assert got == [(d1, 9, 0.5, 0.0, 1), (d1, 10, 1.0, 1.0, 1), (d2, 9, 1.0, 1.0, 1), (d3, 9, 1 / 3, 0.0, 1)]
+
+
+def test_render_merge_replaces_a_days_rows_on_duckdb():
+    con = duckdb.connect()
+
+    def load(name, table):
+        con.register("src", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM src")
+        con.unregister("src")
+
+    _merge_a_day(con.execute, lambda sql: con.execute(sql).fetchall(), load, "duckdb")
+    # into_mode='replace': the new rows alone, in a table of their types
+    con.execute(render(["RR", "P@1"], qrels=None, run="log_new", into="results", into_mode="replace", **DAY_KW))
+    assert con.execute("SELECT COUNT(*), COUNT(DISTINCT day) FROM results").fetchone() == (2, 2)
+    assert con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'results' "
+                       "AND column_name = 'day'").fetchone() == ("DATE",)
+
+
+@pytest.mark.slow  # a server
+def test_render_merge_replaces_a_days_rows_on_postgres():
+    """PostgreSQL 15's MERGE, on a log whose day is a DATE and page an INTEGER (kept in the results' table)."""
+    from conftest import postgres_connection
+
+    con = postgres_connection()
+    schema = f"sqlm_merge_{os.getpid()}"
+    types = {"query_id": "TEXT", "day": "DATE", "page": "INTEGER", "doc_id": "TEXT", "rank_position": "INTEGER",
+             "clicked": "INTEGER"}
+    try:
+        with con.cursor() as cur:
+            cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path TO {schema}")
+
+            def load(name, table):
+                cur.execute(f"CREATE TABLE {name} ({', '.join(f'{c} {t}' for c, t in types.items())})")
+                cur.executemany(f"INSERT INTO {name} VALUES ({', '.join(['%s'] * len(types))})",
+                                [tuple(r.values()) for r in table.to_pylist()])
+
+            def fetch(sql):
+                cur.execute(sql)
+                return cur.fetchall()
+
+            _merge_a_day(cur.execute, fetch, load, "postgres")
+            assert fetch("SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() "
+                         "AND table_name = 'results' AND column_name IN ('day', 'page') ORDER BY column_name") == \
+                [("date",), ("integer",)]
+    finally:
+        con.rollback()
+        with con.cursor() as cur:
+            cur.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        con.commit()
+        con.close()
+
+
+@pytest.mark.slow  # Spark
+@pytest.mark.parametrize("mode", ["merge", "replace"])
+def test_render_merge_and_replace_are_spark_statements(mode):
+    """Spark's own parser reads the MERGE INTO and CREATE OR REPLACE TABLE rendered for it. (Executing them needs a
+    table format that takes them, Delta Lake or Iceberg, whose jars are not on PyPI; Spark's built-in tables
+    refuse both.)"""
+    from conftest import spark_session
+
+    spark = spark_session()
+    sql = render(["RR", "P@1"], dialect="spark", qrels=None, run="log_new", into="results", into_mode=mode,
+                 header=False, **DAY_KW)
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql).toString()
+    assert ("MergeIntoTable" if mode == "merge" else "ReplaceTableAsSelect") in plan, plan[:500]
 
 
 def test_render_into_executes_on_duckdb(log):
@@ -400,6 +499,54 @@ def test_render_into_executes_on_duckdb(log):
     for got, w in zip(rows[::2], want):
         assert got[:2] == (w["date"], w["arm"]) and _close(got[2], w["nDCG@5"]) and got[4] == w["num_lists"]
 
+
+
+def _typed_log() -> pa.Table:
+    """Two days (DATE) and two page sizes (9 and 10: as text, '10' sorts before '9'); q1 ranks its click first
+    (RR 1), q2 second (RR 1/2), q3 third (RR 1/3)."""
+    import datetime
+
+    rows = [("q1", datetime.date(2026, 3, 2), 10, "a", 1, 1), ("q1", datetime.date(2026, 3, 2), 10, "b", 2, 0),
+            ("q2", datetime.date(2026, 3, 2), 9, "a", 1, 0), ("q2", datetime.date(2026, 3, 2), 9, "b", 2, 1),
+            ("q3", datetime.date(2026, 3, 10), 9, "a", 1, 0), ("q3", datetime.date(2026, 3, 10), 9, "b", 2, 0),
+            ("q3", datetime.date(2026, 3, 10), 9, "c", 3, 1)]
+    return pa.table({"query_id": [r[0] for r in rows], "day": pa.array([r[1] for r in rows], pa.date32()),
+                     "page": pa.array([r[2] for r in rows], pa.int64()), "doc_id": [r[3] for r in rows],
+                     "rank_position": [r[4] for r in rows], "clicked": [r[5] for r in rows]})
+
+
+def test_segments_keep_their_types_in_rendered_sql_and_locally():
+    """A DATE segment stays a DATE and a number a number, in the table into= writes and in evaluate()'s per-group
+    rows, and numbers sort as numbers (9 before 10). Before, the statement cast every segment to text."""
+    import datetime
+
+    log = _typed_log()
+    con = duckdb.connect()
+    con.register("src", log)
+    con.execute("CREATE TABLE clicks AS SELECT * FROM src")
+    kw = dict(ties="rank", group_by=["day", "page"], label="clicked")
+    con.execute(render(["RR"], qrels=None, run="clicks", into="results", **kw))
+    assert con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'results' "
+                       "ORDER BY ordinal_position").fetchall()[:2] == [("day", "DATE"), ("page", "BIGINT")]
+    d2, d10 = datetime.date(2026, 3, 2), datetime.date(2026, 3, 10)
+    want = [(d2, 9, 0.5, 1), (d2, 10, 1.0, 1), (d10, 9, 1 / 3, 1)]
+    assert con.execute(render(["RR"], qrels=None, run="clicks", **kw)).fetchall() == want  # the statement's own order
+    local = sqlmetrics.evaluate(None, log, ["RR"], **kw).per_group
+    assert local.schema.field("day").type == pa.date32() and local.schema.field("page").type == pa.int64()
+    assert [tuple(r.values()) for r in local.to_pylist()] == want
+
+
+def test_a_segment_the_runs_type_differently_is_compared_as_text():
+    """Two runs, one with the page size as a number, the other as text: one table of results, the segment as
+    text (a number and a date, or text, have no common type to compare in)."""
+    log = _typed_log()
+    as_text = log.set_column(2, "page", pa.array([str(v) for v in log["page"].to_pylist()]))
+    got = sqlmetrics.evaluate(None, {"numbers": log, "text": as_text}, ["RR"], ties="rank", group_by="page",
+                              label="clicked").per_group
+    assert got.schema.field("page").type == pa.string()
+    assert sorted((r["run"], r["page"], round(r["RR"], 6)) for r in got.to_pylist()) == [
+        ("numbers", "10", 1.0), ("numbers", "9", round((0.5 + 1 / 3) / 2, 6)),
+        ("text", "10", 1.0), ("text", "9", round((0.5 + 1 / 3) / 2, 6))]
 
 # ---------------------------------------------------------------------------------------------- engines
 

@@ -433,6 +433,34 @@ def test_sql_dbt_keeps_references_and_drops_the_semicolon(capsys, dialect):
     assert "sqlmetrics_dbt" not in out.lower() and not out.rstrip().endswith(";")
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--group-by", "day"], "--incremental COLUMN makes a dbt model incremental: give --dbt too"),
+    (["--dbt", "--group-by", "arm"], "--incremental day: the model's rows are keyed by the --group-by segments; "
+                                     "add --group-by day"),
+    (["--dbt", "--group-by", "day", "--compare", "welch", "--column", "run_name=arm"],
+     "--compare's statistics are over every row"),
+])
+def test_sql_incremental_refusals(capsys, extra, message):
+    code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", REF,
+                             "--incremental", "day", *extra)
+    assert code == 2 and message in err and not out
+
+
+def test_sql_incremental_needs_a_reference_and_keys_by_run_segments_and_query(capsys):
+    code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", "logs",
+                             "--group-by", "day", "--dbt", "--incremental", "day")
+    assert code == 2 and "--run 'logs' must be a dbt reference" in err
+    code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", REF,
+                             "--group-by", "day", "--group-by", "market", "--column", "run_name=arm", "-q", "--dbt", "--incremental",
+                             "day", "--dialect", "oracle")
+    assert code == 0, err
+    assert out.startswith("{{ config(materialized='incremental', unique_key=['run_name', 'day', 'market', "
+                          "'query_id'], incremental_strategy='merge') }}\n")
+    # Oracle takes no AS before a table's alias
+    assert (f"FROM (SELECT * FROM {REF}{{% if is_incremental() %}} WHERE day >= (SELECT MAX(day) FROM {{{{ this }}}})"
+            "{% endif %}) sqlm_run") in out
+
+
 def test_sql_dbt_compiles_to_the_evaluation(files, capsys):
     """What dbt does with the model (each reference replaced by its table), run on DuckDB: evaluate()'s means."""
     code, out, err = run_cli(capsys, "sql", "-m", "AP,P@1", "--dbt", "--qrels", SOURCE, "--run", REF)

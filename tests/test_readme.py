@@ -20,6 +20,7 @@ Blocks not run (test_the_unrun_blocks_are_the_ones_listed_here checks this list)
 - docs/how-it-works.md: a diagram
 - docs/performance.md: needs a Spark cluster and tables in its object store
 - docs/warehouses.md: a dbt model, compiled by dbt inside a dbt project (tests/test_dbt.py builds one)
+- docs/warehouses.md: a dbt model, compiled by dbt inside a dbt project (tests/test_dbt.py builds one twice)
 - docs/warehouses.md: needs a PostgreSQL server
 
 docs/development.md ("The examples are tests") says the same for the pages' authors.

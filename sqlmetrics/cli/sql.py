@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 
 from ..dialects import DIALECTS, render, render_fusion
-from ..options import BY_NAME, SQL_CMD
+from ..dialects.info import dialect_info
+from ..identifiers import column_identifier
+from ..options import BY_NAME, SQL_CMD, check_log_options
 from ..stats.aggregates import IN_ENGINE, render_compare
 from .common import UsageError, add_fusion_flags, add_option_flags, fusion_params, measures_from, option_values
 
@@ -33,6 +35,10 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--dbt", action="store_true",
                    help="SQL for a dbt model: no trailing ';', and --qrels / --run may be dbt references, "
                         "\"{{ source('raw', 'run') }}\" or \"{{ ref('stg_run') }}\", kept as they are")
+    p.add_argument("--incremental", metavar="COLUMN",
+                   help="with --dbt: an incremental model on this --group-by segment (a date): each run evaluates "
+                        "the log's rows from the table's last COLUMN value on, and replaces those segments' rows "
+                        "(unique_key: the run, the segments and, with -q, the query)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     add_option_flags(p, SQL_CMD)
     fusion = p.add_argument_group("fusion (--fuse prints the fused run's statement instead of an evaluation)")
@@ -79,6 +85,8 @@ def run(args) -> tuple:
         options.pop("into_mode", None)
     elif args.dbt:
         raise UsageError("--into and --dbt: dbt writes a model's table itself (its materialization); leave --into out.")
+    if args.incremental is not None:
+        _check_incremental(args, options)
     tables = {"qrels": None if args.qrels.lower() == "none" else args.qrels, "run": args.run}
     references = _references(tables, args.dbt)
     tables.update({role: _STAND_IN.format(role) for role in references})
@@ -88,7 +96,46 @@ def run(args) -> tuple:
         return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
     sql = render(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                  per_query=args.per_query, header=not args.no_header, **options)
+    if args.incremental is not None:
+        return _incremental(_for_dbt(sql, references), args, options), args.output
     return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
+
+
+def _check_incremental(args, options: dict) -> None:
+    segments = check_log_options(None, options.get("group_by"), None, "1")
+    if not args.dbt:
+        raise UsageError("--incremental COLUMN makes a dbt model incremental: give --dbt too.")
+    if args.compare is not None:
+        raise UsageError("--incremental: --compare's statistics are over every row of the log, not per segment; "
+                         "build them with a table model (leave --incremental out).")
+    if args.incremental not in segments:
+        raise UsageError(f"--incremental {args.incremental}: the model's rows are keyed by the --group-by segments; "
+                         f"add --group-by {args.incremental}.")
+    if not _REFERENCE.fullmatch(args.run.strip()):
+        raise UsageError(f"--incremental: --run {args.run!r} must be a dbt reference, \"{{{{ ref('model') }}}}\" or "
+                         "\"{{ source('source', 'table') }}\", which the model filters to the new rows.")
+
+
+def _incremental(model: str, args, options: dict) -> str:
+    """The dbt model made incremental on a segment: its config (unique_key: the rows' key), and the run read from
+    the table's last value of the segment on (that value again: its rows may have grown since), so that dbt
+    replaces those segments' rows and keeps the others."""
+    info = dialect_info(args.dialect)
+    segments = check_log_options(None, options.get("group_by"), None, "1")
+    keys = [*(["run_name"] if "run_name" in (options.get("columns") or {}) else []), *segments,
+            *(["query_id"] if args.per_query else [])]
+    column = column_identifier(args.incremental, info.sqlglot, info.fold_case).sql(info.sqlglot)
+    rows = (f"(SELECT * FROM {args.run.strip()}{{% if is_incremental() %}} WHERE {column} >= "
+            f"(SELECT MAX({column}) FROM {{{{ this }}}}){{% endif %}})")
+    alias = "" if info.name == "oracle" else "AS "
+
+    def filtered(m):  # the run's reference, as a derived table under the name it had (or its own alias)
+        return rows + m.group(1) if m.group(1) else f"{rows} {alias}sqlm_run"
+
+    reference = re.compile(re.escape(args.run.strip()) + r"(\s+AS\s+\w+)?")
+    model = "\n".join(line if line.startswith("--") else reference.sub(filtered, line) for line in model.split("\n"))
+    config = (f"{{{{ config(materialized='incremental', unique_key={keys!r}, incremental_strategy='merge') }}}}\n")
+    return config + model
 
 
 # compare's settings, which --compare writes into its statement

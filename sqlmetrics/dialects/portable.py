@@ -40,8 +40,11 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
     if per_query and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star):
         # Name the output columns: the reader sees what comes out, and MySQL can turn the keys into text.
         tree.set("expressions", [exp.column(c) for c in [*options.run_key, "query_id", *output_columns(calls)]])
-    # Ids compare as bytes (segment values too: they are part of the list key).
-    id_roles = {*ID_ROLES, "subtopic", *options.segment_key}
+    # Ids compare as bytes. Segment values keep their type (a date stays a date), so they are collated only where
+    # that takes any type and the default comparison is not exact (MySQL's and SQL Server's collations equal 'a'
+    # and 'A'): there they compare, and come back, as text. PostgreSQL's and SQLite's equality is exact already.
+    exact = info.ids in ("binary", "collate_bin2")
+    id_roles = {*ID_ROLES, "subtopic", *(options.segment_key if exact else ())}
     # subtopic_judgments: only with subtopic qrels; history_rows, catalogue_rows (the items= catalogue, counted by
     # CatalogCoverage), feature_vectors: only for the recommender measures
     # (an item feature's dimension is a name there); verdict_rows and embedding_long: only for the RAG measures (not
@@ -177,8 +180,11 @@ def _binary_id(node: exp.Expression, info: DialectInfo) -> exp.Expression:
     if info.ids == "collate_binary":
         return exp.Collate(this=node, expression=exp.var("BINARY"))
     if info.ids == "collate_bin2":
+        text = exp.DataType.build("NVARCHAR(MAX)", dialect="tsql")
         if isinstance(node, exp.Cast):
-            node.set("to", exp.DataType.build("NVARCHAR(MAX)", dialect="tsql"))
+            node.set("to", text)
+        else:  # a segment, of any type
+            node = exp.cast(node, text)
         return exp.Collate(this=node, expression=exp.var("Latin1_General_BIN2"))
     if info.ids == "binary":
         return exp.cast(node, exp.DataType.build("BINARY", dialect="mysql"))

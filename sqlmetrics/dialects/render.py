@@ -49,14 +49,18 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     run) or relevance= (an expression or {column: grade}, see relevance.py) reads the judgments from the
     run itself. into="schema.table" wraps the statement in CREATE TABLE ... AS (into_mode="append":
     INSERT INTO ... SELECT); ClickHouse tables get ENGINE = MergeTree ORDER BY tuple(), T-SQL is SELECT ... INTO,
-    and polars (whose SQLContext has no INSERT) accepts only into_mode="create". 'replace' and 'merge' are
-    evaluate(output="file.duckdb:table")'s: not every engine can say them in one statement.
+    and polars (whose SQLContext has no INSERT) accepts only into_mode="create". into_mode="replace" is CREATE OR
+    REPLACE TABLE, and "merge" one MERGE INTO keyed on the run, the segments (and the query, per query): a day's
+    rows re-evaluated replace that day's; each is refused, naming the dialect, where it is not one statement.
     """
     o = resolve(RENDER, options)
     info = dialect_info(dialect)
     tree, calls = _statement(measures, info, qrels, run, per_query, o)
     if o.into is not None:
-        tree = _into(tree, o.into, o.into_mode, info)
+        # A row's key: the run, the segments and, per query, the query (what into_mode='merge' matches on).
+        named = [c.alias_or_name for c in tree.expressions]
+        keys = named[:len(named) - len(calls) - (0 if per_query or not o.group_by else 1)]
+        tree = _into(tree, o.into, o.into_mode, info, len(keys))
     # The tree was built for this call alone: generated in place, not copied first (a tenth of a render).
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
     if not header:
@@ -107,25 +111,70 @@ def render_fusion(runs, method, norm=DEFAULT_NORM, dialect="duckdb", columns=Non
     return tree.sql(dialect=d, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
 
 
-def _into(tree, into, into_mode: str, info) -> exp.Expression:
-    """The statement writing its rows to `into`: CREATE TABLE ... AS, or INSERT INTO ... SELECT."""
-    if into_mode in ("replace", "merge"):
-        raise SqlmetricsError(f"into_mode={into_mode!r} is not one statement on every engine: the rendered SQL "
-                              "writes with into_mode='create' or 'append' (drop or delete the old rows first), "
-                              "and evaluate(output='file.duckdb:table') does all four.")
+# The dialects that write into_mode='merge' as one MERGE INTO (PostgreSQL from 15, DuckDB from 1.4; on Spark,
+# tables that take MERGE: Delta Lake, Iceberg) and into_mode='replace' as CREATE OR REPLACE TABLE.
+MERGE_DIALECTS = ("duckdb", "postgres", "spark", "databricks", "bigquery", "snowflake", "tsql", "oracle")
+REPLACE_DIALECTS = ("duckdb", "spark", "databricks", "bigquery", "snowflake", "clickhouse")
+
+
+def _into(tree, into, into_mode: str, info, keys: int) -> exp.Expression:
+    """The statement writing its rows to `into`: CREATE TABLE ... AS (OR REPLACE), INSERT INTO ... SELECT, or
+    MERGE INTO on the rows' first `keys` columns."""
+    if into_mode in ("replace", "merge") and info.name not in (REPLACE_DIALECTS if into_mode == "replace" else
+                                                                  MERGE_DIALECTS):
+        able = REPLACE_DIALECTS if into_mode == "replace" else MERGE_DIALECTS
+        raise SqlmetricsError(f"into_mode={into_mode!r} is not one statement on {info.name} (it has no "
+                              f"{'CREATE OR REPLACE TABLE' if into_mode == 'replace' else 'MERGE INTO'}); render it "
+                              f"for {', '.join(able)}, or write with into_mode='create' or 'append' after dropping or "
+                              "deleting the old rows yourself.")
     if into_mode == "append" and info.name == "polars":
         raise SqlmetricsError("into_mode='append' is not available for polars: its SQLContext runs CREATE TABLE ... "
                               "AS but has no INSERT; use into_mode='create' (or concatenate the frames in Python).")
     target = table_reference(into, info.sqlglot, info.fold_case)
     if into_mode == "append":
         return exp.Insert(this=target, expression=tree)
+    if into_mode == "merge":
+        return _merge(tree, target, keys, info)
     properties = None
     if info.sqlglot == "clickhouse":
         # ClickHouse needs a table engine: MergeTree, unsorted (ORDER BY tuple() also admits Nullable columns).
         properties = exp.Properties(expressions=[
             exp.EngineProperty(this=exp.to_identifier("MergeTree")),
             exp.Order(expressions=[exp.Ordered(this=exp.Struct(), nulls_first=False)])])
-    return exp.Create(this=target, kind="TABLE", expression=tree, properties=properties)
+    return exp.Create(this=target, kind="TABLE", expression=tree, properties=properties,
+                      replace=into_mode == "replace")
+
+
+def _merge(tree: exp.Select, target: exp.Table, keys: int, info) -> exp.Merge:
+    """MERGE INTO target USING (the statement) ON its key columns (a NULL segment matches a NULL one): a row with
+    a key already in the table replaces it, the others are added; rows of other keys stay as they were. So a day
+    re-evaluated replaces that day's rows and nothing else."""
+    names = [c.args["alias"] if isinstance(c, exp.Alias) else c.this for c in tree.expressions]
+    if not keys:
+        raise SqlmetricsError("into_mode='merge' replaces the rows with the same key (run_name, the group_by "
+                              "segments, and query_id with per_query): these rows have none. Use into_mode='replace', "
+                              "or give group_by or per_query.")
+    tree.set("order", None)  # a derived table's rows have no order (and SQL Server refuses one)
+    ctes = tree.args.get("with_") if info.name == "tsql" else None
+    if ctes is not None:  # SQL Server takes common table expressions before MERGE, not inside its USING
+        tree.set("with_", None)
+    new, old = "sqlm_new", "sqlm_old"
+
+    def column(name, table):
+        return exp.Column(this=name.copy(), table=exp.to_identifier(table))
+
+    on = exp.and_(*(exp.paren(exp.NullSafeEQ(this=column(n, old), expression=column(n, new)), copy=False)
+                    for n in names[:keys]), copy=False)
+    update = exp.Update(expressions=[exp.EQ(this=exp.Column(this=n.copy()), expression=column(n, new))
+                                     for n in names[keys:]])
+    insert = exp.Insert(this=exp.Tuple(expressions=[exp.Column(this=n.copy()) for n in names]),
+                        expression=exp.Tuple(expressions=[column(n, new) for n in names]))
+    merge = exp.Merge(this=exp.alias_(target, old, table=True), using=tree.subquery(new, copy=False),
+                      on=on, whens=exp.Whens(expressions=[exp.When(matched=True, then=update),
+                                                          exp.When(matched=False, then=insert)]))
+    if ctes is not None:
+        merge.set("with_", ctes)
+    return merge
 
 
 def _label_text(label, relevance, dialect) -> str:

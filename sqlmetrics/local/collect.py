@@ -1,12 +1,10 @@
-"""The results: the statement's per-list rows checked for overflow, the segments given back their types, and the
-aggregates, per-list and per-segment tables fetched as Arrow tables or Python rows."""
+"""The results: the statement's per-list rows checked for overflow, and the aggregates, per-list and per-segment
+tables fetched as Arrow tables or Python rows."""
 from __future__ import annotations
 
-import duckdb
 from sqlglot import exp
 
 from ..errors import SqlmetricsError
-from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..plan import output_columns
 from ..results import Results
@@ -38,18 +36,6 @@ def _check_finite(con, job: _Job) -> None:
                 f"{call.text} overflows a double for query {where[0]!r}"
                 + (f" and {count - 1} more lists" if count > 1 else "") + f": its value there would be {where[1]}. An exponential gain (2^grade - 1, as gain='exp' and ERR compute it) "
                 "overflows for grades of 1024 or more; use smaller grades or the linear gain.")
-
-
-def _restore_segment_types(con, checked: list, segments: tuple) -> None:
-    """The statement keys lists by segment values as text (the same on every engine); the results give each
-    segment column back its type in the runs, when they agree on one: a date stays a DATE."""
-    for i, name in enumerate(segments, 1):
-        types = {str(con.sql(f"SELECT seg_{i} FROM {view}").types[0]) for _, _, view in checked}
-        if len(types) == 1 and types != {"VARCHAR"}:
-            try:
-                con.execute(f"ALTER TABLE per_list_result ALTER COLUMN {_q(name)} TYPE {types.pop()}")
-            except duckdb.Error:
-                pass  # a type whose text does not read back (a nested one): the column stays text
 
 
 def _collect(con, job: _Job, run_names: list, multi: bool, union: bool, fetch) -> Results:

@@ -16,7 +16,7 @@ from ..options import QRELS_ROLES, Settings
 from ..plan import output_columns, plan_measures
 from ..results import Results
 from ..statement import READ, build_statement
-from .collect import _check_finite, _collect, _restore_segment_types, fetch_arrow
+from .collect import _check_finite, _collect, fetch_arrow
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
 from .inputs import _load_qrels, _other_inputs
 from .job import _Job, _prepare, _table_columns
@@ -103,7 +103,6 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         step("computing measures")
         _compute(con, sqls, job, o)
         _check_finite(con, job)
-        _restore_segment_types(con, checked, job.segments)
         step("collecting results")
         return _collect(con, job, [name for name, _ in runs] + [name for name, _ in fused], multi, union,
                         fetch or fetch_arrow)

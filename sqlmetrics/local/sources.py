@@ -57,6 +57,11 @@ def refuse_overflow(con, fused_sql: str, what: str) -> None:
                               "the default; --norm) or scale them down.")
 
 
+def _types(con, checked: list, column: str) -> int:
+    """How many types the runs' views give `column`."""
+    return len({str(con.sql(f"SELECT {column} FROM {view}").types[0]) for _, _, view in checked})
+
+
 def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Source:
     """The run relation the statement reads: one run as it is, several (and the fused ones) as one UNION ALL
     with run_name."""
@@ -70,7 +75,9 @@ def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Sour
         if not union:
             return _source(checked[0][2], {r: r for r in roles})
         options.run_key = ("run_name",)
-        parts = [f"SELECT {_lit(str(name))} AS run_name, {', '.join(roles)} FROM {view}" for name, _, view in checked]
+        # A segment the runs hold in different types (a date in one, text in another) is compared as text.
+        cols = [f"CAST({r} AS VARCHAR) AS {r}" if r in seg_cols and _types(con, checked, r) > 1 else r for r in roles]
+        parts = [f"SELECT {_lit(str(name))} AS run_name, {', '.join(cols)} FROM {view}" for name, _, view in checked]
         run_view = _fresh("runs")
         con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
         return _source(run_view, {r: r for r in ["run_name", *roles]})

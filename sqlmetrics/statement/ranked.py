@@ -21,7 +21,10 @@ def _order_cols(options: Shape) -> list:
 def input_ctes(options: Shape, qrels: Source | None, run: Source, key: list) -> list:
     """judgments and run_rows: the inputs, columns renamed and cast (with subtopic qrels, subtopic_judgments too;
     with labels in the run, the judgments are its labelled rows)."""
-    run_roles = {k: "VARCHAR" for k in (*options.run_key, *options.segment_key)}
+    run_roles = {k: "VARCHAR" for k in options.run_key}
+    # Segments keep their type (a date stays a DATE, a number sorts as one): the engine compares and groups them
+    # as they are, and the results' segment columns are the run's.
+    run_roles.update({k: None for k in options.segment_key})
     run_roles.update({"query_id": "VARCHAR", "doc_id": "VARCHAR"})
     run_roles[_order_cols(options)[0]] = "BIGINT" if options.ties == "rank" else "DOUBLE"
     if options.labels:

@@ -29,8 +29,10 @@ class Source:
     lists: bool = False
 
     def select(self, roles: dict) -> exp.Select:
-        """SELECT ... FROM the table, renaming and casting the roles: {role: SQL type}."""
-        items = [exp.alias_(exp.cast(self.value(role), _type(sql_type), copy=False), role, copy=False)
+        """SELECT ... FROM the table, renaming and casting the roles: {role: SQL type, or None to keep the
+        column's own type}."""
+        items = [exp.alias_(self.value(role) if sql_type is None else
+                            exp.cast(self.value(role), _type(sql_type), copy=False), role, copy=False)
                  for role, sql_type in roles.items()]
         select = exp.select(*items)
         if not self.lists:
