@@ -428,3 +428,34 @@ def test_the_intended_split_is_checked_instead(tmp_path):
     # paired runs (the same queries) have no split to check
     qrels, runs = sqlmetrics.demo.paths()
     assert sqlmetrics.compare(qrels, runs, ["RR"]).sample_ratio is None
+
+
+@pytest.mark.parametrize("test, max_p", [("welch", 0.05), ("welch", 0.01), ("student", 0.1)])
+def test_minimum_detectable_effect_has_80_percent_power_as_statsmodels_computes_it(test, max_p):
+    """The MDE (Student's, Welch's) is the absolute difference at which statsmodels' NormalIndPower gives the test
+    80% power, from the difference's standard error (computed here with numpy); statsmodels' own solver agrees to
+    its tolerance. Sequential intervals give none."""
+    from statsmodels.stats.power import NormalIndPower
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0.4, 0.3, 120), rng.normal(0.45, 0.4, 200 if test == "welch" else 120)
+    paired = test == "student"
+    ids = [f"q{i}" for i in range(len(b))]
+    lists = {(): {"A": {(q if paired else f"a{q}"): [v] for q, v in zip(ids, a)},
+                  "B": {(q if paired else f"b{q}"): [v] for q, v in zip(ids, b)}}}
+    rep = analyse_lists(["A", "B"], {"m": ("higher", "mean")}, lists, test=test, max_p=max_p, baseline="A")
+    (c,) = rep.comparisons
+    if paired:
+        se, n1, ratio = np.std(b - a, ddof=1) / math.sqrt(len(a)), len(a), 0  # one sample: NormalIndPower's ratio 0
+        standardised = c.mde / se / math.sqrt(n1)
+    else:
+        se = math.sqrt(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b))
+        n1, ratio = len(a), len(b) / len(a)
+        standardised = c.mde / se / math.sqrt(len(a) * len(b) / (len(a) + len(b)))
+    power = NormalIndPower()
+    assert power.power(effect_size=standardised, nobs1=n1, alpha=max_p, ratio=ratio) == pytest.approx(0.8, abs=1e-12)
+    assert standardised == pytest.approx(power.solve_power(nobs1=n1, alpha=max_p, ratio=ratio, power=0.8), rel=1e-4)
+    assert rep.to_dict()["comparisons"][0]["mde"] == c.mde
+    sequential = analyse_lists(["A", "B"], {"m": ("higher", "mean")}, lists, test=test, max_p=max_p, baseline="A",
+                               sequential=1000)
+    assert math.isnan(sequential.comparisons[0].mde) and "mde" not in sequential.to_dict()["comparisons"][0]

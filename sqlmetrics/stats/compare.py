@@ -8,6 +8,7 @@ import math
 import warnings
 from itertools import combinations
 from pathlib import Path
+from statistics import NormalDist
 
 from ..catalogue import parse_all
 from ..errors import SqlmetricsError, SqlmetricsWarning
@@ -675,11 +676,37 @@ def _decide(comparisons: list, info: dict, correction, max_p: float, sequential=
     if sequential is not None:
         for c in comparisons:
             _always_valid(c, sequential, max_p)
+    else:  # the moment tests' minimum detectable effect (se is theirs alone)
+        shift = minimum_detectable(max_p)
+        for c in comparisons:
+            if c.se > 0:
+                c.mde = shift * c.se
     for c, adj in zip(comparisons, adjust([c.p_value for c in comparisons], correction)):
         c.p_adjusted = adj
         improves = _improves(c.difference, info[c.measure][0])
         c.significant = not math.isnan(adj) and adj < max_p and improves is not None
         c.winner = (c.run if improves else c.baseline) if c.significant else None
+
+
+# The power at which the minimum detectable effect is given: the usual 80%.
+POWER = 0.8
+
+
+def minimum_detectable(max_p: float, power: float = POWER) -> float:
+    """The standardised difference (in standard errors) that a two-sided test at level max_p detects with
+    probability `power`, by the normal approximation experimentation platforms use (as statsmodels'
+    NormalIndPower): the δ at which Φ(δ - z) + Φ(-δ - z) = power, z the 1 - max_p/2 quantile. Without the far
+    tail's term it is z + z_power; Newton's steps from there settle it (the power rises with δ)."""
+    normal = NormalDist()
+    z = normal.inv_cdf(1 - max_p / 2)
+    delta = z + normal.inv_cdf(power)
+    for _ in range(50):
+        gap = normal.cdf(delta - z) + normal.cdf(-delta - z) - power
+        step = gap / (normal.pdf(delta - z) - normal.pdf(-delta - z))
+        delta -= step
+        if abs(step) < 1e-15 * delta:
+            break
+    return delta
 
 
 def _check_sequential(sequential, test: str) -> None:

@@ -46,6 +46,9 @@ class Comparison:
     rel_difference: float = math.nan
     rel_ci_low: float = math.nan
     rel_ci_high: float = math.nan
+    # Student's and Welch's (fixed-sample): the minimum detectable effect, the smallest absolute difference the test
+    # finds at level max_p with probability POWER, from the same standard error (compare.minimum_detectable)
+    mde: float = math.nan
 
 
 @dataclass
@@ -366,7 +369,8 @@ class Report:
                  "ci_low": _clean(c.ci_low), "ci_high": _clean(c.ci_high),
                  **({"variance_reduction": _clean(c.variance_reduction)} if self.cuped else {}),
                  **({k: _clean(getattr(c, k)) for k in ("rel_difference", "rel_ci_low", "rel_ci_high")}
-                    if self.test == "welch" else {})}
+                    if self.test == "welch" else {}),
+                 **({"mde": _clean(c.mde)} if self.test in ("student", "welch") and self.sequential is None else {})}
                 for c in self.comparisons
             ],
         }
