@@ -351,7 +351,9 @@ def test_stochastic_policy_clip_dm_and_dr_hand_computed():
     both = log.append_column("action", pa.array(["a"] * 4)).append_column("new_action", pa.array(["b"] * 4))
     assert sqlmetrics.ips(both) == est
     # without a reward model: no dm and dr, as before
-    assert set(sqlmetrics.ips(log.drop(["reward_hat", "new_reward_hat"]))) == {"ips", "snips", "n", "matches"}
+    assert set(sqlmetrics.ips(log.drop(["reward_hat", "new_reward_hat"]))) == {"ips", "snips", "n", "matches",
+                                                                              "stochastic"}
+    assert est["stochastic"] and not sqlmetrics.ips(both.drop(["new_propensity"]))["stochastic"]
 
 
 def test_a_stochastic_policy_is_estimated_by_ips_snips_and_dr_within_their_intervals():

@@ -65,7 +65,8 @@ def run_ips(args) -> tuple:
     est = ips(args.log, role_pairs(args.column, "--column", IPS_ROLES), args.confidence, clip=args.clip,
               **option_values(args, COUNTERFACTUAL_CMD))
     names = [name for name in ("ips", "snips", "dm", "dr") if name in est]
-    ending = f"{est['n']} logged decisions; the new ranker agrees with the logged action in {est['matches']}."
+    agree = "the new policy may take" if est["stochastic"] else "the new ranker agrees with"
+    ending = f"{est['n']} logged decisions; {agree} the logged action in {est['matches']}."
     return _estimates(args, est, names, ("n", "matches"), ending)
 
 

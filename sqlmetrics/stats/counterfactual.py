@@ -58,8 +58,9 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: flo
     expected reward under the new policy in that context, sum over a of new policy(a) * prediction(a)):
     DM = mean(new_reward_hat), DR = mean(new_reward_hat + w * (click - reward_hat)), each with the sample
     standard deviation of its terms over sqrt(n).
-    Returns {"ips": Estimate, "snips": Estimate, "n": rows, "matches": rows of a positive weight}, and "dm" and
-    "dr" (Estimate) with a reward model, "clipped" (rows whose weight was clipped) with clip=.
+    Returns {"ips": Estimate, "snips": Estimate, "n": rows, "matches": rows of a positive weight, "stochastic":
+    whether new_propensity weighted them}, and "dm" and "dr" (Estimate) with a reward model, "clipped" (rows
+    whose weight was clipped) with clip=.
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
     z = _z(confidence)
@@ -96,7 +97,7 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: flo
                               f"propensity); rescale column {c['click']!r}.")
     value = swr / n
     se = math.sqrt(max(0.0, sw2r2 - n * value * value) / (n - 1) / n) if n > 1 else math.nan
-    out = {"ips": _estimate(value, se, z), "n": n, "matches": matches}
+    out = {"ips": _estimate(value, se, z), "n": n, "matches": matches, "stochastic": "new_propensity" in c}
     if sw > 0:
         s = swr / sw
         out["snips"] = _estimate(s, math.sqrt(max(0.0, sw2r2 - 2 * s * sw2r + s * s * sw2)) / sw, z)
