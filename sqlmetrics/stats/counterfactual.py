@@ -91,10 +91,13 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: flo
             FROM (SELECT {w}, CAST({c['click']} AS DOUBLE) AS r, {model_columns} FROM {view})""").fetchone()
     if not n:
         raise SqlmetricsError("ips: the log has no rows.")
-    sums = (sw, swr, sw2r2, sw2r, sw2) + ((dm_mean, dr_mean) if model else ())
-    if not all(math.isfinite(s) for s in sums):
+    if not all(math.isfinite(s) for s in (sw, swr, sw2r2, sw2r, sw2)):
         raise SqlmetricsError("ips: the weighted clicks overflow a double (a click near 1e308, or divided by a tiny "
                               f"propensity); rescale column {c['click']!r}.")
+    if model and not all(math.isfinite(s) for s in (dm_mean, dr_mean, dm_sd or 0.0, dr_sd or 0.0)):
+        raise SqlmetricsError("ips: the reward model's terms overflow a double (a prediction or a click near 1e308, "
+                              f"or a tiny propensity); rescale columns {c['click']!r}, {c['reward_hat']!r} and "
+                              f"{c['new_reward_hat']!r}.")
     value = swr / n
     se = math.sqrt(max(0.0, sw2r2 - n * value * value) / (n - 1) / n) if n > 1 else math.nan
     out = {"ips": _estimate(value, se, z), "n": n, "matches": matches, "stochastic": "new_propensity" in c}
