@@ -5,7 +5,6 @@ names its interpreter; obp pins torch, numpy 1.x and Python < 3.11, see .ci/run'
 in one run: importing obp (torch) takes most of its time."""
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -20,9 +19,9 @@ from conftest import unavailable
 from test_counterfactual import SLATE, STOCHASTIC, _slate_log, _stochastic_log
 
 # Slow: starting obp (it imports torch) takes 3 to 5 s, over the fast suite's budget for an oracle; the fast cases
-# in test_counterfactual.py check the same estimates by hand and against numpy. One process runs them all (one
-# xdist_group), so obp starts once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("obp")]
+# in test_counterfactual.py check the same estimates by hand and against numpy. One test compares every case, so
+# that obp starts once (tests of one module may run in several processes).
+pytestmark = pytest.mark.slow
 
 SCRIPT = Path(__file__).parent / "oracles" / "obp_oracle.py"
 CLIP = 4.0
@@ -41,37 +40,33 @@ def _slate_case(seed: int):
                  "pscore": log["p"].to_pylist(), "new_pscore": log["new_p"].to_pylist()}
 
 
-@functools.cache
-def _cases():
-    """The logs and obp's estimates of them, computed once: (bandit logs by (seed, clip), slate log by seed)."""
+def _obp(cases: list) -> list:
     python = os.environ.get("SQLMETRICS_OBP_PYTHON")
     if not python:
         unavailable("SQLMETRICS_OBP_PYTHON is unset: set it to the python of a venv with obp==0.5.7 (as .ci/run's "
                     "obp_env installs it)")
-    logs, cases = [], []
-    for key in ((1, None), (1, CLIP), (2, None)):
-        log, case = _bandit_case(*key)
-        logs.append((key, log))
-        cases.append(case)
-    log, case = _slate_case(3)
-    logs.append((3, log))
-    cases.append(case)
     done = subprocess.run([python, str(SCRIPT)], input=json.dumps(cases), capture_output=True, text=True, timeout=300)
     if done.returncode:
         pytest.fail(f"{SCRIPT.name} failed under {python}:\n{done.stderr[-3000:]}", pytrace=False)
-    return [(key, log, case, ref) for (key, log), case, ref in zip(logs, cases, json.loads(done.stdout))]
+    return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("index", [0, 1, 2])
-def test_stochastic_ips_snips_dm_dr_equal_obp(index):
-    (seed, clip), log, case, ref = _cases()[index]
-    est = sqlmetrics.ips(log, columns=STOCHASTIC, clip=clip)
-    for name in ("ips", "dm", "dr"):
-        assert est[name].value == pytest.approx(ref[name]["value"], rel=1e-9), name
-        assert est[name].se == pytest.approx(ref[name]["se"], rel=1e-9), name
-    if clip is None:  # obp's SNIPW takes no lambda_
-        assert est["snips"].value == pytest.approx(ref["snips"]["value"], rel=1e-9)
-    else:  # the clipped weights: SNIPS by hand, and clipping mattered
+def test_ips_snips_dm_dr_of_a_stochastic_policy_and_position_based_ips_equal_obp():
+    """Two seeded logs of a stochastic new policy with a reward model, one of them also with clip=4, and a log of
+    ranked lists; obp's estimates of each from the arrays it takes (the new policy's probabilities and the model's
+    predictions of every action), sqlmetrics' from the log's columns."""
+    bandits = [(seed, clip, *_bandit_case(seed, clip)) for seed, clip in ((1, None), (1, CLIP), (2, None))]
+    slate_log, slate_case = _slate_case(3)
+    *refs, slate_ref = _obp([case for *_, case in bandits] + [slate_case])
+    for (seed, clip, log, case), ref in zip(bandits, refs):
+        est = sqlmetrics.ips(log, columns=STOCHASTIC, clip=clip)
+        for name in ("ips", "dm", "dr"):
+            assert est[name].value == pytest.approx(ref[name]["value"], rel=1e-9), (seed, clip, name)
+            assert est[name].se == pytest.approx(ref[name]["se"], rel=1e-9), (seed, clip, name)
+        if clip is None:  # obp's SNIPW takes no lambda_
+            assert est["snips"].value == pytest.approx(ref["snips"]["value"], rel=1e-9), seed
+            continue
+        # the clipped weights: SNIPS by hand, and clipping mattered
         w = np.minimum(np.asarray(case["action_dist"])[np.arange(len(case["action"])), case["action"]]
                        / np.asarray(case["pscore"]), clip)
         r = np.asarray(case["reward"])
@@ -81,10 +76,7 @@ def test_stochastic_ips_snips_dm_dr_equal_obp(index):
         assert unclipped["ips"].value != pytest.approx(est["ips"].value, rel=1e-6)
         assert unclipped["dr"].value != pytest.approx(est["dr"].value, rel=1e-6)
 
-
-def test_position_based_ips_equals_obp_slate_independent_ips():
-    seed, log, case, ref = _cases()[3]
-    est = sqlmetrics.pbm_ips(log, columns=SLATE)
-    assert est["impressions"] == len(set(case["slate_id"])) and est["n"] == len(case["reward"])
-    assert est["ips"].value == pytest.approx(ref["iips"]["value"], rel=1e-9)
-    assert est["ips"].se == pytest.approx(ref["iips"]["se"], rel=1e-9)
+    est = sqlmetrics.pbm_ips(slate_log, columns=SLATE)
+    assert est["impressions"] == len(set(slate_case["slate_id"])) and est["n"] == len(slate_case["reward"])
+    assert est["ips"].value == pytest.approx(slate_ref["iips"]["value"], rel=1e-9)
+    assert est["ips"].se == pytest.approx(slate_ref["iips"]["se"], rel=1e-9)
