@@ -6,9 +6,9 @@ from .errors import SqlmetricsError, SqlmetricsWarning
 from .evaluation import evaluate
 from .local.fuse import fuse, optimize_fusion
 from .results import Results
-from .stats import Report, compare, decide, interleaving, ips, render_compare
+from .stats import Report, compare, decide, interleaving, ips, pbm_ips, render_compare
 
 __all__ = ["evaluate", "evaluate_on", "fuse", "optimize_fusion", "render", "Results", "compare", "Report", "ips",
-           "render_compare", "decide",
+           "pbm_ips", "render_compare", "decide",
            "interleaving", "SqlmetricsError", "SqlmetricsWarning"]
 __version__ = "0.1.0"

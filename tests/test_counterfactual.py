@@ -39,6 +39,74 @@ def _bandit_log(seed: int, n: int = 20000):
 COLUMNS = {"action": "shown", "click": "clicked", "propensity": "p", "new_action": "new_top"}
 
 
+def _softmax(scores):
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _stochastic_log(seed: int, n: int = 4000):
+    """As _bandit_log, but the new policy is stochastic (a sharper softmax of other noisy scores) and a reward model
+    predicts every (context, action) with an error. Also the arrays obp takes (the new policy's probabilities and the
+    model's predictions of every action). True CTR: the mean over contexts of sum_a new(a) * ctr(a)."""
+    rng = np.random.default_rng(seed)
+    contexts, k = 40, 4
+    ctr = rng.uniform(0.05, 0.5, (contexts, k))
+    logging = _softmax(ctr * 3 + rng.normal(0, 1, (contexts, k)))
+    new = _softmax(ctr * 8 + rng.normal(0, 0.5, (contexts, k)))
+    model = np.clip(ctr + rng.normal(0, 0.05, (contexts, k)), 0, 1)
+    truth = float(np.sum(new * ctr, axis=1).mean())
+    ctx = rng.integers(0, contexts, n)
+    action = np.array([rng.choice(k, p=logging[c]) for c in ctx])
+    click = (rng.random(n) < ctr[ctx, action]).astype(np.int8)
+    log = pa.table({"query": [f"q{c}" for c in ctx], "shown": [f"d{a}" for a in action], "clicked": click,
+                    "p": logging[ctx, action], "new_p": new[ctx, action], "q_logged": model[ctx, action],
+                    "q_new": np.sum(new * model, axis=1)[ctx]})
+    arrays = {"action": action, "reward": click.astype(float), "pscore": logging[ctx, action],
+              "action_dist": new[ctx], "q_hat": model[ctx]}
+    return log, truth, arrays
+
+
+STOCHASTIC = {"click": "clicked", "propensity": "p", "new_propensity": "new_p", "reward_hat": "q_logged",
+              "new_reward_hat": "q_new"}
+
+
+def _slate_log(seed: int, n: int = 1500):
+    """Ranked lists of 3 of 4 documents: per context, the logging and the new policy each draw one of the 24 lists
+    from a softmax of their own scores; a document at position l is clicked with probability examination[l] *
+    relevance (the position-based model). Rows: one per impression and position, with both policies' marginal
+    probabilities of that document at that position (summed over the lists). True clicks per list under the new
+    policy: the mean over contexts of sum over lists of new(list) * sum_l examination[l] * relevance(list[l])."""
+    import itertools
+    rng = np.random.default_rng(seed)
+    contexts, lists = 10, list(itertools.permutations(range(4), 3))
+    examination = np.array([0.9, 0.5, 0.3])
+    relevance = rng.uniform(0.1, 0.7, (contexts, 4))
+    logging = _softmax(rng.normal(0, 1, (contexts, len(lists))))
+    at = np.zeros((len(lists), 4, 3))  # at[list, document, position] = 1 when the list shows it there
+    for j, ranked in enumerate(lists):
+        for pos, doc in enumerate(ranked):
+            at[j, doc, pos] = 1
+    value = np.array([[sum(examination[pos] * relevance[c, doc] for pos, doc in enumerate(ranked)) for ranked in lists]
+                      for c in range(contexts)])
+    new = _softmax(value * 4 + rng.normal(0, 0.5, value.shape))  # it prefers the lists that get more clicks
+    truth = float(np.sum(new * value, axis=1).mean())
+    marginal = {"p": np.einsum("cj,jdl->cdl", logging, at), "new_p": np.einsum("cj,jdl->cdl", new, at)}
+    rows = {"impression": [], "position": [], "doc": [], "clicked": [], "p": [], "new_p": []}
+    for i in range(n):
+        c = rng.integers(contexts)
+        for pos, doc in enumerate(lists[rng.choice(len(lists), p=logging[c])]):
+            rows["impression"].append(f"i{i}")
+            rows["position"].append(pos + 1)
+            rows["doc"].append(f"d{doc}")
+            rows["clicked"].append(int(rng.random() < examination[pos] * relevance[c, doc]))
+            rows["p"].append(marginal["p"][c, doc, pos])
+            rows["new_p"].append(marginal["new_p"][c, doc, pos])
+    return pa.table(rows), truth
+
+
+SLATE = {"click": "clicked", "propensity": "p", "new_propensity": "new_p"}
+
+
 def test_ips_and_snips_equal_numpy_on_the_same_rows_and_cover_the_truth(tmp_path):
     log, truth = _bandit_log(7)
     est = sqlmetrics.ips(log, columns=COLUMNS)
@@ -254,3 +322,169 @@ def test_json_is_valid_and_a_nan_click_in_parquet_is_refused(tmp_path, capsys):
                              "new_action": ["a", "a"]}), nan)
     assert main(["ips", str(nan), "-f", "json"]) == 2
     assert "1 row(s) have no click (NULL, NaN or infinite)" in capsys.readouterr().err
+
+
+def test_stochastic_policy_clip_dm_and_dr_hand_computed():
+    """Four decisions of a stochastic new policy: w = new_propensity / propensity = 2, 2, 0.5, 0.
+    IPS = (2*1 + 2*0 + 0.5*1 + 0*1) / 4 = 0.625, SNIPS = 2.5 / 4.5; DM = mean(0.7, 0.4, 0.3, 0.5) = 0.475;
+    DR's terms: 0.7 + 2*(1 - 0.6) = 1.5, 0.4 + 2*(0 - 0.2) = 0, 0.3 + 0.5*(1 - 0.5) = 0.55, 0.5 + 0 = 0.5.
+    clip=1.5: w = 1.5, 1.5, 0.5, 0 (two clipped): IPS = 2 / 4, SNIPS = 2 / 3.5, DR's terms 1.3, 0.1, 0.55, 0.5."""
+    import statistics
+    log = pa.table({"click": [1, 0, 1, 1], "propensity": [0.5, 0.25, 0.8, 0.5], "new_propensity": [1.0, 0.5, 0.4, 0.0],
+                    "reward_hat": [0.6, 0.2, 0.5, 0.3], "new_reward_hat": [0.7, 0.4, 0.3, 0.5]})
+    est = sqlmetrics.ips(log)
+    assert est["n"] == 4 and est["matches"] == 3 and "clipped" not in est
+    assert est["ips"].value == pytest.approx(0.625) and est["snips"].value == pytest.approx(2.5 / 4.5)
+    assert est["ips"].se == pytest.approx(statistics.stdev([2, 0, 0.5, 0]) / 2)
+    assert est["dm"].value == pytest.approx(0.475) and est["dm"].se == pytest.approx(
+        statistics.stdev([0.7, 0.4, 0.3, 0.5]) / 2)
+    assert est["dr"].value == pytest.approx(2.55 / 4) and est["dr"].se == pytest.approx(
+        statistics.stdev([1.5, 0, 0.55, 0.5]) / 2)
+    z = st.norm.ppf(0.975)
+    assert est["dr"].ci_high == pytest.approx(2.55 / 4 + z * statistics.stdev([1.5, 0, 0.55, 0.5]) / 2)
+    clipped = sqlmetrics.ips(log, clip=1.5)
+    assert clipped["clipped"] == 2 and clipped["matches"] == 3
+    assert clipped["ips"].value == pytest.approx(0.5) and clipped["snips"].value == pytest.approx(2 / 3.5)
+    assert clipped["dm"] == est["dm"] and clipped["dr"].value == pytest.approx(2.45 / 4)
+    assert sqlmetrics.ips(log, clip=2) == {**est, "clipped": 0}  # no weight above 2: clipping changes nothing
+    # a deterministic ranker's columns beside new_propensity are not read: the probability is the weight
+    both = log.append_column("action", pa.array(["a"] * 4)).append_column("new_action", pa.array(["b"] * 4))
+    assert sqlmetrics.ips(both) == est
+    # without a reward model: no dm and dr, as before
+    assert set(sqlmetrics.ips(log.drop(["reward_hat", "new_reward_hat"]))) == {"ips", "snips", "n", "matches",
+                                                                              "stochastic"}
+    assert est["stochastic"] and not sqlmetrics.ips(both.drop(["new_propensity"]))["stochastic"]
+
+
+def test_a_stochastic_policy_is_estimated_by_ips_snips_and_dr_within_their_intervals():
+    """On a simulated log whose truth is known: the intervals cover it, the values equal numpy's on the same rows,
+    and DR (a model with errors, corrected by the clicks) is closer to the truth than IPS, with a smaller error."""
+    log, truth, a = _stochastic_log(5, 6000)
+    est = sqlmetrics.ips(log, columns=STOCHASTIC)
+    n = len(a["action"])
+    w = a["action_dist"][np.arange(n), a["action"]] / a["pscore"]
+    r = a["reward"]
+    q_new = np.sum(a["action_dist"] * a["q_hat"], axis=1)
+    dr = q_new + w * (r - a["q_hat"][np.arange(n), a["action"]])
+    assert est["ips"].value == pytest.approx(np.mean(w * r), rel=1e-12)
+    assert est["snips"].value == pytest.approx(np.sum(w * r) / np.sum(w), rel=1e-12)
+    assert est["dm"].value == pytest.approx(np.mean(q_new), rel=1e-12)
+    assert est["dr"].value == pytest.approx(np.mean(dr), rel=1e-12) and est["dr"].se == pytest.approx(st.sem(dr))
+    for name in ("ips", "snips", "dr"):
+        assert est[name].ci_low <= truth <= est[name].ci_high, (name, truth, est[name])
+    assert est["dr"].se < est["ips"].se
+    clipped = sqlmetrics.ips(log, columns=STOCHASTIC, clip=2.0)
+    assert clipped["clipped"] == int(np.sum(w > 2)) > 0
+    assert clipped["ips"].value == pytest.approx(np.mean(np.minimum(w, 2) * r), rel=1e-12)
+
+
+def test_position_based_ips_hand_computed_and_on_a_simulated_log():
+    """Two lists of two slots: w = 1/0.5, 0.5/0.5 and 0.5/0.25, 0/0.5; clicks 1, 0 and 1, 1: each list's sum
+    is 2*1 + 1*0 = 2 and 2*1 + 0*1 = 2, so the estimate is 2 clicks per list (no spread). clip=1.5: 1.5 and
+    1.5."""
+    log = pa.table({"impression": ["x", "x", "y", "y"], "position": [1, 2, 1, 2], "click": [1, 0, 1, 1],
+                    "propensity": [0.5, 0.5, 0.25, 0.5], "new_propensity": [1.0, 0.5, 0.5, 0.0]})
+    est = sqlmetrics.pbm_ips(log)
+    assert (est["ips"].value, est["ips"].se, est["impressions"], est["n"], est["matches"]) == (2, 0, 2, 4, 3)
+    clipped = sqlmetrics.pbm_ips(log, clip=1.5)
+    assert clipped["ips"].value == pytest.approx(1.5) and clipped["clipped"] == 2
+    # a deterministic new ranking: the documents it would put at each position
+    ranked = log.append_column("action", pa.array(["a", "b", "a", "c"])).append_column(
+        "new_action", pa.array(["a", "b", "b", "c"])).drop(["new_propensity"])
+    # w = 2, 2, 0, 2 (the new ranker moves a out of y's first slot): lists x 2*1 + 2*0, y 0*1 + 2*1
+    assert sqlmetrics.pbm_ips(ranked)["ips"].value == pytest.approx((2 + 2) / 2)
+
+    log, truth = _slate_log(8, 3000)
+    est = sqlmetrics.pbm_ips(log, columns=SLATE)
+    imp = np.asarray(log["impression"])
+    terms = np.asarray(log["new_p"]) / np.asarray(log["p"]) * np.asarray(log["clicked"])
+    per_list = np.array([terms[imp == i].sum() for i in dict.fromkeys(imp)])
+    assert est["impressions"] == 3000 and est["ips"].value == pytest.approx(per_list.mean(), rel=1e-12)
+    assert est["ips"].se == pytest.approx(st.sem(per_list), rel=1e-9)
+    assert est["ips"].ci_low <= truth <= est["ips"].ci_high
+    # the logging policy's own clicks per list differ: the estimate is not the logged mean
+    logged = np.asarray(log["clicked"]).sum() / 3000
+    assert not est["ips"].ci_low <= logged <= est["ips"].ci_high
+
+
+OK_LOG = {"click": [1, 0], "propensity": [0.5, 0.5], "new_propensity": [0.5, 1.0], "reward_hat": [0.5, 0.5],
+          "new_reward_hat": [0.5, 0.5]}
+
+
+@pytest.mark.parametrize("change, kwargs, message", [
+    ({"new_propensity": [1.5, 0.5]}, {},
+     r"ips: 1 row\(s\) have a new_propensity outside \[0, 1\].*column '\"new_propensity\"'"),
+    ({"new_propensity": [-0.1, 0.5]}, {}, "new_propensity outside"),
+    ({"new_propensity": [float("nan"), 0.5]}, {}, "new_propensity outside"),
+    ({"new_propensity": [None, 0.5]}, {}, "new_propensity outside"),
+    ({"reward_hat": [float("nan"), 0.5]}, {}, r"1 row\(s\) have no reward_hat .*column '\"reward_hat\"'"),
+    ({"new_reward_hat": [None, 0.5]}, {}, r"have no new_reward_hat"),
+    ({"new_reward_hat": [float("inf"), 0.5]}, {}, r"have no new_reward_hat"),
+    ({"click": [float("nan"), 0.0]}, {}, "have no click"),
+    ({"propensity": [1.5, 0.5]}, {}, "propensity outside"),
+    ({}, {"clip": 0}, r"clip=0 must be a positive finite number"),
+    ({}, {"clip": -1.0}, r"clip=-1.0 must be"),
+    ({}, {"clip": float("inf")}, r"clip=inf must be"),
+    ({}, {"clip": "10"}, r"clip='10' must be"),
+    ({}, {"columns": {"reward": "click"}}, "unknown role"),
+    ({}, {"columns": {"new_propensity": "pi"}}, r"no column 'pi' for the role 'new_propensity'"),
+])
+def test_bad_stochastic_logs_and_parameters_are_named(change, kwargs, message):
+    with pytest.raises(SqlmetricsError, match=message):
+        sqlmetrics.ips(pa.table({**OK_LOG, **change}), **kwargs)
+
+
+def test_a_reward_model_needs_both_columns_and_pbm_ips_needs_one_row_per_slot():
+    half = pa.table({k: v for k, v in OK_LOG.items() if k != "new_reward_hat"})
+    with pytest.raises(SqlmetricsError, match="no column 'new_reward_hat'.*or leave out reward_hat too"):
+        sqlmetrics.ips(half)
+    slots = {"impression": ["x", "x"], "position": [1, 1], "click": [1, 0], "propensity": [0.5, 0.5],
+             "new_propensity": [0.5, 1.0]}
+    with pytest.raises(SqlmetricsError, match=r"pbm_ips: 1 row\(s\) repeat an \(impression, position\) pair"):
+        sqlmetrics.pbm_ips(pa.table(slots))
+    with pytest.raises(SqlmetricsError, match="have no impression or position"):
+        sqlmetrics.pbm_ips(pa.table({**slots, "impression": ["x", None], "position": [1, 2]}))
+    with pytest.raises(SqlmetricsError, match="pbm_ips: no column 'position'"):
+        sqlmetrics.pbm_ips(pa.table({k: v for k, v in slots.items() if k != "position"}))
+    with pytest.raises(SqlmetricsError, match="pbm_ips: 1 row\\(s\\) have a new_propensity outside"):
+        sqlmetrics.pbm_ips(pa.table({**slots, "position": [1, 2], "new_propensity": [2.0, 1.0]}))
+    with pytest.raises(SqlmetricsError, match="clip=0"):
+        sqlmetrics.pbm_ips(pa.table({**slots, "position": [1, 2]}), clip=0)
+
+
+def test_command_line_clip_dm_dr_and_pbm_ips(tmp_path, capsys):
+    from sqlmetrics.cli.main import main
+
+    log, truth, a = _stochastic_log(6, 3000)
+    pq.write_table(log, tmp_path / "stochastic.parquet")
+    mapping = [x for role, name in STOCHASTIC.items() for x in ("--column", f"{role}={name}")]
+    assert main(["ips", str(tmp_path / "stochastic.parquet"), *mapping, "--clip", "3", "-f", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    n = len(a["action"])
+    w = np.minimum(a["action_dist"][np.arange(n), a["action"]] / a["pscore"], 3)
+    dr = (np.sum(a["action_dist"] * a["q_hat"], axis=1)
+          + w * (a["reward"] - a["q_hat"][np.arange(n), a["action"]]))
+    assert got["clip"] == 3 and got["clipped"] == int(np.sum(a["action_dist"][np.arange(n), a["action"]]
+                                                             / a["pscore"] > 3))
+    assert got["ips"]["value"] == pytest.approx(np.mean(w * a["reward"]), rel=1e-12)
+    assert got["dr"]["value"] == pytest.approx(np.mean(dr), rel=1e-12)
+    assert set(got) == {"n", "matches", "clipped", "confidence", "clip", "ips", "snips", "dm", "dr"}
+    assert main(["ips", str(tmp_path / "stochastic.parquet"), *mapping, "--clip", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:5]] == ["ips", "snips", "dm", "dr"]
+    assert lines[4].split()[1] == f"{np.mean(dr):.4f}" and f"{got['clipped']} weight(s) clipped to 3." in lines[5]
+    assert main(["ips", str(tmp_path / "stochastic.parquet"), *mapping, "--clip", "0"]) == 2
+    assert "clip=0.0 must be a positive finite number" in capsys.readouterr().err
+
+    log, truth = _slate_log(9, 300)
+    pq.write_table(log, tmp_path / "lists.parquet")
+    mapping = [x for role, name in SLATE.items() for x in ("--column", f"{role}={name}")]
+    assert main(["pbm-ips", str(tmp_path / "lists.parquet"), *mapping, "-f", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["impressions"] == 300 and got["n"] == 900
+    assert got["ips"]["value"] == pytest.approx(sqlmetrics.pbm_ips(log, columns=SLATE)["ips"].value, rel=1e-12)
+    imp = np.asarray(log["impression"])
+    terms = np.asarray(log["new_p"]) / np.asarray(log["p"]) * np.asarray(log["clicked"])
+    assert got["ips"]["value"] == pytest.approx(np.mean([terms[imp == i].sum() for i in set(imp)]), rel=1e-12)
+    assert main(["pbm-ips", str(tmp_path / "lists.parquet")]) == 2
+    assert "pbm_ips: no column 'click' for the role 'click'" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sqlmetrics import SqlmetricsError
-from sqlmetrics.stats.counterfactual import interleaving, ips
+from sqlmetrics.stats.counterfactual import interleaving, ips, pbm_ips
 
 HOSTILE = [None, math.nan, math.inf, -math.inf, -1.0, 2.0, 1e308]
 # Valid values many times over: most logs are valid, or hold one hostile value among valid ones.
@@ -80,3 +80,77 @@ def test_interleaving_counts_the_plain_wins_or_gives_a_clear_error(rows):
     wins_b = sum(c["B"] > c["A"] for c in clicks.values())
     assert got["wins"] == {"A": wins_a, "B": wins_b} and got["impressions"] == len(clicks)
     assert math.isclose(got["delta"].value, (wins_b - wins_a) / len(clicks), abs_tol=1e-12)
+
+
+NEW_PROPENSITY = st.sampled_from([0.0, 0.2, 0.5, 1.0] * 6 + [-0.5, 1.5] + HOSTILE)
+PREDICTION = st.sampled_from([0.0, 0.3, 0.6, 1.0] * 6 + HOSTILE)
+CLIP = st.sampled_from([None, None, 0.5, 2.0, 1e300])
+
+
+@pytest.mark.slow  # as above
+@SETTINGS
+@given(st.lists(st.tuples(CLICK, PROPENSITY, NEW_PROPENSITY, PREDICTION, PREDICTION), min_size=1, max_size=12), CLIP)
+@example([(0.0, 0.5, 0.5, 0.3, 1e308)], None)  # one row: a huge prediction has no spread to overflow
+@example([(0.0, 0.5, 0.5, 0.3, 1e308), (1.0, 0.5, 0.5, 0.3, 0.0)], None)  # two: its spread overflows
+@example([(1.0, 1e-300, 1.0, 0.3, 0.3)], 2.0)  # a weight near 1e300, clipped to 2
+def test_stochastic_ips_dm_dr_give_the_plain_estimates_or_a_clear_error(rows, clip):
+    """A stochastic new policy (new_propensity) and a reward model (reward_hat, new_reward_hat), clipped or not."""
+    column = lambda i: pa.array([r[i] for r in rows], pa.float64())  # noqa: E731
+    log = pa.table({"click": column(0), "propensity": column(1), "new_propensity": column(2),
+                    "reward_hat": column(3), "new_reward_hat": column(4)})
+    finite = lambda v: v is not None and math.isfinite(v)  # noqa: E731
+    valid = all(finite(r[0]) and finite(r[1]) and 0 < r[1] <= 1 and finite(r[2]) and 0 <= r[2] <= 1
+                and finite(r[3]) and finite(r[4]) for r in rows)
+    if valid:
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = np.minimum(np.array([r[2] / r[1] for r in rows]), math.inf if clip is None else clip)
+            r = np.array([r[0] for r in rows])
+            dr = np.array([row[4] for row in rows]) + w * (r - np.array([row[3] for row in rows]))
+            dm = np.array([row[4] for row in rows])
+            # the sums IPS and SNIPS take; DM's and DR's means and (from two rows on) standard deviations
+            overflows = not all(np.isfinite([w.sum(), (w * r).sum(), (w * r * w * r).sum(), (w * w * r).sum(),
+                                             (w * w).sum(), dr.mean(), dm.mean()]
+                                            + ([dr.std(ddof=1), dm.std(ddof=1)] if len(rows) > 1 else [])))
+    try:
+        got = ips(log, clip=clip)
+    except SqlmetricsError as e:
+        assert not valid or overflows, f"refused a valid log: {e}"
+        return
+    assert valid and not overflows, f"accepted {rows}"
+    assert math.isclose(got["ips"].value, (w * r).sum() / len(rows), rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(got["dm"].value, sum(row[4] for row in rows) / len(rows), rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(got["dr"].value, dr.sum() / len(rows), rel_tol=1e-9, abs_tol=1e-9)
+    assert all(_finite(got[name], len(rows)) for name in ("ips", "dm", "dr"))
+
+
+@pytest.mark.slow  # as above
+@SETTINGS
+@given(st.lists(st.tuples(IMPRESSION, st.sampled_from([1, 2, 3]), CLICK, PROPENSITY, NEW_PROPENSITY),
+                min_size=1, max_size=12))
+@example([("i1", 1, 1e308, 1.0, 0.2)])  # one list: no spread to overflow
+@example([("i1", 1, 1e308, 1.0, 0.2), ("i2", 1, 0.0, 1.0, 0.2)])
+def test_position_based_ips_gives_the_plain_estimate_or_a_clear_error(rows):
+    log = pa.table({"impression": [r[0] for r in rows], "position": [r[1] for r in rows],
+                    "click": pa.array([r[2] for r in rows], pa.float64()),
+                    "propensity": pa.array([r[3] for r in rows], pa.float64()),
+                    "new_propensity": pa.array([r[4] for r in rows], pa.float64())})
+    finite = lambda v: v is not None and math.isfinite(v)  # noqa: E731
+    valid = (all(r[0] is not None and finite(r[2]) and finite(r[3]) and 0 < r[3] <= 1 and finite(r[4])
+                 and 0 <= r[4] <= 1 for r in rows) and len({(r[0], r[1]) for r in rows}) == len(rows))
+    if valid:
+        sums = {}
+        for impression, _, click, p, q in rows:
+            sums[impression] = sums.get(impression, 0.0) + q / p * click
+        values = np.array(list(sums.values()))
+        with np.errstate(over="ignore", invalid="ignore"):  # the mean, and from two lists on the spread
+            spread = [values.std(ddof=1)] if len(values) > 1 else []
+            overflows = not all(np.isfinite([*values, values.mean(), *spread]))
+    try:
+        got = pbm_ips(log)
+    except SqlmetricsError as e:
+        assert not valid or overflows, f"refused a valid log: {e}"
+        return
+    assert valid and not overflows, f"accepted {rows}"
+    assert got["impressions"] == len(sums) and got["n"] == len(rows)
+    assert math.isclose(got["ips"].value, sum(sums.values()) / len(sums), rel_tol=1e-9, abs_tol=1e-12)
+    assert _finite(got["ips"], len(sums))

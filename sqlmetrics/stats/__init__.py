@@ -3,7 +3,7 @@ in a warehouse, the tests' sufficient statistics as one statement (aggregates.re
 counterfactual estimates from click logs (counterfactual.py)."""
 from .aggregates import render_compare
 from .compare import compare, decide
-from .counterfactual import interleaving, ips
+from .counterfactual import interleaving, ips, pbm_ips
 from .report import Report
 
-__all__ = ["Report", "compare", "decide", "interleaving", "ips", "render_compare"]
+__all__ = ["Report", "compare", "decide", "interleaving", "ips", "pbm_ips", "render_compare"]

@@ -1,7 +1,10 @@
 """Counterfactual estimates from click logs, computed in SQL on DuckDB: only a handful of sums come back.
 
-ips()           the click-through a new ranker would have had, from a log of a randomised logging policy:
-                inverse propensity scoring (IPS) and its self-normalised form (SNIPS), with normal intervals.
+ips()           the click-through a new ranker (deterministic, or a stochastic policy) would have had, from a
+                log of a randomised logging policy: inverse propensity scoring (IPS), its self-normalised form
+                (SNIPS) and, from a reward model's columns, the direct method (DM) and doubly robust (DR)
+                estimates, with normal intervals; weights can be clipped.
+pbm_ips()       the same for ranked lists, per impression: the position-based (item-position independent) IPS.
 interleaving()  team-draft interleaving credit: per impression, the team (ranker) whose documents got more
                 clicks wins; the share of wins of one minus the other's, an interval and a sign test.
 
@@ -21,7 +24,11 @@ from ..local.connection import connect
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier, sql_literal
 
-IPS_ROLES = ("action", "click", "propensity", "new_action")
+IPS_ROLES = ("action", "click", "propensity", "new_action", "new_propensity", "reward_hat", "new_reward_hat")
+PBM_ROLES = ("impression", "position", "action", "click", "propensity", "new_action", "new_propensity")
+# Roles a log may lack: used when columns= maps them or the log has a column of the role's name, as the other
+# roles are found. action and new_action are needed only without new_propensity (_weight()).
+OPTIONAL_ROLES = ("action", "new_action", "new_propensity", "reward_hat", "new_reward_hat")
 INTERLEAVING_ROLES = ("impression", "team", "click")
 
 
@@ -33,56 +40,183 @@ class Estimate:
     ci_high: float
 
 
-def ips(log, columns: dict | None = None, confidence: float = 0.95, *, memory_limit=None, threads=None,
-        temp_directory=None) -> dict:
-    """IPS and SNIPS estimates of a new ranker's click-through from a logged, randomised policy.
+def ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: float | None = None,
+        memory_limit=None, threads=None, temp_directory=None) -> dict:
+    """IPS and SNIPS estimates of a new policy's click-through from a logged, randomised policy; DM and DR from a
+    reward model's columns.
 
     One row per logged decision (an impression's slot): `action` (what the logging policy showed: a
     document, or the ranker's choice at that position), `click` (the reward: 0/1 or a number), `propensity`
-    (the logging policy's probability of having shown that action there, in (0, 1]) and `new_action` (what
-    the new ranker would have shown in the same place). With w = [action = new_action] / propensity:
+    (the logging policy's probability of having shown that action there, in (0, 1]) and either `new_action`
+    (what a deterministic new ranker would have shown in the same place: w = [action = new_action] / propensity)
+    or `new_propensity` (a stochastic new policy's probability of the logged action there, in [0, 1]:
+    w = new_propensity / propensity; action and new_action are then not needed, and not read if present).
+    clip=W sets every weight above W to W (obp's lambda_), in every estimate.
     IPS = sum(w * click) / n, SNIPS = sum(w * click) / sum(w). Standard errors: the sample standard deviation
     of w * click over sqrt(n) (IPS), the delta method sqrt(sum(w^2 (click - SNIPS)^2)) / sum(w) (SNIPS).
-    Returns {"ips": Estimate, "snips": Estimate, "n": rows, "matches": rows where the rankers agree}.
+    With a reward model's `reward_hat` (its predicted reward of the logged action) and `new_reward_hat` (its
+    expected reward under the new policy in that context, sum over a of new policy(a) * prediction(a)):
+    DM = mean(new_reward_hat), DR = mean(new_reward_hat + w * (click - reward_hat)), each with the sample
+    standard deviation of its terms over sqrt(n).
+    Returns {"ips": Estimate, "snips": Estimate, "n": rows, "matches": rows of a positive weight, "stochastic":
+    whether new_propensity weighted them}, and "dm" and "dr" (Estimate) with a reward model, "clipped" (rows
+    whose weight was clipped) with clip=.
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
     z = _z(confidence)
+    clip = _clip(clip)
     resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
-    with _opened(log, columns, IPS_ROLES, "ips", resources) as (con, view, c):
-        bad, unknown = con.execute(f"""
-            SELECT COUNT(*) FILTER (WHERE {_not_finite(c['propensity'])} OR {c['propensity']} <= 0
-                                          OR {c['propensity']} > 1 OR {_not_finite(c['click'])}),
-                   COUNT(*) FILTER (WHERE {c['action']} IS NULL OR {c['new_action']} IS NULL)
-            FROM {view}""").fetchone()
-        if bad:
-            raise SqlmetricsError(f"ips: {bad} row(s) have no click (NULL, NaN or infinite) or a propensity outside "
-                                  f"(0, 1] (columns {c['propensity']!r}, {c['click']!r}); every logged decision "
-                                  "needs both.")
-        if unknown:  # whether the rankers agree there would be a guess
-            raise SqlmetricsError(f"ips: {unknown} row(s) have no action or new_action (NULL in columns "
-                                  f"{c['action']!r}, {c['new_action']!r}); every logged decision needs what was shown "
-                                  "and what the new ranker would show.")
-        n, matches, sw, swr, sw2r2, sw2r, sw2 = con.execute(f"""
+    with _opened(log, columns, IPS_ROLES, "ips", resources, OPTIONAL_ROLES) as opened:
+        con, view, c = opened.con, opened.view, opened.c
+        w = _weight(opened, con, view, clip, "ips")
+        model = [role for role in ("reward_hat", "new_reward_hat") if role in c]
+        if len(model) == 1:  # DR needs both; DM alone from a model's half would hide the other's absence
+            raise opened.missing(({"reward_hat", "new_reward_hat"} - set(model)).pop(),
+                                 f"or leave out {model[0]} too: a reward model gives both reward_hat (its prediction "
+                                 "for the logged action) and new_reward_hat (its expected reward under the new policy)")
+        for role in model:
+            bad = con.execute(f"SELECT COUNT(*) FILTER (WHERE {_not_finite(c[role])}) FROM {view}").fetchone()[0]
+            if bad:
+                raise SqlmetricsError(f"ips: {bad} row(s) have no {role} (NULL, NaN or infinite in column "
+                                      f"{c[role]!r}); the reward model must predict every logged decision.")
+        dm = dr = model_columns = "NULL"
+        if model:  # q1: the model's expected reward under the new policy; q0: its prediction of the logged action
+            model_columns = (f"CAST({c['new_reward_hat']} AS DOUBLE) AS q1, "
+                             f"CAST({c['reward_hat']} AS DOUBLE) AS q0")
+            dm, dr = "q1", "q1 + w * (r - q0)"
+        n, matches, sw, swr, sw2r2, sw2r, sw2, clipped, dm_mean, dm_sd, dr_mean, dr_sd = con.execute(f"""
             SELECT COUNT(*), SUM(CASE WHEN w > 0 THEN 1 ELSE 0 END), SUM(w), SUM(w * r), SUM(w * w * r * r),
-                   SUM(w * w * r), SUM(w * w)
-            FROM (SELECT CASE WHEN {c['action']} = {c['new_action']} THEN 1.0 / CAST({c['propensity']} AS DOUBLE)
-                              ELSE 0.0 END AS w,
-                         CAST({c['click']} AS DOUBLE) AS r
-                  FROM {view})""").fetchone()
+                   SUM(w * w * r), SUM(w * w), SUM(CASE WHEN clipped THEN 1 ELSE 0 END),
+                   AVG({dm}), STDDEV_SAMP({dm}), AVG({dr}), STDDEV_SAMP({dr})
+            FROM (SELECT {w}, CAST({c['click']} AS DOUBLE) AS r, {model_columns} FROM {view})""").fetchone()
     if not n:
         raise SqlmetricsError("ips: the log has no rows.")
     if not all(math.isfinite(s) for s in (sw, swr, sw2r2, sw2r, sw2)):
         raise SqlmetricsError("ips: the weighted clicks overflow a double (a click near 1e308, or divided by a tiny "
                               f"propensity); rescale column {c['click']!r}.")
+    if model and not all(math.isfinite(s) for s in (dm_mean, dr_mean, dm_sd or 0.0, dr_sd or 0.0)):
+        raise SqlmetricsError("ips: the reward model's terms overflow a double (a prediction or a click near 1e308, "
+                              f"or a tiny propensity); rescale columns {c['click']!r}, {c['reward_hat']!r} and "
+                              f"{c['new_reward_hat']!r}.")
     value = swr / n
     se = math.sqrt(max(0.0, sw2r2 - n * value * value) / (n - 1) / n) if n > 1 else math.nan
-    out = {"ips": _estimate(value, se, z), "n": n, "matches": matches}
+    out = {"ips": _estimate(value, se, z), "n": n, "matches": matches, "stochastic": "new_propensity" in c}
     if sw > 0:
         s = swr / sw
         out["snips"] = _estimate(s, math.sqrt(max(0.0, sw2r2 - 2 * s * sw2r + s * s * sw2)) / sw, z)
     else:  # the rankers never agree: nothing in the log says what the new ranker would get
         out["snips"] = Estimate(math.nan, math.nan, math.nan, math.nan)
+    if model:
+        for name, mean, sd in (("dm", dm_mean, dm_sd), ("dr", dr_mean, dr_sd)):
+            out[name] = _estimate(mean, sd / math.sqrt(n) if sd is not None else math.nan, z)
+    if clip is not None:
+        out["clipped"] = clipped
     return out
+
+
+def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: float | None = None,
+            memory_limit=None, threads=None, temp_directory=None) -> dict:
+    """The position-based IPS estimate of a new ranker's clicks per ranked list (obp's SlateIndependentIPS).
+
+    One row per impression and position of a logged ranked list: `impression` (the list), `position`, `click`,
+    `propensity` (the logging policy's marginal probability of having shown that document at that position,
+    in (0, 1]) and either `new_propensity` (the new policy's marginal probability of that document at that
+    position, in [0, 1]) or `action` and `new_action` (the documents the logging and a deterministic new ranker
+    put at that position). Per slot w = new_propensity / propensity (or [action = new_action] / propensity),
+    clipped at clip= if given; the estimate is the mean over impressions of sum(w * click) over the list's
+    slots, with the sample standard deviation of those sums over sqrt(impressions). It is unbiased when a
+    click at a position depends only on the document and that position (the position-based model), not on
+    the rest of the list.
+    Returns {"ips": Estimate, "impressions": lists, "n": rows, "matches": rows of a positive weight}, and
+    "clipped" with clip=. memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
+    """
+    z = _z(confidence)
+    clip = _clip(clip)
+    resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
+    with _opened(log, columns, PBM_ROLES, "pbm_ips", resources, OPTIONAL_ROLES) as opened:
+        con, view, c = opened.con, opened.view, opened.c
+        w = _weight(opened, con, view, clip, "pbm_ips")
+        lost, twice = con.execute(f"""
+            SELECT COUNT(*) FILTER (WHERE {c['impression']} IS NULL OR {c['position']} IS NULL),
+                   COUNT(*) - COUNT(DISTINCT ({c['impression']}, {c['position']})) FROM {view}""").fetchone()
+        if lost:  # rows without a list would be pooled into one made-up impression
+            raise SqlmetricsError(f"pbm_ips: {lost} row(s) have no impression or position (NULL in columns "
+                                  f"{c['impression']!r}, {c['position']!r}); each row is one slot of one list.")
+        if twice:  # a slot logged twice would count its click twice
+            raise SqlmetricsError(f"pbm_ips: {twice} row(s) repeat an (impression, position) pair (columns "
+                                  f"{c['impression']!r}, {c['position']!r}); each slot of a list is one row.")
+        impressions, n, matches, clipped, mean, sd, overflow = con.execute(f"""
+            SELECT COUNT(*), SUM(slots), SUM(matches), SUM(clipped), AVG(v), STDDEV_SAMP(v),
+                   COUNT(*) FILTER (WHERE isinf(v) OR isnan(v))
+            FROM (SELECT COUNT(*) AS slots, SUM(CASE WHEN w > 0 THEN 1 ELSE 0 END) AS matches,
+                         SUM(CASE WHEN clipped THEN 1 ELSE 0 END) AS clipped, SUM(w * r) AS v
+                  FROM (SELECT {c['impression']} AS i, {w}, CAST({c['click']} AS DOUBLE) AS r FROM {view})
+                  GROUP BY i)""").fetchone()
+    if not impressions:
+        raise SqlmetricsError("pbm_ips: the log has no rows.")
+    if overflow or not math.isfinite(mean) or (sd is not None and not math.isfinite(sd)):
+        raise SqlmetricsError("pbm_ips: the weighted clicks overflow a double (a click near 1e308, or divided by a "
+                              f"tiny propensity); rescale column {c['click']!r}.")
+    out = {"ips": _estimate(mean, sd / math.sqrt(impressions) if sd is not None else math.nan, z),
+           "impressions": impressions, "n": n, "matches": matches}
+    if clip is not None:
+        out["clipped"] = clipped
+    return out
+
+
+def _weight(opened, con, view: str, clip, what: str) -> str:
+    """SQL select items `w` (the row's weight, clipped at clip) and `clipped` (whether it was), after checking the
+    columns they read; the log's other roles' checks (propensity, click) too.
+
+    With new_propensity the weight is the new policy's probability over the logging policy's (a stochastic new
+    policy, as obp's estimators take it: action_dist); a deterministic ranker's probability is [action =
+    new_action]. new_propensity is the general form, so a log with both is weighted by new_propensity: a
+    new_action column beside it is then the policy's sampled or top choice, which is not its probability."""
+    c = opened.c
+    bad = con.execute(f"""
+        SELECT COUNT(*) FILTER (WHERE {_not_finite(c['propensity'])} OR {c['propensity']} <= 0
+                                      OR {c['propensity']} > 1 OR {_not_finite(c['click'])})
+        FROM {view}""").fetchone()[0]
+    if bad:
+        raise SqlmetricsError(f"{what}: {bad} row(s) have no click (NULL, NaN or infinite) or a propensity outside "
+                              f"(0, 1] (columns {c['propensity']!r}, {c['click']!r}); every logged decision "
+                              "needs both.")
+    p = f"CAST({c['propensity']} AS DOUBLE)"
+    if "new_propensity" in c:
+        q = c["new_propensity"]
+        bad = con.execute(f"SELECT COUNT(*) FILTER (WHERE {_not_finite(q)} OR {q} < 0 OR {q} > 1) "
+                          f"FROM {view}").fetchone()[0]
+        if bad:
+            raise SqlmetricsError(f"{what}: {bad} row(s) have a new_propensity outside [0, 1] (NULL, NaN or infinite "
+                                  f"included; column {q!r}); it is the new policy's probability of the logged "
+                                  "action, given for every logged decision.")
+        w = f"CAST({q} AS DOUBLE) / {p}"
+    else:
+        for role in ("action", "new_action"):
+            if role not in c:
+                raise opened.missing(role, "or give a stochastic policy's probability of the logged action as "
+                                           "new_propensity")
+        unknown = con.execute(f"SELECT COUNT(*) FILTER (WHERE {c['action']} IS NULL OR {c['new_action']} IS NULL) "
+                              f"FROM {view}").fetchone()[0]
+        if unknown:  # whether the rankers agree there would be a guess
+            raise SqlmetricsError(f"{what}: {unknown} row(s) have no action or new_action (NULL in columns "
+                                  f"{c['action']!r}, {c['new_action']!r}); every logged decision needs what was shown "
+                                  "and what the new ranker would show.")
+        w = f"CASE WHEN {c['action']} = {c['new_action']} THEN 1.0 / {p} ELSE 0.0 END"
+    if clip is None:
+        return f"{w} AS w, false AS clipped"
+    limit = f"CAST({clip!r} AS DOUBLE)"
+    return f"LEAST({w}, {limit}) AS w, {w} > {limit} AS clipped"
+
+
+def _clip(clip):
+    """clip= as a float, or None: a maximum weight, a positive finite number."""
+    if clip is None:
+        return None
+    if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not math.isfinite(clip) or clip <= 0:
+        raise SqlmetricsError(f"clip={clip!r} must be a positive finite number, the largest weight (new policy's "
+                              "probability / logging propensity) to keep, such as clip=10; leave it out to clip none.")
+    return float(clip)
 
 
 def interleaving(log, columns: dict | None = None, confidence: float = 0.95, *, memory_limit=None, threads=None,
@@ -100,7 +234,8 @@ def interleaving(log, columns: dict | None = None, confidence: float = 0.95, *, 
     """
     z = _z(confidence)
     resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
-    with _opened(log, columns, INTERLEAVING_ROLES, "interleaving", resources) as (con, view, c):
+    with _opened(log, columns, INTERLEAVING_ROLES, "interleaving", resources) as opened:
+        con, view, c = opened.con, opened.view, opened.c
         teams = [r[0] for r in con.execute(f"SELECT DISTINCT {c['team']} FROM {view}").fetchall()]
         if len(teams) != 2 or None in teams:
             raise SqlmetricsError(f"interleaving: the team column {c['team']!r} must hold exactly two rankers' names "
@@ -163,25 +298,36 @@ def _estimate(value: float, se: float, z: float) -> Estimate:
 
 
 class _opened:
-    """The log as a DuckDB view on a connection of its own, and its column (quoted) for each role."""
+    """The log as a DuckDB view on a connection of its own (.con, .view) and its column (quoted) for each role
+    (.c): every role of `roles` the log has; a missing one is an error unless it is `optional` and columns= does
+    not name it."""
 
-    def __init__(self, log, columns, roles: tuple, what: str, resources: dict):
+    def __init__(self, log, columns, roles: tuple, what: str, resources: dict, optional: tuple = ()):
         self.log, self.columns, self.roles, self.what = log, dict(columns or {}), roles, what
-        self.resources = resources
+        self.resources, self.optional = resources, optional
 
     def __enter__(self):
         self.con = connect(**self.resources)
+        self.view = "sqlm_log"
         try:
-            return self.con, "sqlm_log", self._view()
+            self.c = self._view()
         except BaseException:
             self.con.close()
             raise
+        return self
 
     def __exit__(self, kind, error, traceback):
         self.con.close()
         if isinstance(error, duckdb.Error):  # e.g. a text propensity, or actions of types that do not compare
             raise SqlmetricsError(f"{self.what}: the log's columns do not fit their roles: "
                                   f"{str(error).splitlines()[0]}") from None
+
+    def missing(self, role: str, alternative: str = "") -> SqlmetricsError:
+        """The error of a role without its column."""
+        name = self.columns.get(role, role)
+        return SqlmetricsError(f"{self.what}: no column {name!r} for the role {role!r} (columns: "
+                               f"{', '.join(self.present)}); map it with columns={{{role!r}: '<your column>'}}"
+                               + (f", {alternative}." if alternative else "."))
 
     def _view(self) -> dict:
         unknown = [r for r in self.columns if r not in self.roles]
@@ -202,13 +348,12 @@ class _opened:
         else:
             raise SqlmetricsError(f"{self.what}: cannot read a {type(log).__name__}; pass a file path (Parquet, CSV, "
                                   "JSON Lines), a pyarrow Table or a pandas or polars DataFrame.")
-        present = [r[0] for r in self.con.execute("DESCRIBE sqlm_log").fetchall()]
+        self.present = [r[0] for r in self.con.execute("DESCRIBE sqlm_log").fetchall()]
         out = {}
         for role in self.roles:
             name = self.columns.get(role, role)
-            if name not in present:
-                raise SqlmetricsError(f"{self.what}: no column {name!r} for the role {role!r} (columns: "
-                                      f"{', '.join(present)}); map it with columns={{{role!r}: '<your column>'}}.")
-            out[role] = quote_identifier(name)
+            if name in self.present:
+                out[role] = quote_identifier(name)
+            elif role not in self.optional or role in self.columns:  # a mapped column is meant to be there
+                raise self.missing(role)
         return out
-
