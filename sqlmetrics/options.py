@@ -214,10 +214,10 @@ OPTIONS = (
     Option("max_p", 0.01, "significance threshold", _RENDERED_TEST, kind="float", metavar="P", group="comparison"),
     Option("unit", None, "the unit of randomisation when it is not the list: a column of the log, such as user_id; "
            "each arm's lists are summed per unit and Welch's test takes the delta method's variance of their ratio",
-           frozenset({COMPARE, COMPARE_CMD, SQL_CMD}), metavar="COLUMN", group="comparison"),
+           frozenset({COMPARE, COMPARE_CMD, SQL_CMD, REPORT}), metavar="COLUMN", group="comparison"),
     Option("pre_period", None, "a log from before the experiment, read as the run is (the same columns and options): "
            "each unit's values there are CUPED's covariate, which removes the variance they predict (needs unit=)",
-           frozenset({COMPARE, COMPARE_CMD, SQL_CMD}), metavar="TABLE", group="comparison"),
+           frozenset({COMPARE, COMPARE_CMD, SQL_CMD, REPORT}), metavar="TABLE", group="comparison"),
     Option("sequential", None, "always-valid intervals and p-values for Student's and Welch's tests, which stay valid "
            "however often the results are looked at (asymptotic confidence sequences, as GrowthBook's): the number of "
            "lists (or units) at which the interval is tightest, e.g. 5000",

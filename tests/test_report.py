@@ -361,3 +361,22 @@ def test_a_named_baseline_keeps_the_pairs_to_it():
                                                                                  ("bm25 again", "rerank")]
     every = build_report(str(QRELS), runs, ["AP"], test="student")  # no baseline named: every pair
     assert len(every.comparison.comparisons) == 3
+
+
+def test_report_over_users_with_cuped_is_compares():
+    """report(unit=, pre_period=): the arms tested over users with CUPED, as compare() tests them (the same Report),
+    said so on the page; the pre-period table is named by its kind in the options line, not printed whole."""
+    import pyarrow.parquet as pq
+
+    folder = Path(demo.__file__).parent
+    log, before = pq.read_table(folder / "ab_users.parquet"), pq.read_table(folder / "ab_users_before.parquet")
+    options = dict(columns={"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"},
+                   ties="rank", label="clicked", max_p=0.05, unit="user", pre_period=before)
+    expected = sqlmetrics.compare(None, log, ["RR", "P@3"], baseline="control", **options)
+    report = build_report(None, log, ["RR", "P@3"], baseline="control", **options)
+    assert report.comparison.unit == "user" and report.comparison.cuped
+    assert report.comparison.to_dict() == expected.to_dict()
+    assert all(c.variance_reduction > 0 for c in report.comparison.comparisons)
+    page = report.to_html()
+    assert "Welch&#x27;s t-test over units (user, the delta method), CUPED" in page
+    assert "pre_period=&lt;pyarrow Table&gt;" in page and "session: string" not in page

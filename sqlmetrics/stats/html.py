@@ -21,9 +21,9 @@ from ..dialects.render import render
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
 from ..local.collect import python_rows
-from ..options import EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
+from ..options import COMPARE, EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
-from .compare import RESOURCES, analyse_lists, lists_by_segment, unique_names
+from .compare import RESOURCES, analyse_lists, compare, lists_by_segment, unique_names
 from .report import _cell, _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
@@ -101,12 +101,16 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
         baseline = _check_runs(named, segs, baseline)
     better = {c.text: c.measure.better for c in calls}
     aggregate = {c.text: c.measure.aggregate for c in calls}
-    comparison = analyse_lists(named, {m: (better[m], aggregate[m]) for m in texts}, lists, segment_names=segs,
-                               test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
-                               n_resamples=o.n_resamples, pairing=o.pairing,
-                               baseline=baseline if segs or chosen else None,
-                               resources={k: getattr(o, k) for k in RESOURCES}, split=o.split,
-                               sequential=o.sequential)
+    if o.unit is not None or o.pre_period is not None:  # the tests over units: compare()'s own
+        comparison = compare(qrels, runs, texts, baseline=baseline,
+                             **{k: v for k, v in given.items() if COMPARE in BY_NAME[k].takers})
+    else:
+        comparison = analyse_lists(named, {m: (better[m], aggregate[m]) for m in texts}, lists, segment_names=segs,
+                                   test=o.test, max_p=o.max_p, correction=o.correction, seed=o.seed,
+                                   n_resamples=o.n_resamples, pairing=o.pairing,
+                                   baseline=baseline if segs or chosen else None,
+                                   resources={k: getattr(o, k) for k in RESOURCES}, split=o.split,
+                                   sequential=o.sequential)
     deltas, segments = {}, {}
     if segs:
         segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts
@@ -195,6 +199,13 @@ pre { overflow-x: auto; font-size: 12px; }
 """
 
 
+def _option(value) -> str:
+    """An option's value as the page names it: a table given as an object (a pre-period log, an items table) by
+    its kind, not its whole content."""
+    plain = (str, int, float, bool, type(None), list, tuple, dict)
+    return repr(value) if isinstance(value, plain) else f"<{type(value).__module__.split('.')[0]} {type(value).__name__}>"
+
+
 def _page(report: HtmlReport, digits: int) -> str:
     e = html.escape
     version = importlib.metadata.version("sqlmetrics")
@@ -203,7 +214,7 @@ def _page(report: HtmlReport, digits: int) -> str:
     if report.group_by:
         what += f"; segments by {', '.join(report.group_by)}"
     if report.options:
-        what += "; options " + ", ".join(f"{k}={v!r}" for k, v in report.options.items())
+        what += "; options " + ", ".join(f"{k}={_option(v)}" for k, v in report.options.items())
     parts = [f"<h1>sqlmetrics report</h1>\n<p class=\"meta\">{e(what)}. Made by sqlmetrics {e(version)}.</p>"]
     if (mismatch := report.comparison.mismatch_message()) is not None:
         parts.append(f"<p class=\"mismatch\" role=\"alert\"><strong>Warning:</strong> {e(mismatch)}</p>")
