@@ -5,6 +5,7 @@ against trec_eval and ranx elsewhere."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -141,3 +142,18 @@ def test_the_demo_files_are_the_script_output():
     for period, name in make_ab.FILES.items():
         assert pq.read_table(sqlmetrics.demo.folder() / name).equals(make_ab.table(period))
         assert (sqlmetrics.demo.folder() / name).stat().st_size < 60_000
+
+
+def test_per_query_rows_of_arms_without_a_shared_session_are_refused_not_written_empty(tmp_path, capsys):
+    """compare -q writes each query's difference between two runs; arms of different sessions (here tested over
+    users) share none, which once wrote a file of a header alone."""
+    from sqlmetrics.cli import main as cli_main
+
+    folder = Path(make_ab.__file__).parent
+    out = tmp_path / "rows.csv"
+    flags = [f"--column={r}={c}" for r, c in COLUMNS.items()]
+    code = cli_main(["compare", "none", str(folder / "ab_users.parquet"), "-m", "RR", *flags, "--ties", "rank",
+                     "--label", "clicked", "--baseline", "control", "--unit", "user", "-q", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "no query is in both runs of any pair" in err and "over units, user" in err
+    assert not out.exists()

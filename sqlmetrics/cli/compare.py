@@ -101,8 +101,13 @@ def pairs_table(report, fmt: str) -> TableOutput:
 def deltas_table(report, fmt: str) -> TableOutput:
     """Every pair, measure and query: both values and the difference, keyed by segment, measure, run, baseline
     and query."""
-    return _rows(report.deltas(), list(report.segment_names), DELTA_TYPES, ("measure", "run", "baseline", "query_id"),
-                 fmt)
+    rows = report.deltas()
+    if not rows and report.comparisons:  # an empty table would say nothing of why
+        raise UsageError("-q/--per-query writes each query's difference between two runs, but no query is in both "
+                         "runs of any pair: the arms' lists are different sessions" +
+                         (f" (and the tests are over units, {report.unit})" if report.unit else "") +
+                         ". Leave -q out for one row per pair and measure.")
+    return _rows(rows, list(report.segment_names), DELTA_TYPES, ("measure", "run", "baseline", "query_id"), fmt)
 
 
 def _rows(rows: list, segments: list, types: dict, key: tuple, fmt: str) -> TableOutput:
