@@ -302,6 +302,39 @@ def test_rendered_statistics_over_units_decide_as_compare_does(engine, cuped, re
     assert _differences(_decided(on_engine), _decided(here)) == []
 
 
+@pytest.mark.slow  # a server
+@pytest.mark.parametrize("cuped", [False, True])
+def test_units_on_mariadb_are_staged_and_equal_local_compare(mariadb_con, cuped):
+    """compare(engine=, unit=) on MariaDB: the evaluations (the test's and the pre-period's) staged in temporary
+    tables, as the other aggregates are (MariaDB evaluates a WITH query again at each reference), the same report
+    as the local compare to 1e-9."""
+    import pymysql
+
+    _, prefix = mariadb_con
+    statements = []
+
+    class Recording(pymysql.cursors.Cursor):
+        def execute(self, query, args=None):
+            statements.append(query)
+            return super().execute(query, args)
+
+    options = {k: v for k, v in LOG_OPTIONS.items() if k != "qrels"}
+    measures = ["nDCG@5", "RR", "P@10"]
+    kw = dict(unit="query", max_p=0.05, baseline="control", correction="holm", **options)
+    con = mariadb_connection(cursorclass=Recording)
+    try:
+        there = sqlmetrics.compare(None, prefix + "log", measures, engine=con,
+                                   pre_period=prefix + "log" if cuped else None, **kw)
+    finally:
+        con.close()
+    here = sqlmetrics.compare(None, _tables()["log"], measures, pre_period=_tables()["log"] if cuped else None, **kw)
+    assert there.cuped is here.cuped is cuped and len(there.comparisons) == 9
+    assert _differences(_decided(there), _decided(here)) == []
+    staged = [q.split()[3] for q in statements if q.startswith("CREATE TEMPORARY TABLE")]
+    dropped = [q.split()[-1] for q in statements if q.startswith("DROP TEMPORARY TABLE")]
+    assert len(staged) == 1 + cuped and sorted(dropped) == sorted(staged)
+
+
 def _decided(report) -> dict:
     """A report as decide() can know it: the evaluation's options are the statement's (its header), not its rows'."""
     return {k: v for k, v in report.to_dict().items() if k != "options"}

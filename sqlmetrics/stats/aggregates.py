@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from contextlib import contextmanager
 
 import sqlglot
 from sqlglot import exp
@@ -61,19 +62,30 @@ def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=Non
     o, kind, sql, tables = evaluation_statement(engine, [c.text for c in calls], qrels, run, **options)
     segs = [o.group_by] if isinstance(o.group_by, str) else list(o.group_by or [])
     statement = _statement(segs, output_columns(calls), [c.measure.aggregate for c in calls], bootstrap, complete)
+    with _evaluated(engine, kind, [sql], tables) as (evaluation,):
+        return _run(engine, kind, statement, sqlglot.parse_one(evaluation, read=dialect_info(kind).sqlglot), tables,
+                    len(segs))
+
+
+@contextmanager
+def _evaluated(engine, kind: str, sqls: list, tables: dict):
+    """The evaluations' statements as the aggregates read them: as they are, or on MariaDB staged. MariaDB does
+    not share a WITH query's result: it evaluates it again at each reference, and through the chain of references
+    one statement would evaluate the measures hundreds of times (EXPLAIN of the demo runs' student test: 226 scans
+    of the run table, not finished in minutes). There each evaluation is a TEMPORARY table, the connection's own,
+    which the aggregates read and which is dropped afterwards."""
     if kind != "mysql":
-        evaluation = sqlglot.parse_one(sql, read=dialect_info(kind).sqlglot)  # DataFusion's is postgres
-        return _run(engine, kind, statement, evaluation, tables, len(segs))
-    # MariaDB does not share a WITH query's result: it evaluates it again at each reference, and through the
-    # chain of references the one statement would evaluate the measures hundreds of times (EXPLAIN of the demo
-    # runs' student test: 226 scans of the run table, not finished in minutes). So the evaluation is staged in
-    # a TEMPORARY table, the connection's own, which the aggregates read and which is dropped afterwards.
-    staged = f"sqlmetrics_eval_{uuid.uuid4().hex[:16]}"
-    run_statement(engine, kind, f"CREATE TEMPORARY TABLE {staged} AS {sql}", tables)
+        yield sqls
+        return
+    staged = []
     try:
-        return _run(engine, kind, statement, exp.select(exp.Star()).from_(staged), tables, len(segs))
+        for sql in sqls:
+            staged.append(f"sqlmetrics_eval_{uuid.uuid4().hex[:16]}")
+            run_statement(engine, kind, f"CREATE TEMPORARY TABLE {staged[-1]} AS {sql}", tables)
+        yield [f"SELECT * FROM {name}" for name in staged]
     finally:
-        run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {staged}", tables)
+        for name in staged:
+            run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {name}", tables)
 
 
 def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, max_p: float, pre_period=None) -> list:
@@ -87,9 +99,12 @@ def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, m
         _, _, pre_sql, pre_tables = evaluation_statement(engine, texts, qrels, pre_period,
                                                          **_pre_period_options(options, unit))
         tables = {**tables, **pre_tables}
-    tree = _units_tree(kind, calls, segs, unit, ("welch", max_p, 0, 0, "unpaired", unit), sql, pre_sql)
     names = ["kind", "sc", "rx", "ry", *segs, "m", "measure", "n", "v1", "v2", "v3", "v4", "v5", *SETTINGS]
-    return [dict(zip(names, r)) for r in run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)]
+    with _evaluated(engine, kind, [sql] + ([pre_sql] if pre_sql else []), tables) as evaluations:
+        tree = _units_tree(kind, calls, segs, unit, ("welch", max_p, 0, 0, "unpaired", unit), evaluations[0],
+                           evaluations[1] if pre_sql else None)
+        rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)
+    return [dict(zip(names, r)) for r in rows]
 
 
 def _units_tree(kind: str, calls: list, segs: list, unit: str, settings: tuple, evaluation: str,
