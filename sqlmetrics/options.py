@@ -49,10 +49,12 @@ EVALUATE, EVALUATE_ON, RENDER, COMPARE = "evaluate", "evaluate_on", "render", "c
 EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo", "sql", "convert"
 DECIDE_CMD = "decide"  # `sqlmetrics decide`: compare's report from the statistics of `sqlmetrics sql --compare`
 COUNTERFACTUAL_CMD = "counterfactual"  # `sqlmetrics ips` and `sqlmetrics interleaving`
+FUSE_CMD = "fuse"  # `sqlmetrics fuse`
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
-_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD}  # DuckDB's resources: every command that opens a DuckDB database
+# DuckDB's resources: every command that opens a DuckDB database for its work
+_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD}
 _LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 # compare's settings that `sqlmetrics sql --compare` writes into its statement
@@ -320,7 +322,7 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD}
+        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD, FUSE_CMD}
         if not o.takers & commands or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""

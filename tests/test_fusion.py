@@ -452,3 +452,26 @@ def test_fuse_refuses_what_it_cannot_take_naming_only_its_own_flags(tmp_path, ca
         code = main(["fuse", *argv, "--method", "rrf"])
         out, err = capsys.readouterr()
         assert code == 2 and says in err and "duplicates" not in err and out == "", err
+
+
+def test_fusion_and_convert_keep_to_the_callers_resources(monkeypatch, tmp_path):
+    """fuse(), optimize_fusion(), `sqlmetrics fuse` and `sqlmetrics convert` open their DuckDB database with the
+    caller's memory_limit, threads and temp_directory (--memory-limit ...), as evaluate() does."""
+    from sqlmetrics.cli import convert
+    from sqlmetrics.local import evaluate as local_evaluate
+    from sqlmetrics.local import fuse as local_fuse
+
+    seen = []
+    for module in (local_fuse, local_evaluate, convert):
+        real = module.connect
+        monkeypatch.setattr(module, "connect", lambda *a, real=real, **kw: seen.append((a, kw)) or real(*a, **kw))
+    sqlmetrics.fuse(RUNS, "rrf", memory_limit="300MB", threads=1)
+    sqlmetrics.optimize_fusion({"q1": {"d1": 1}}, RUNS, "rrf", min_k=10, max_k=20, step=10, memory_limit="250MB")
+    for i, run in enumerate(RUNS):
+        (tmp_path / f"r{i}.run").write_text("".join(f"q1 Q0 {d} 1 {s} r\n" for d, s in run["q1"].items()))
+    assert main(["fuse", str(tmp_path / "r0.run"), str(tmp_path / "r1.run"), "--method", "rrf", "--threads", "1",
+                 "-o", str(tmp_path / "fused.run")]) == 0
+    assert main(["convert", "run", str(tmp_path / "r0.run"), "-o", str(tmp_path / "r0.parquet"), "--memory-limit",
+                 "200MB", "--temp-directory", str(tmp_path)]) == 0
+    assert seen == [(("300MB", 1, None), {}), (("250MB", None, None), {}), ((None, 1, None), {}),
+                    ((), {"memory_limit": "200MB", "temp_directory": str(tmp_path)})]

@@ -13,8 +13,8 @@ from ..local.connection import connect
 from ..local.output import process_folder, refuse_spaced_ids, refuse_spaced_tag, trec_number, write_trec
 from ..local.readers import load
 from ..options import CONVERT_CMD
-from .common import (ArrowOutput, TextFile, UsageError, add_option_flags, chosen_format, role_pairs, spool_stdin,
-                     trec_tag)
+from .common import (ArrowOutput, TextFile, UsageError, add_option_flags, chosen_format, option_values, role_pairs,
+                     spool_stdin, trec_tag)
 
 FORMATS = ("trec", "csv", "tsv", "jsonl", "parquet")
 # The columns written, in order, with their types; a run's rank_position only when it has one.
@@ -49,7 +49,8 @@ def run(args) -> tuple:
     source = args.input
     if source == "-":  # saved to a file of ours first, its format told by its first bytes (as eval's '-')
         source = spool_stdin(args, args.kind, f"cat {args.kind}.txt | sqlmetrics convert {args.kind} - -o out.parquet")
-    con = connect()
+    options = option_values(args, CONVERT_CMD)
+    con = connect(**{k: options[k] for k in ("memory_limit", "threads", "temp_directory") if k in options})
     try:
         loaded = load(con, source, args.kind, role_pairs(args.column, "--column"))
         if args.kind == "run":

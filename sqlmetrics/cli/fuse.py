@@ -6,7 +6,8 @@ import os
 
 from ..local.fuse import fuse
 from ..local.output import process_folder
-from .common import STDOUT_NAMES, add_fusion_flags, command_runs, fusion_params
+from ..options import FUSE_CMD
+from .common import STDOUT_NAMES, add_fusion_flags, add_option_flags, command_runs, fusion_params, option_values
 
 
 def add_parser(sub, parents) -> None:
@@ -22,11 +23,12 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write to FILE (atomically): .parquet, .csv, .tsv, .json, .jsonl, file.duckdb:table, "
                         "else TREC text; default stdout (TREC text)")
+    add_option_flags(p, FUSE_CMD)
     p.set_defaults(func=run, qrels=None)
 
 
 def run(args) -> tuple:
-    params = fusion_params(args)
+    params = {**fusion_params(args), **option_values(args, FUSE_CMD)}
     runs = command_runs(args)
     if args.output and args.output not in STDOUT_NAMES:
         fuse(runs, args.method, norm=args.norm, output=args.output, tag=args.tag, **params)

@@ -65,7 +65,8 @@ def ranked_sql(fused_sql: str, tag: str | None = None) -> str:
             f"{_lit(tag)} AS tag FROM ({fused_sql}) ORDER BY query_id, rank")
 
 
-def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", columns: dict | None = None, **params):
+def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", columns: dict | None = None, *,
+         memory_limit=None, threads=None, temp_directory=None, **params):
     """Fuse two or more runs into one, in ONE SQL statement on DuckDB (the method's template in sql/fusion/).
 
     runs: a list of runs or a {name: run} dict, each anything evaluate() reads as a run. method: a fusion
@@ -76,7 +77,7 @@ def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", colum
     Returns a pyarrow Table (query_id, doc_id, rank, score), ranked per query by score descending, ties by
     document id descending; with output=, writes it atomically instead: `.parquet`, `.csv`, `.tsv`, `.json`,
     `.jsonl`, a DuckDB file's table (`fused.duckdb:rrf`, replaced), or else TREC text (`query Q0 doc rank score
-    tag`).
+    tag`). memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
     items = named_runs(runs)
     settings = fusion_settings(method, norm, params, len(items))
@@ -86,7 +87,7 @@ def fuse(runs, method, norm=DEFAULT_NORM, output=None, tag: str = "fused", colum
         target = database_target(output)
         fmt = "duckdb" if target else EXTENSIONS.get(Path(output).suffix.lower(), "trec")
         writable_target(target[0] if target else output, name)
-    con = connect()
+    con = connect(memory_limit, threads, temp_directory)
     inputs: list = []
     try:
         sources = fused_sources(con, items, columns, inputs)
@@ -157,7 +158,8 @@ def fusion_grid(method, n_runs: int, step=None, min_k: int = 10, max_k: int = 10
                           "and RBC's phi.")
 
 
-def optimize_fusion(qrels, runs, method="wsum", norm=DEFAULT_NORM, metric="nDCG@10", train=None, **grid) -> dict:
+def optimize_fusion(qrels, runs, method="wsum", norm=DEFAULT_NORM, metric="nDCG@10", train=None, *, memory_limit=None,
+                    threads=None, temp_directory=None, **grid) -> dict:
     """Grid search of a fusion method's parameters, as ranx's optimize_fusion (same grids and order; among
     equal scores the last setting wins): every setting's fused run is evaluated in ONE statement, per
     query, and the setting with the best mean `metric` over the `train` queries (default: every judged
@@ -165,7 +167,7 @@ def optimize_fusion(qrels, runs, method="wsum", norm=DEFAULT_NORM, metric="nDCG@
 
     Returns {"method", "norm", "params": the chosen setting, "train": its mean over the training queries,
     "held_out": its mean over the other judged queries (None without train=), "trials": [(setting, mean
-    over the training queries)]}.
+    over the training queries)]}. memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
     items = named_runs(runs)
     call = parse(metric)
@@ -174,7 +176,8 @@ def optimize_fusion(qrels, runs, method="wsum", norm=DEFAULT_NORM, metric="nDCG@
                               "measure whose value is a mean, such as nDCG@10 or AP.")
     settings = fusion_grid(method, len(items), **grid)
     fuse_options = {f"sqlm_trial_{i}": {"method": method, "norm": norm, **setting} for i, setting in enumerate(settings)}
-    o = resolve(EVALUATE, {"fuse": fuse_options})
+    o = resolve(EVALUATE, {"fuse": fuse_options, "memory_limit": memory_limit, "threads": threads,
+                           "temp_directory": temp_directory})
     results = evaluate_local(qrels, dict(items), [metric], o, python_rows)
     _names, rows = results.per_query
     per_trial: dict = {}  # trial -> {query: value}
