@@ -89,6 +89,20 @@ def test_degenerate_unpaired_samples():
     assert mann_whitney(4, 6, pairs[0]["rank_sum_x"], pairs[0]["tie_term"])[1] == 1.0
 
 
+@pytest.mark.parametrize("correction, method", [("bonferroni", "bonferroni"), ("holm", "holm"), ("bh", "fdr_bh")])
+def test_corrections_equal_statsmodels(correction, method):
+    """Bonferroni, Holm and Benjamini-Hochberg = statsmodels' multipletests, on p-values with ties, ones and NaN (a
+    comparison without a p-value takes no part)."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = [*np.random.default_rng(3).uniform(0, 0.2, 30), 0.04, 0.04, 1.0, math.nan, 1e-12]
+    valid = [v for v in p if not math.isnan(v)]
+    want = iter(multipletests(valid, method=method)[1])
+    got = adjust(p, correction)
+    assert math.isnan(got[33])
+    assert [g for g in got if not math.isnan(g)] == pytest.approx(list(want), rel=1e-12, abs=0)
+
+
 @pytest.mark.parametrize("q, df", [(0.975, 1), (0.975, 4), (0.995, 7.3), (0.9, 120), (0.975, 10_000)])
 def test_t_quantile_equals_scipy(q, df):
     assert t_quantile(q, df) == pytest.approx(st.t.ppf(q, df), rel=1e-10)
