@@ -220,6 +220,10 @@ OPTIONS = (
     Option("pre_period", None, "a log from before the experiment, read as the run is (the same columns and options): "
            "each unit's values there are CUPED's covariate, which removes the variance they predict (needs unit=)",
            frozenset({COMPARE, COMPARE_CMD, SQL_CMD, REPORT}), metavar="TABLE", group="comparison"),
+    Option("covariate", None, "CUPED's covariate from a column of the log instead of a pre-period log: each unit's "
+           "value from before the experiment (the same on all its rows; a unit whose rows disagree or are NULL has "
+           "none, as a unit absent from a pre-period), such as the user's click-through last month (needs unit=)",
+           frozenset({COMPARE, COMPARE_CMD, SQL_CMD, REPORT}), metavar="COLUMN", group="comparison"),
     Option("sequential", None, "always-valid intervals and p-values for Student's and Welch's tests, which stay valid "
            "however often the results are looked at (asymptotic confidence sequences, as GrowthBook's): the number of "
            "lists (or units) at which the interval is tightest, e.g. 5000",

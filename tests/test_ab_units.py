@@ -157,3 +157,99 @@ def test_per_query_rows_of_arms_without_a_shared_session_are_refused_not_written
     err = capsys.readouterr().err
     assert code == 2 and "no query is in both runs of any pair" in err and "over units, user" in err
     assert not out.exists()
+
+
+def _with_covariate(share: float = 1.0) -> pa.Table:
+    """The experiment with a column pre_rr: each user's mean RR over the pre-period's sessions (the user's value on
+    every row). share=1: every user has one (0 for those absent from the pre-period); share < 1: those, and every
+    third user, hold NULL."""
+    before = {k[-1]: y / n for k, (_, y, n) in _per_user(PRE, "RR").items()}
+    users = EXPERIMENT["user"].to_pylist()
+    if share == 1:
+        values = [before.get(u, 0.0) for u in users]
+    else:  # the arms alternate by user: every third user leaves both arms some users with a value
+        values = [before.get(u) if int(u[1:]) % 3 else None for u in users]
+    return EXPERIMENT.append_column("pre_rr", pa.array(values, pa.float64()))
+
+
+def _covariate_oracle(log: pa.Table, measure: str, ratio: bool):
+    """tea-tasting's RatioOfMeans with CUPED on the users' sums and their pre_rr: as a plain covariate (every user
+    has one) or, when some have none, as the ratio (pre_rr or 0) / (1 or 0), the pre-period's form."""
+    import pandas as pd
+
+    covariate = {}
+    for u, x in zip(log["user"].to_pylist(), log["pre_rr"].to_pylist()):
+        covariate.setdefault(u, set()).add(x)
+    rows = []
+    for key, (arm, y, n) in _per_user(EXPERIMENT, measure).items():
+        (x,) = covariate[key[-1]]
+        rows.append({"arm": arm, "y": y, "l": n, "yp": x or 0.0, "lp": 0 if x is None else 1})
+    metric = (tt.RatioOfMeans("y", "l", "yp", "lp", confidence_level=0.95) if ratio else
+              tt.RatioOfMeans("y", "l", "yp", None, confidence_level=0.95))
+    return metric.analyze(pd.DataFrame(rows), control="control", treatment="treatment", variant="arm")
+
+
+@pytest.mark.parametrize("share", [1.0, 0.5])
+def test_cuped_from_a_column_equals_tea_tasting(share):
+    """covariate= (a column of the log) as CUPED's covariate: Welch over users on the adjusted ratio = tea-tasting's
+    RatioOfMeans with that covariate, to 1e-9; a user without a value (NULL) has none, as a user absent from a
+    pre-period log."""
+    log = _with_covariate(share)
+    rep = sqlmetrics.compare(None, log, ["RR"], unit="user", covariate="pre_rr", **OPTIONS)
+    (c,) = rep.comparisons
+    ref = _covariate_oracle(log, "RR", ratio=share < 1)
+    assert rep.cuped and c.variance_reduction > 0
+    assert c.difference == pytest.approx(ref.effect_size, rel=1e-9)
+    assert (c.ci_low, c.ci_high) == pytest.approx((ref.effect_size_ci_lower, ref.effect_size_ci_upper), rel=1e-9)
+    assert c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_cuped_from_a_column_in_the_warehouse_equals_local():
+    """render_compare(covariate=) on DuckDB and SQLite, then decide(); and compare(engine=, covariate=): the local
+    report to 1e-9. A user whose rows disagree has no covariate there as here."""
+    import sqlite3
+
+    import duckdb
+
+    log = _with_covariate(0.5)
+    users = log["user"].to_pylist()
+    values = log["pre_rr"].to_pylist()
+    first = {}
+    for i, u in enumerate(users):  # u0001's first row says another value than its others
+        if u == "u0001" and first.setdefault(u, i) == i:
+            values[i] = 0.123
+    log = log.set_column(log.column_names.index("pre_rr"), "pre_rr", pa.array(values, pa.float64()))
+    options = {k: v for k, v in OPTIONS.items() if k not in ("baseline", "max_p")}
+    here = sqlmetrics.compare(None, log, ["RR", "P@3"], unit="user", covariate="pre_rr", **OPTIONS)
+    con = duckdb.connect()
+    con.register("log", log)
+    lite = sqlite3.connect(":memory:")
+    lite.execute(f"CREATE TABLE log ({', '.join(log.column_names)})")
+    lite.executemany(f"INSERT INTO log VALUES ({', '.join('?' * log.num_columns)})",
+                     [tuple(r.values()) for r in log.to_pylist()])
+    for dialect, fetch in (("duckdb", lambda sql: con.sql(sql).to_arrow_table().to_pylist()),
+                           ("sqlite", lambda sql: [dict(zip([d[0] for d in cur.description], r))
+                                                   for cur in [lite.execute(sql)] for r in cur.fetchall()])):
+        sql = sqlmetrics.render_compare(["RR", "P@3"], dialect, qrels=None, run="log", unit="user",
+                                        covariate="pre_rr", test="welch", max_p=0.05, **options)
+        there = sqlmetrics.decide(fetch(sql), baseline="control")
+        assert there.cuped and _close(there, here), dialect
+    on_engine = sqlmetrics.compare(None, "log", ["RR", "P@3"], unit="user", covariate="pre_rr", engine=con, **OPTIONS)
+    assert _close(on_engine, here)
+
+
+def _close(a, b) -> bool:
+    return all(x.difference == pytest.approx(y.difference, rel=1e-9) and x.p_value == pytest.approx(y.p_value, rel=1e-9)
+               and x.ci_low == pytest.approx(y.ci_low, rel=1e-9) and x.variance_reduction ==
+               pytest.approx(y.variance_reduction, rel=1e-9) for x, y in zip(a.comparisons, b.comparisons)) \
+        and len(a.comparisons) == len(b.comparisons) == 2
+
+
+def test_covariate_refusals():
+    log = _with_covariate()
+    for kwargs, message in (({}, "covariate= gives each unit its covariate: name the unit's column in unit="),
+                            ({"unit": "user", "pre_period": PRE}, "give one of them"),
+                            ({"unit": "user", "covariate": "user"}, "the covariate is a column of its own"),
+                            ({"unit": "user", "covariate": "pre_ctr"}, "covariate= 'pre_ctr': the log has no such")):
+        with pytest.raises(sqlmetrics.SqlmetricsError, match=message):
+            sqlmetrics.compare(None, log, ["RR"], **{"covariate": "pre_rr", **kwargs}, **OPTIONS)

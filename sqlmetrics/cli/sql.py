@@ -139,7 +139,7 @@ def _incremental(model: str, args, options: dict) -> str:
 
 
 # compare's settings, which --compare writes into its statement
-_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing", "unit", "pre_period")
+_TEST_SETTINGS = ("max_p", "seed", "n_resamples", "pairing", "unit", "pre_period", "covariate")
 
 
 def _references(tables: dict, dbt: bool, flag: str | None = None) -> dict:

@@ -39,6 +39,7 @@ from ..dialects.info import dialect_info
 from ..dialects.portable import name_qualified_columns
 from ..engines import evaluation_statement, run_statement
 from ..errors import SqlmetricsError
+from ..identifiers import column_identifier, table_reference
 from ..options import check_log_options
 from ..plan import output_columns
 from ..statement import GMAP_FLOOR
@@ -88,14 +89,17 @@ def _evaluated(engine, kind: str, sqls: list, tables: dict):
             run_statement(engine, kind, f"DROP TEMPORARY TABLE IF EXISTS {name}", tables)
 
 
-def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, max_p: float, pre_period=None) -> list:
-    """compare(unit=, engine=): render_compare()'s rows over units (with pre_period=, a table there, CUPED's too),
-    run on the engine, as dicts by column name (decide() reads them)."""
+def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, max_p: float, pre_period=None,
+                    covariate: str | None = None) -> list:
+    """compare(unit=, engine=): render_compare()'s rows over units (with pre_period=, a table there, or covariate=,
+    a column of the run, CUPED's too), run on the engine, as dicts by column name (decide() reads them)."""
     segs = list(check_log_options(qrels, options.get("group_by"), options.get("label"), options.get("relevance")))
     texts = [c.text for c in calls]
     o, kind, sql, tables = evaluation_statement(engine, texts, qrels, run, **{**options, "group_by": [*segs, unit]})
     pre_sql = None
-    if pre_period is not None:
+    if covariate is not None:
+        pre_sql = covariate_sql(kind, run, unit, covariate, output_columns(calls))
+    elif pre_period is not None:
         _, _, pre_sql, pre_tables = evaluation_statement(engine, texts, qrels, pre_period,
                                                          **_pre_period_options(options, unit))
         tables = {**tables, **pre_tables}
@@ -131,6 +135,22 @@ def _renamed(tree: exp.Expression, prefix: str) -> exp.Expression:
         if column.table in names:
             column.set("table", exp.to_identifier(prefix + column.table))
     return tree
+
+
+def covariate_sql(dialect: str, run, unit: str, covariate: str, outs: list) -> str:
+    """covariate=: CUPED's per-unit covariate from a column of the run, shaped as a pre-period's per-list values are
+    (the unit's column, each measure's): one row per unit, its value for every measure. A unit whose rows disagree
+    or hold NULL gets NULL, which the statement leaves out: it has no covariate, as a unit absent from a pre-period."""
+    info = dialect_info(dialect)
+    d, fold = info.sqlglot, info.fold_case
+    u = column_identifier(unit, d, fold)
+    x = exp.cast(exp.Column(this=column_identifier(covariate, d, fold)), exp.DataType.build("DOUBLE"))
+    same = exp.and_(exp.EQ(this=exp.func("MIN", x.copy()), expression=exp.func("MAX", x.copy())),
+                    exp.EQ(this=exp.func("COUNT", x.copy()), expression=exp.func("COUNT", exp.Star())))
+    value = exp.Case(ifs=[exp.If(this=same, true=exp.func("MIN", x.copy()))])
+    select = exp.select(exp.alias_(exp.Column(this=u.copy()), u.copy()),
+                        *(exp.alias_(value.copy(), out) for out in outs))
+    return select.from_(table_reference(run, d, fold)).group_by(exp.Column(this=u.copy())).sql(d)
 
 
 def _pre_period_options(options: dict, unit: str) -> dict:
@@ -171,7 +191,7 @@ def _tree(kind: str, statement: str, evaluation: exp.Expression, before: exp.Exp
 
 def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", *, test: str = "student",
                    max_p: float = 0.01, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
-                   unit: str | None = None, pre_period=None, **options) -> str:
+                   unit: str | None = None, pre_period=None, covariate: str | None = None, **options) -> str:
     """compare()'s sufficient statistics as ONE SQL statement for `dialect`, over tables that live in that engine:
     per segment, run (pair of runs) and measure the counts, means, sums of squares, rank sums and (test=
     'bootstrap') the resampled differences that the test needs; never a per-list value. Fetch its rows from the
@@ -179,7 +199,8 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     the evaluation options are render()'s (columns= maps run_name: the runs of one table, such as A/B arms);
     test, max_p, seed, n_resamples, pairing and unit are compare()'s, recorded in the rows; with unit= (Welch's
     test over units), the rows are each arm's moments over units (kind 'units') and its number of units, and with
-    pre_period= (a table of the log before the test, read as `run` is) CUPED's moments too.
+    pre_period= (a table of the log before the test, read as `run` is) or covariate= (a column of `run`, each
+    unit's value from before) CUPED's moments too.
 
     Its columns: kind, sc, rx, ry, the segment columns by name, m and measure (the measure's index and name), n,
     v1 .. v5 (aggregates.py's docstring says what each kind holds), then test, max_p, n_resamples, seed and
@@ -199,8 +220,7 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     if unit is not None and (test not in ("student", "welch") or pairing == "paired" or unit in segs):
         raise SqlmetricsError("unit= takes Welch's test (test='welch' or 'student') on unpaired arms, and a unit "
                               "column that is not a segment.")
-    if pre_period is not None and unit is None:
-        raise SqlmetricsError("pre_period= gives each unit its pre-period values: name the unit's column in unit=.")
+    check_covariate(unit, pre_period, covariate)
     if unit is not None and (other := [c.text for c in calls if c.measure.aggregate != "mean"]):
         raise SqlmetricsError(f"unit= sums each unit's values of a measure averaged over lists; {other[0]} is "
                               "aggregated otherwise.")
@@ -220,6 +240,8 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
         pre_sql = None if pre_period is None else render(  # the same measures on the log before the test, per unit
             [c.text for c in calls], dialect=info.name, qrels=qrels, run=pre_period, per_query=True, header=False,
             **_pre_period_options(options, unit))
+        if covariate is not None:
+            pre_sql = covariate_sql(info.name, run, unit, covariate, output_columns(calls))
         tree = _units_tree(info.name, calls, segs, unit, labels, evaluation, pre_sql)
     header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
               + (f", seed={seed}, n_resamples={n_resamples}" if test == "bootstrap" else "") + "), rendered for "
@@ -227,6 +249,16 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
               *described]
     return "\n".join(header) + "\n" + tree.sql(dialect=info.sqlglot, pretty=True,
                                                unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
+
+
+def check_covariate(unit, pre_period, covariate) -> None:
+    """CUPED's covariate comes from one place, per unit."""
+    if (pre_period is not None or covariate is not None) and unit is None:
+        raise SqlmetricsError(f"{'pre_period' if pre_period is not None else 'covariate'}= gives each unit its "
+                              "covariate: name the unit's column in unit= (the unit of randomisation, such as "
+                              "user_id).")
+    if pre_period is not None and covariate is not None:
+        raise SqlmetricsError("pre_period= and covariate= each give CUPED its covariate: give one of them.")
 
 
 def _int(value):

@@ -14,13 +14,16 @@ from ..catalogue import parse_all
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..engines import as_text
 from ..evaluation import engine_options, evaluate
-from ..local.databases import DATABASE_FILES
 from ..local.collect import python_rows
-from ..options import (COMPARE, CORRECTIONS, EVALUATE, TESTS, UNPAIRED, check_log_options, resolve, signature,
-                       taken_by)
+from ..local.connection import connect
+from ..local.databases import DATABASE_FILES
+from ..local.readers import load
+from ..options import (COMPARE, CORRECTIONS, EVALUATE, RUN_ROLES, TESTS, UNPAIRED, check_log_options, resolve,
+                       signature, taken_by)
 from ..statement import GMAP_FLOOR
 from . import units
-from .aggregates import COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks, unit_statistics
+from .aggregates import (COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks, check_covariate,
+                         covariate_sql, unit_statistics)
 from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
@@ -65,7 +68,7 @@ def compare(qrels, runs, measures, **options):
                               "to resample. evaluate() reports it; compare the ranking measures here.")
     evaluate_options = {k: v for k, v in o.as_dict().items() if k in _EVALUATE_KEYWORDS}
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
-    if o.unit is not None or o.pre_period is not None:
+    if o.unit is not None or o.pre_period is not None or o.covariate is not None:
         return _compare_units(qrels, runs, calls, info, o, single, evaluate_options, progress)
     if o.engine is not None and single and o.test in IN_ENGINE:  # only the tests' aggregates leave the engine
         segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
@@ -102,9 +105,7 @@ def compare(qrels, runs, measures, **options):
 def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluate_options: dict, progress) -> Report:
     """compare() with unit= (and pre_period=): the arms' lists summed per unit, Welch's test on the ratio of the
     units' sums with the delta method's variance, and CUPED with a pre-period (units.py)."""
-    if o.unit is None:
-        raise SqlmetricsError("pre_period= gives each unit its pre-period values: name the unit's column in unit= "
-                              "(the unit of randomisation, such as user_id).")
+    check_covariate(o.unit, o.pre_period, o.covariate)
     if not single:
         raise SqlmetricsError("unit= compares the arms of one log: pass one table and map its arm column in "
                               "columns={'run_name': ...}.")
@@ -119,9 +120,12 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     segs = check_log_options(qrels, o.group_by, o.label, o.relevance)
     if o.unit in segs or o.unit in (o.columns or {}).values():
         raise SqlmetricsError(f"unit= {o.unit!r} is also a segment or a role's column; the unit is a column of its own.")
+    if o.covariate is not None and (o.covariate in segs or o.covariate in (o.unit, *(o.columns or {}).values())):
+        raise SqlmetricsError(f"covariate= {o.covariate!r} is also the unit, a segment or a role's column; the "
+                              "covariate is a column of its own, each unit's value from before the experiment.")
     if o.engine is not None:  # the moments over units computed there, as render_compare() renders them
         rows = unit_statistics(o.engine, calls, qrels, log, engine_options(resolve(EVALUATE, evaluate_options)),
-                               o.unit, o.max_p, o.pre_period)
+                               o.unit, o.max_p, o.pre_period, o.covariate)
         return decide(rows, baseline=o.baseline, correction=o.correction, split=o.split, sequential=o.sequential)
     texts = [c.text for c in calls]
     options = {k: v for k, v in evaluate_options.items() if k != "group_by"}
@@ -135,7 +139,9 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
         for run, values in runs.items():
             by_unit.setdefault(key[:-1], {}).setdefault(run, {})[key[-1]] = list(values.values())
     pre = None
-    if o.pre_period is not None:  # the same measures before the experiment, per unit, whatever the arm
+    if o.covariate is not None:  # a column of the log: each unit's value, the same for every measure
+        pre = _covariates(log, o, calls)
+    elif o.pre_period is not None:  # the same measures before the experiment, per unit, whatever the arm
         options["columns"] = {r: c for r, c in (options.get("columns") or {}).items() if r != "run_name"}
         names, rows = evaluate(qrels, o.pre_period, texts, group_by=[o.unit], **options, _fetch=python_rows).per_query
         at = [names.index(o.unit), *(names.index(t) for t in texts)]
@@ -145,6 +151,22 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     return analyse_units(run_names, info, by_unit, pre, unit=o.unit, segment_names=segs, max_p=o.max_p,
                          correction=o.correction, baseline=o.baseline, split=o.split,
                          options={k: getattr(o, k) for k in _RECORDED}, sequential=o.sequential)
+
+
+def _covariates(log, o, calls: list) -> dict:
+    """covariate=: {unit: [[its value per measure]]} from the log's column, by the statement the engines run
+    (aggregates.covariate_sql), on DuckDB: a unit whose rows disagree or hold NULL has none."""
+    con = connect(o.memory_limit, o.threads, o.temp_directory)
+    try:
+        loaded = load(con, log, "run", {r: c for r, c in (o.columns or {}).items() if r in RUN_ROLES}, glob=o.glob)
+        for name in (o.unit, o.covariate):
+            if name not in con.sql(f"SELECT * FROM {loaded.view}").columns:
+                raise SqlmetricsError(f"{'unit' if name == o.unit else 'covariate'}= {name!r}: the log has no such "
+                                      "column.")
+        rows = con.execute(covariate_sql("duckdb", loaded.view, o.unit, o.covariate, ["x"])).fetchall()
+    finally:
+        con.close()
+    return {u: [[x] * len(calls)] for u, x in rows if x is not None}
 
 
 def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, **options) -> Report:

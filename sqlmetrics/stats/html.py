@@ -101,7 +101,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
         baseline = _check_runs(named, segs, baseline)
     better = {c.text: c.measure.better for c in calls}
     aggregate = {c.text: c.measure.aggregate for c in calls}
-    if o.unit is not None or o.pre_period is not None:  # the tests over units: compare()'s own
+    if o.unit is not None or o.pre_period is not None or o.covariate is not None:  # over units: compare()'s own
         comparison = compare(qrels, runs, texts, baseline=baseline,
                              **{k: v for k, v in given.items() if COMPARE in BY_NAME[k].takers})
     else:
