@@ -75,6 +75,10 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
                 return exp.Null()
             if value == "max_relevance" or param.type == "grade" and value == "max":
                 return exp.column("max_relevance")
+            if param.type == "prob":
+                # A double, as in trec_eval's C and the Python peers: 1 - 0.9 is then 0.09999999999999998 there as
+                # here (a decimal literal would make it 0.1, and move a value on a printed digit's boundary).
+                return exp.cast(exp.Literal.number(_number(value)), exp.DataType.build("DOUBLE"))
             return exp.Literal.number(_number(value))
         if isinstance(node, exp.Placeholder):  # a template bug, not the caller's
             raise RuntimeError(f"{call.measure.path.name}: placeholder :{node.name} is not a declared parameter")

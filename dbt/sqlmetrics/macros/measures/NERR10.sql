@@ -151,23 +151,23 @@ WITH judgments AS (
     lists.query_id AS query_id,
     COALESCE(
       (
-        1 - 0.9
+        1 - CAST(0.9 AS DOUBLE)
       ) * SUM(
         CASE
           WHEN rnk <= 1000
-          THEN POWER(0.9, rnk - 1) * (
+          THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
             CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
           ) * cwl_gain_3
           ELSE 0
         END
       ) / (
-        1 - POWER(0.9, 1000) - SUM(
+        1 - POWER(CAST(0.9 AS DOUBLE), 1000) - SUM(
           CASE
             WHEN rnk <= 1000
             THEN (
               CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
             ) * cwl_gain_3 * (
-              POWER(0.9, rnk) - POWER(0.9, 1000)
+              POWER(CAST(0.9 AS DOUBLE), rnk) - POWER(CAST(0.9 AS DOUBLE), 1000)
             )
             ELSE 0
           END
@@ -344,23 +344,23 @@ WITH judgments AS (
     lists.query_id AS query_id,
     COALESCE(
       CAST((
-        1 - 0.9
+        1 - CAST(0.9 AS DOUBLE PRECISION)
       ) * SUM(
         CASE
           WHEN rnk <= 1000
-          THEN POWER(0.9, rnk - 1) * (
+          THEN POWER(CAST(0.9 AS DOUBLE PRECISION), rnk - 1) * (
             CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
           ) * cwl_gain_3
           ELSE 0
         END
       ) AS DOUBLE PRECISION) / (
-        1 - POWER(0.9, 1000) - SUM(
+        1 - POWER(CAST(0.9 AS DOUBLE PRECISION), 1000) - SUM(
           CASE
             WHEN rnk <= 1000
             THEN (
               CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
             ) * cwl_gain_3 * (
-              POWER(0.9, rnk) - POWER(0.9, 1000)
+              POWER(CAST(0.9 AS DOUBLE PRECISION), rnk) - POWER(CAST(0.9 AS DOUBLE PRECISION), 1000)
             )
             ELSE 0
           END
@@ -537,23 +537,23 @@ WITH judgments AS (
     lists.query_id AS query_id,
     COALESCE(
       (
-        1 - 0.9
+        1 - CAST(0.9 AS DOUBLE)
       ) * SUM(
         CASE
           WHEN rnk <= 1000
-          THEN POWER(0.9, rnk - 1) * (
+          THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
             CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
           ) * cwl_gain_3
           ELSE 0
         END
       ) / (
-        1 - POWER(0.9, 1000) - SUM(
+        1 - POWER(CAST(0.9 AS DOUBLE), 1000) - SUM(
           CASE
             WHEN rnk <= 1000
             THEN (
               CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
             ) * cwl_gain_3 * (
-              POWER(0.9, rnk) - POWER(0.9, 1000)
+              POWER(CAST(0.9 AS DOUBLE), rnk) - POWER(CAST(0.9 AS DOUBLE), 1000)
             )
             ELSE 0
           END
@@ -727,23 +727,23 @@ WITH judgments AS (
     lists.query_id AS query_id,
     COALESCE(
       (
-        1 - 0.9
+        1 - CAST(0.9 AS FLOAT64)
       ) * SUM(
         CASE
           WHEN rnk <= 1000
-          THEN POWER(0.9, rnk - 1) * (
+          THEN POWER(CAST(0.9 AS FLOAT64), rnk - 1) * (
             CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
           ) * cwl_gain_3
           ELSE 0
         END
       ) / (
-        1 - POWER(0.9, 1000) - SUM(
+        1 - POWER(CAST(0.9 AS FLOAT64), 1000) - SUM(
           CASE
             WHEN rnk <= 1000
             THEN (
               CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
             ) * cwl_gain_3 * (
-              POWER(0.9, rnk) - POWER(0.9, 1000)
+              POWER(CAST(0.9 AS FLOAT64), rnk) - POWER(CAST(0.9 AS FLOAT64), 1000)
             )
             ELSE 0
           END
@@ -917,23 +917,23 @@ WITH judgments AS (
     lists.query_id AS query_id,
     COALESCE(
       (
-        1 - 0.9
+        1 - CAST(0.9 AS DOUBLE)
       ) * SUM(
         CASE
           WHEN rnk <= 1000
-          THEN POWER(0.9, rnk - 1) * (
+          THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
             CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
           ) * cwl_gain_3
           ELSE 0
         END
       ) / (
-        1 - POWER(0.9, 1000) - SUM(
+        1 - POWER(CAST(0.9 AS DOUBLE), 1000) - SUM(
           CASE
             WHEN rnk <= 1000
             THEN (
               CASE WHEN nerr_full_before_1 > 0 THEN 0 ELSE EXP(nerr_log_before_2) END
             ) * cwl_gain_3 * (
-              POWER(0.9, rnk) - POWER(0.9, 1000)
+              POWER(CAST(0.9 AS DOUBLE), rnk) - POWER(CAST(0.9 AS DOUBLE), 1000)
             )
             ELSE 0
           END

@@ -188,7 +188,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             ) * cwl_gain_hi_4
             ELSE 0
@@ -196,7 +196,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             )
             ELSE 0
@@ -206,7 +206,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             ) * cwl_gain_1
             ELSE 0
@@ -214,7 +214,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             )
             ELSE 0
@@ -440,7 +440,7 @@ WITH judgments AS (
         CAST(SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE PRECISION), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             ) * cwl_gain_hi_4
             ELSE 0
@@ -448,7 +448,7 @@ WITH judgments AS (
         ) AS DOUBLE PRECISION) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE PRECISION), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             )
             ELSE 0
@@ -458,7 +458,7 @@ WITH judgments AS (
         CAST(SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE PRECISION), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             ) * cwl_gain_1
             ELSE 0
@@ -466,7 +466,7 @@ WITH judgments AS (
         ) AS DOUBLE PRECISION) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE PRECISION), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             )
             ELSE 0
@@ -692,7 +692,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             ) * cwl_gain_hi_4
             ELSE 0
@@ -700,7 +700,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             )
             ELSE 0
@@ -710,7 +710,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             ) * cwl_gain_1
             ELSE 0
@@ -718,7 +718,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             )
             ELSE 0
@@ -941,7 +941,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS FLOAT64), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             ) * cwl_gain_hi_4
             ELSE 0
@@ -949,7 +949,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS FLOAT64), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             )
             ELSE 0
@@ -959,7 +959,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS FLOAT64), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             ) * cwl_gain_1
             ELSE 0
@@ -967,7 +967,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS FLOAT64), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             )
             ELSE 0
@@ -1190,7 +1190,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             ) * cwl_gain_hi_4
             ELSE 0
@@ -1198,7 +1198,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_hi_5 > 0 THEN 0 ELSE EXP(q_log_before_hi_6) END
             )
             ELSE 0
@@ -1208,7 +1208,7 @@ WITH judgments AS (
         SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             ) * cwl_gain_1
             ELSE 0
@@ -1216,7 +1216,7 @@ WITH judgments AS (
         ) / SUM(
           CASE
             WHEN rnk <= 1000
-            THEN POWER(0.9, rnk - 1) * (
+            THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) * (
               CASE WHEN q_zero_before_2 > 0 THEN 0 ELSE EXP(q_log_before_3) END
             )
             ELSE 0

@@ -73,17 +73,18 @@ WITH judgments AS (
 {% endif %}), list_values AS (
   SELECT
     lists.query_id AS query_id,
-{% if k is not none %}    COALESCE(
+    COALESCE(
       (
-        1 - 0.8
-      ) * SUM(CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(0.8, rnk - 1) ELSE 0 END),
-      0
-    ) AS rbp_at_{{ k }}
-{% else %}    COALESCE((
-      1 - 0.8
-    ) * SUM((
-      is_rel
-    ) * POWER(0.8, rnk - 1)), 0) AS rbp
+        1 - CAST(0.8 AS DOUBLE)
+{% if k is not none %}      ) * SUM(
+        CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1) ELSE 0 END
+      ),
+{% else %}      ) * SUM((
+        is_rel
+      ) * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
+{% endif %}      0
+{% if k is not none %}    ) AS rbp_at_{{ k }}
+{% else %}    ) AS rbp
 {% endif %}  FROM lists
   JOIN query_stats
     ON lists.query_id = query_stats.query_id
@@ -177,17 +178,22 @@ WITH judgments AS (
 {% endif %}), list_values AS (
   SELECT
     lists.query_id AS query_id,
-{% if k is not none %}    COALESCE(
+    COALESCE(
       (
-        1 - 0.8
-      ) * SUM(CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(0.8, rnk - 1) ELSE 0 END),
-      0
-    ) AS rbp_at_{{ k }}
-{% else %}    COALESCE((
-      1 - 0.8
-    ) * SUM((
-      is_rel
-    ) * POWER(0.8, rnk - 1)), 0) AS rbp
+        1 - CAST(0.8 AS DOUBLE PRECISION)
+{% if k is not none %}      ) * SUM(
+        CASE
+          WHEN rnk <= {{ k }}
+          THEN is_rel * POWER(CAST(0.8 AS DOUBLE PRECISION), rnk - 1)
+          ELSE 0
+        END
+      ),
+{% else %}      ) * SUM((
+        is_rel
+      ) * POWER(CAST(0.8 AS DOUBLE PRECISION), rnk - 1)),
+{% endif %}      0
+{% if k is not none %}    ) AS rbp_at_{{ k }}
+{% else %}    ) AS rbp
 {% endif %}  FROM lists
   JOIN query_stats
     ON lists.query_id = query_stats.query_id
@@ -281,17 +287,18 @@ WITH judgments AS (
 {% endif %}), list_values AS (
   SELECT
     lists.query_id AS query_id,
-{% if k is not none %}    COALESCE(
+    COALESCE(
       (
-        1 - 0.8
-      ) * SUM(CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(0.8, rnk - 1) ELSE 0 END),
-      0
-    ) AS rbp_at_{{ k }}
-{% else %}    COALESCE((
-      1 - 0.8
-    ) * SUM((
-      is_rel
-    ) * POWER(0.8, rnk - 1)), 0) AS rbp
+        1 - CAST(0.8 AS DOUBLE)
+{% if k is not none %}      ) * SUM(
+        CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1) ELSE 0 END
+      ),
+{% else %}      ) * SUM((
+        is_rel
+      ) * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
+{% endif %}      0
+{% if k is not none %}    ) AS rbp_at_{{ k }}
+{% else %}    ) AS rbp
 {% endif %}  FROM lists
   JOIN query_stats
     ON lists.query_id = query_stats.query_id
@@ -382,17 +389,22 @@ WITH judgments AS (
 {% endif %}), list_values AS (
   SELECT
     lists.query_id AS query_id,
-{% if k is not none %}    COALESCE(
+    COALESCE(
       (
-        1 - 0.8
-      ) * SUM(CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(0.8, rnk - 1) ELSE 0 END),
-      0
-    ) AS rbp_at_{{ k }}
-{% else %}    COALESCE((
-      1 - 0.8
-    ) * SUM((
-      is_rel
-    ) * POWER(0.8, rnk - 1)), 0) AS rbp
+        1 - CAST(0.8 AS FLOAT64)
+{% if k is not none %}      ) * SUM(
+        CASE
+          WHEN rnk <= {{ k }}
+          THEN is_rel * POWER(CAST(0.8 AS FLOAT64), rnk - 1)
+          ELSE 0
+        END
+      ),
+{% else %}      ) * SUM((
+        is_rel
+      ) * POWER(CAST(0.8 AS FLOAT64), rnk - 1)),
+{% endif %}      0
+{% if k is not none %}    ) AS rbp_at_{{ k }}
+{% else %}    ) AS rbp
 {% endif %}  FROM lists
   JOIN query_stats
     ON lists.query_id = query_stats.query_id
@@ -483,17 +495,18 @@ WITH judgments AS (
 {% endif %}), list_values AS (
   SELECT
     lists.query_id AS query_id,
-{% if k is not none %}    COALESCE(
+    COALESCE(
       (
-        1 - 0.8
-      ) * SUM(CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(0.8, rnk - 1) ELSE 0 END),
-      0
-    ) AS rbp_at_{{ k }}
-{% else %}    COALESCE((
-      1 - 0.8
-    ) * SUM((
-      is_rel
-    ) * POWER(0.8, rnk - 1)), 0) AS rbp
+        1 - CAST(0.8 AS DOUBLE)
+{% if k is not none %}      ) * SUM(
+        CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1) ELSE 0 END
+      ),
+{% else %}      ) * SUM((
+        is_rel
+      ) * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
+{% endif %}      0
+{% if k is not none %}    ) AS rbp_at_{{ k }}
+{% else %}    ) AS rbp
 {% endif %}  FROM lists
   JOIN query_stats
     ON lists.query_id = query_stats.query_id

@@ -77,8 +77,8 @@ WITH judgments AS (
       CASE
         WHEN MAX(num_ret) > SUM(CASE WHEN relevance >= 0 THEN 1 ELSE 0 END)
         THEN 1 - (
-          1 - 0.9
-        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(0.9, rnk - 1) ELSE 0 END)
+          1 - CAST(0.9 AS DOUBLE)
+        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) ELSE 0 END)
         ELSE 0
       END,
       0
@@ -176,8 +176,14 @@ WITH judgments AS (
       CASE
         WHEN MAX(num_ret) > SUM(CASE WHEN relevance >= 0 THEN 1 ELSE 0 END)
         THEN 1 - (
-          1 - 0.9
-        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(0.9, rnk - 1) ELSE 0 END)
+          1 - CAST(0.9 AS DOUBLE PRECISION)
+        ) * SUM(
+          CASE
+            WHEN relevance >= 0
+            THEN POWER(CAST(0.9 AS DOUBLE PRECISION), rnk - 1)
+            ELSE 0
+          END
+        )
         ELSE 0
       END,
       0
@@ -275,8 +281,8 @@ WITH judgments AS (
       CASE
         WHEN MAX(num_ret) > SUM(CASE WHEN relevance >= 0 THEN 1 ELSE 0 END)
         THEN 1 - (
-          1 - 0.9
-        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(0.9, rnk - 1) ELSE 0 END)
+          1 - CAST(0.9 AS DOUBLE)
+        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) ELSE 0 END)
         ELSE 0
       END,
       0
@@ -371,8 +377,8 @@ WITH judgments AS (
       CASE
         WHEN MAX(num_ret) > SUM(CASE WHEN relevance >= 0 THEN 1 ELSE 0 END)
         THEN 1 - (
-          1 - 0.9
-        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(0.9, rnk - 1) ELSE 0 END)
+          1 - CAST(0.9 AS FLOAT64)
+        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(CAST(0.9 AS FLOAT64), rnk - 1) ELSE 0 END)
         ELSE 0
       END,
       0
@@ -467,8 +473,8 @@ WITH judgments AS (
       CASE
         WHEN MAX(num_ret) > SUM(CASE WHEN relevance >= 0 THEN 1 ELSE 0 END)
         THEN 1 - (
-          1 - 0.9
-        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(0.9, rnk - 1) ELSE 0 END)
+          1 - CAST(0.9 AS DOUBLE)
+        ) * SUM(CASE WHEN relevance >= 0 THEN POWER(CAST(0.9 AS DOUBLE), rnk - 1) ELSE 0 END)
         ELSE 0
       END,
       0
