@@ -6,6 +6,7 @@ import csv
 import datetime
 import io
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -93,6 +94,49 @@ def test_python_json(files, suffix):
     records = json.loads(text) if suffix == ".json" else [json.loads(line) for line in text.splitlines()]
     assert {r["query_id"]: {m: r[m] for m in MEASURES} for r in records} == BY_HAND
     assert all(isinstance(r["AP"], float) for r in records)
+
+
+def _awkward_table() -> pa.Table:
+    """Values whose JSON spelling is easy to get wrong: doubles of every magnitude (random bit patterns too), NaN,
+    infinities, -0.0, a float32, integers at int64's and uint64's ends, booleans, dates, NULLs, strings with
+    quotes, backslashes, escapes, non-ASCII text and U+2028."""
+    import random
+    import struct
+
+    rng = random.Random(4)
+    doubles = [0.0, -0.0, 1.0, 0.1, 1e-05, 1e16, 1e15, 123456789012345678.0, 5e-324, 1.5e300, math.nan, math.inf,
+               -math.inf, None, 1 / 3]
+    doubles += [struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0] for _ in range(2000)]
+    texts = ['a"b', "back\\slash", "nl\nx", "tab\t", "\x01 \x7f \x08\x0c\r", "é 😀 \u2028", "/", None, ""]
+    n = len(doubles)
+    return pa.table({
+        "query_id": [texts[i % len(texts)] for i in range(n)],
+        "score": doubles,
+        "f32": pa.array([0.1 if i % 3 else None for i in range(n)], pa.float32()),
+        "i64": pa.array([(-1) ** i * (2 ** 63 - 1 - i) if i % 5 else None for i in range(n)], pa.int64()),
+        "u64": pa.array([2 ** 64 - 1 - i for i in range(n)], pa.uint64()),
+        "flag": [None if i % 7 == 0 else bool(i % 2) for i in range(n)],
+        "day": pa.array([datetime.date(1 + i % 9999, 1 + i % 12, 1 + i % 28) for i in range(n)], pa.date32()),
+    })
+
+
+@pytest.mark.parametrize("lines", [True, False], ids=["jsonl", "json"])
+def test_json_written_by_duckdb_is_pythons_json_byte_for_byte(tmp_path, lines):
+    """The JSON writer formats the rows in DuckDB (millions of rows without a Python loop); its bytes are those of
+    Python's json encoder on the same rows, awkward values included, for JSON Lines and the indented array; an
+    empty table too. A control character that DuckDB would escape in capitals is written by Python instead."""
+    from sqlmetrics.local.output import _json_in_python, _json_in_sql
+
+    for table in (_awkward_table(), _awkward_table().slice(0, 0)):
+        assert _json_in_sql(table, str(tmp_path / "sql"), lines)
+        _json_in_python(table, str(tmp_path / "py"), lines)
+        assert (tmp_path / "sql").read_bytes() == (tmp_path / "py").read_bytes()
+    small = pa.table({"q": ["q1", "q2"], "v": [0.5, math.nan]})
+    assert _json_in_sql(small, str(tmp_path / "small"), lines)
+    assert (tmp_path / "small").read_text() == ('{"q": "q1", "v": 0.5}\n{"q": "q2", "v": null}\n' if lines else
+                                                 '[\n  {\n    "q": "q1",\n    "v": 0.5\n  },\n  {\n    "q": "q2",\n'
+                                                 '    "v": null\n  }\n]\n')
+    assert not _json_in_sql(pa.table({"q": ["unit\x1fseparator"]}), str(tmp_path / "no"), lines)
 
 
 def test_python_segments_keep_their_dates(files, log):

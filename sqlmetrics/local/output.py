@@ -232,21 +232,105 @@ def _delimited(delimiter: str):
 
 
 def _json(lines: bool):
-    """JSON (an array of objects) or JSON Lines: numbers as numbers, NaN as null, dates as ISO text. Written a
-    batch of rows at a time: a run of millions of rows as Python dicts at once took gigabytes."""
+    """JSON (an array of objects, json.dump(rows, indent=2)'s layout) or JSON Lines: numbers as numbers (Python's
+    repr), NaN as null, dates as ISO text. The lines are made by DuckDB (_json_in_sql), which formats a double as
+    Python's repr does (checked on half a million values, random bit patterns among them) and a string as json
+    does, and written from its buffers: millions of rows without a Python loop. What it would spell otherwise (a
+    control character DuckDB escapes in capitals, a type without its formatting here) is written by Python's json
+    encoder, a batch of rows at a time."""
     def write(table, tmp: str) -> None:
-        encode = json.JSONEncoder(ensure_ascii=False, default=str, indent=None if lines else 2).encode
-        with open(tmp, "w", encoding="utf-8") as f:
-            first = True
-            for batch in table.to_batches(max_chunksize=65536):
-                for row in batch.to_pylist():
-                    text = encode({k: None if isinstance(v, float) and v != v else v for k, v in row.items()})
-                    # json.dump(rows, indent=2)'s layout, one object at a time: each indented inside the array
-                    f.write(text + "\n" if lines else ("[\n  " if first else ",\n  ") + text.replace("\n", "\n  "))
-                    first = False
-            if not lines:
-                f.write("[]\n" if first else "\n]\n")
+        if not _json_in_sql(table, tmp, lines):
+            _json_in_python(table, tmp, lines)
     return write
+
+
+# The control characters json escapes as \u00xx with a hex letter, which DuckDB writes in capitals (\u001F).
+_CAPITAL_ESCAPES = "[\x0b\x0e\x0f\x1a-\x1f]"
+
+
+def _json_value(name: str, arrow_type) -> str | None:
+    """SQL: the column's value as json.dumps() spells it (default=str; NaN as null), or None for a type not
+    formatted here."""
+    import pyarrow as pa
+
+    c = _q(name)
+    if pa.types.is_floating(arrow_type):  # a float32 as the double Python widens it to
+        x = f"CAST({c} AS DOUBLE)"
+        return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN 'null' WHEN {x} = 'inf'::DOUBLE THEN 'Infinity' "
+                f"WHEN {x} = '-inf'::DOUBLE THEN '-Infinity' ELSE CAST({x} AS VARCHAR) END")
+    if pa.types.is_integer(arrow_type):
+        return f"COALESCE(CAST({c} AS VARCHAR), 'null')"
+    if pa.types.is_boolean(arrow_type):
+        return f"CASE WHEN {c} IS NULL THEN 'null' WHEN {c} THEN 'true' ELSE 'false' END"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return f"COALESCE(to_json({c}), 'null')"
+    if pa.types.is_date32(arrow_type):  # str(date): YYYY-MM-DD
+        return f"COALESCE(to_json(CAST({c} AS VARCHAR)), 'null')"
+    return None
+
+
+def _json_in_sql(table, tmp: str, lines: bool) -> bool:
+    """_json()'s bytes made by DuckDB; False (nothing written) when a column's type or a string's control
+    character is not spelled here as json spells it."""
+    import pyarrow as pa
+
+    names = table.column_names
+    values = [_json_value(name, table.schema.field(i).type) for i, name in enumerate(names)]
+    if not names or None in values or len(set(names)) < len(names):
+        return False
+    con = embedded.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")  # DuckDB's own bar on standard error, past two seconds
+        con.register("sqlm_rows", table)
+        texts = [_q(n) for n, t in zip(names, table.schema.types) if pa.types.is_string(t) or pa.types.is_large_string(t)]
+        if texts and con.execute("SELECT COUNT(*) FROM sqlm_rows WHERE " + " OR ".join(
+                f"regexp_matches({c}, {_lit(_CAPITAL_ESCAPES)})" for c in texts)).fetchall()[0][0]:
+            return False
+        fields = [f"{_lit(json.dumps(n, ensure_ascii=False) + ': ')} || {v}" for n, v in zip(names, values)]
+        if lines:
+            row = "'{' || " + " || ', ' || ".join(fields) + " || '}' || chr(10)"
+        else:  # each object indented inside the array, after a ",\n" (the first one's becomes "[\n")
+            inside = " || ',' || chr(10) || '    ' || ".join(fields)
+            row = f"',' || chr(10) || '  {{' || chr(10) || '    ' || {inside} || chr(10) || '  }}'"
+        first = True
+        with open(tmp, "wb") as f:
+            for batch in con.sql(f"SELECT {row} FROM sqlm_rows").to_arrow_reader(1 << 16):
+                text = _string_bytes(batch.column(0))
+                if not lines and first and len(text):
+                    f.write(b"[\n")
+                    text = text[2:]
+                first = first and not len(text)
+                f.write(text)
+            if not lines:
+                f.write(b"[]\n" if first else b"\n]\n")
+        return True
+    finally:
+        con.close()
+
+
+def _string_bytes(array) -> memoryview:
+    """The UTF-8 bytes of a string array's values, one after another, straight from its data buffer."""
+    import pyarrow as pa
+
+    buffers = array.buffers()
+    offsets = memoryview(buffers[1]).cast("q" if pa.types.is_large_string(array.type) else "i")
+    return memoryview(buffers[2])[offsets[array.offset]:offsets[array.offset + len(array)]]
+
+
+def _json_in_python(table, tmp: str, lines: bool) -> None:
+    """_json()'s bytes by Python's json encoder, a batch of rows at a time (millions of rows as dicts at once
+    took gigabytes)."""
+    encode = json.JSONEncoder(ensure_ascii=False, default=str, indent=None if lines else 2).encode
+    with open(tmp, "w", encoding="utf-8") as f:
+        first = True
+        for batch in table.to_batches(max_chunksize=65536):
+            for row in batch.to_pylist():
+                text = encode({k: None if isinstance(v, float) and v != v else v for k, v in row.items()})
+                # json.dump(rows, indent=2)'s layout, one object at a time: each indented inside the array
+                f.write(text + "\n" if lines else ("[\n  " if first else ",\n  ") + text.replace("\n", "\n  "))
+                first = False
+        if not lines:
+            f.write("[]\n" if first else "\n]\n")
 
 
 _WRITERS = {"parquet": _parquet, "csv": _delimited(","), "tsv": _delimited("\t"), "json": _json(False),
