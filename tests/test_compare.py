@@ -167,8 +167,12 @@ def test_sql_resampling_equals_a_python_replica_of_the_hash(test):
 def test_hash_is_the_same_in_sql_and_python_and_fair():
     import duckdb
 
+    from sqlmetrics.stats.draws import draw_sql, replicates_sql, slots_sql
+
     con = duckdb.connect()
-    rows = con.execute(f"SELECT b, pos, h FROM ({significance._hashed_grid(123, 50, 7)})").fetchall()
+    grid = (f"SELECT b, slot AS pos, {draw_sql('hb', 'hq')} AS h FROM ({replicates_sql(123, 50)}) AS r, "
+            f"({slots_sql('SELECT range AS slot FROM range(7)')}) AS s")
+    rows = con.execute(f"SELECT b, pos, h FROM ({grid})").fetchall()
     assert len(rows) == 350
     assert all(h == resample_hash(123, b, pos) for b, pos, h in rows)
     signs = np.array([[resample_hash(5, b, j) % 2 for j in range(20)] for b in range(4000)])

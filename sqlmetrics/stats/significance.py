@@ -257,12 +257,6 @@ def tukey_moments(groups: list) -> tuple:
 
 # ---------------------------------------------------------------------------------------------- resampling in SQL
 
-def _hashed_grid(seed: int, n_resamples: int, n_positions: int) -> str:
-    """SQL for (b, pos, h) over range(n_resamples) x range(n_positions): draws.py's hash, on DuckDB."""
-    slots = slots_sql(f"SELECT range AS slot FROM range({n_positions})")
-    return f"SELECT b, slot AS pos, {draw_sql('hb', 'hq')} AS h FROM ({replicates_sql(seed, n_resamples)}) AS r, ({slots}) AS s"
-
-
 def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99, resources=None) -> list:
     """p-values (and bootstrap percentile intervals) for many difference vectors in one DuckDB session.
 
@@ -293,14 +287,21 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
                         [v for rec in chunk for v in rec])
         rows = []
         if test == "fisher":
-            mc = [len(d) for k, d in live if not exact[k]]
-            if mc:
-                signs = (f"SELECT b, list(CASE WHEN h % 2 = 1 THEN -1.0::DOUBLE ELSE 1.0::DOUBLE END "
-                         f"ORDER BY pos) AS sg FROM ({_hashed_grid(seed, n_resamples, max(mc))}) GROUP BY b")
+            if not all(exact.values()):
+                # In resample b the difference at position `slot` (ascending order) flips its sign when h(seed, b,
+                # slot) is odd; a resample's statistic is one sum of signed differences, so no table of sign
+                # patterns is ever built (memory does not grow with lists x resamples). The tolerance absorbs the
+                # last bits that the order of a parallel sum may move.
                 rows += con.execute(f"""
-                    SELECT j.job, SUM(CASE WHEN abs(list_dot_product(j.dv, s.sg[1:j.n])) >= abs(j.obs) - j.tol
-                                      THEN 1 ELSE 0 END) AS hits, FALSE AS exact
-                    FROM sqlm_jobs j, ({signs}) s WHERE NOT j.exact GROUP BY j.job""").fetchall()
+                    WITH vals AS (SELECT job, obs, tol, unnest(dv) AS v, generate_subscripts(dv, 1) - 1 AS slot
+                                  FROM sqlm_jobs WHERE NOT exact),
+                         sums AS (SELECT v.job, v.obs, v.tol,
+                                         SUM(CASE WHEN {draw_sql('r.hb', 's.hq')} % 2 = 1 THEN -v.v ELSE v.v END) AS t
+                                  FROM vals v JOIN ({slots_sql('SELECT slot FROM vals')}) s ON s.slot = v.slot
+                                  CROSS JOIN ({replicates_sql(seed, n_resamples)}) r
+                                  GROUP BY v.job, v.obs, v.tol, r.b)
+                    SELECT job, SUM(CASE WHEN abs(t) >= abs(obs) - tol THEN 1 ELSE 0 END) AS hits, FALSE AS exact
+                    FROM sums GROUP BY job""").fetchall()
             if any(exact.values()):
                 # every sign pattern b in 0 .. 2^n - 1: position pos is flipped when bit pos of b is set
                 patterns = """
