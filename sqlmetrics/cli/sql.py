@@ -6,7 +6,7 @@ import re
 from ..dialects import DIALECTS, render, render_fusion
 from ..dialects.info import dialect_info
 from ..identifiers import column_identifier
-from ..options import BY_NAME, SQL_CMD, check_log_options
+from ..options import BY_NAME, SQL_CMD
 from ..stats.aggregates import IN_ENGINE, render_compare
 from .common import UsageError, add_fusion_flags, add_option_flags, fusion_params, measures_from, option_values
 
@@ -102,7 +102,7 @@ def run(args) -> tuple:
 
 
 def _check_incremental(args, options: dict) -> None:
-    segments = check_log_options(None, options.get("group_by"), None, "1")
+    segments = options.get("group_by") or []  # the flag's list of columns
     if not args.dbt:
         raise UsageError("--incremental COLUMN makes a dbt model incremental: give --dbt too.")
     if args.compare is not None:
@@ -121,7 +121,7 @@ def _incremental(model: str, args, options: dict) -> str:
     the table's last value of the segment on (that value again: its rows may have grown since), so that dbt
     replaces those segments' rows and keeps the others."""
     info = dialect_info(args.dialect)
-    segments = check_log_options(None, options.get("group_by"), None, "1")
+    segments = options.get("group_by") or []
     keys = [*(["run_name"] if "run_name" in (options.get("columns") or {}) else []), *segments,
             *(["query_id"] if args.per_query else [])]
     column = column_identifier(args.incremental, info.sqlglot, info.fold_case).sql(info.sqlglot)
