@@ -189,7 +189,7 @@ def _covariate_oracle(log: pa.Table, measure: str, ratio: bool):
     return metric.analyze(pd.DataFrame(rows), control="control", treatment="treatment", variant="arm")
 
 
-@pytest.mark.parametrize("share", [1.0, 0.5])
+@pytest.mark.parametrize("share", [pytest.param(1.0, marks=pytest.mark.slow), 0.5])
 def test_cuped_from_a_column_equals_tea_tasting(share):
     """covariate= (a column of the log) as CUPED's covariate: Welch over users on the adjusted ratio = tea-tasting's
     RatioOfMeans with that covariate, to 1e-9; a user without a value (NULL) has none, as a user absent from a
@@ -204,6 +204,7 @@ def test_cuped_from_a_column_equals_tea_tasting(share):
     assert c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
 
 
+@pytest.mark.slow  # two engines and compare(engine=); the oracle case below is the fast suite's
 def test_cuped_from_a_column_in_the_warehouse_equals_local():
     """render_compare(covariate=) on DuckDB and SQLite, then decide(); and compare(engine=, covariate=): the local
     report to 1e-9. A user whose rows disagree has no covariate there as here."""

@@ -363,6 +363,7 @@ def test_a_named_baseline_keeps_the_pairs_to_it():
     assert len(every.comparison.comparisons) == 3
 
 
+@pytest.mark.slow  # a page built over users; compare's statistics over users are the fast suite's (test_ab_units)
 def test_report_over_users_with_cuped_is_compares():
     """report(unit=, pre_period=): the arms tested over users with CUPED, as compare() tests them (the same Report),
     said so on the page; the pre-period table is named by its kind in the options line, not printed whole."""
