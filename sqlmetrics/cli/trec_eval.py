@@ -255,20 +255,15 @@ def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: s
     # 9.0.8 prints the queries the run ranks; 10.0 every averaged one (with -c, the missing ones too).
     printed_queries = sorted(q for q, v in per_query.items() if v[_NUM_RET] or args.compat != "trec_eval-9.0.8")
     if args.query_eval_wanted:
-        # trec_line()'s layout spelled out once per printed name: hundreds of thousands of lines (-q -m all_trec)
-        # are a string join each, not a call.
-        heads = [(m, names, [(f"{'Z' if z else ''}{shown:<22}\t", spelling, "%6.4f" if z or m.kind != "count" else None)
-                             for shown, spelling in names])
-                 for m, names in printed if not m.summary_only]
         for q in printed_queries:
-            values = per_query[q]
-            for m, names, lines in heads:
-                if m.kind == "relstring":
-                    out.append(trec_line(names[0][0], q, f"'{_relstring_text(values, names)}'"))
+            for m, names in printed:
+                if m.summary_only:
                     continue
-                for head, spelling, number in lines:
-                    v = values[spelling] or 0.0
-                    out.append(f"{head}{q}\t{number % float(v) if number else int(v)}\n")
+                if m.kind == "relstring":
+                    out.append(trec_line(names[0][0], q, f"'{_relstring_text(per_query[q], names)}'"))
+                    continue
+                for shown, spelling in names:
+                    line(shown, q, per_query[q][spelling] or 0.0, m.kind == "count")
     if args.nosummary:
         return "".join(out)
     if "runid" in wanted:

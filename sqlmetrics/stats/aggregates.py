@@ -237,11 +237,12 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
                                complete=test == "tukey", labels=(segs, [c.text for c in calls], labels))
         tree = _tree(info.name, statement, sqlglot.parse_one(evaluation, read=info.sqlglot))
     else:
-        pre_sql = None if pre_period is None else render(  # the same measures on the log before the test, per unit
-            [c.text for c in calls], dialect=info.name, qrels=qrels, run=pre_period, per_query=True, header=False,
-            **_pre_period_options(options, unit))
+        pre_sql = None
         if covariate is not None:
             pre_sql = covariate_sql(info.name, run, unit, covariate, output_columns(calls))
+        elif pre_period is not None:  # the same measures on the log before the test, per unit
+            pre_sql = render([c.text for c in calls], dialect=info.name, qrels=qrels, run=pre_period, per_query=True,
+                             header=False, **_pre_period_options(options, unit))
         tree = _units_tree(info.name, calls, segs, unit, labels, evaluation, pre_sql)
     header = [f"-- sqlmetrics: compare's sufficient statistics ({test}, max_p={max_p!r}, pairing={pairing!r}"
               + (f", seed={seed}, n_resamples={n_resamples}" if test == "bootstrap" else "") + "), rendered for "
