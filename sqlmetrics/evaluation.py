@@ -2,7 +2,6 @@
 and dicts on an embedded DuckDB (local/), tables in another engine on that engine (engines/)."""
 from __future__ import annotations
 
-from .engines import evaluate_on
 from .errors import SqlmetricsError
 from .local.collect import fetch_arrow
 from .local.evaluate import evaluate_local
@@ -56,6 +55,8 @@ def evaluate(qrels, run, measures, **options) -> Results:
     if o.engine is None:
         results = evaluate_local(qrels, run, measures, o, fetch, progress)
     else:
+        from .engines import evaluate_on  # here: a local evaluation loads no other engine's dialect
+
         results = evaluate_on(o.engine, measures, qrels=qrels, run=run, **engine_options(o))
     if out_format is not None:
         table = results.per_query

@@ -16,12 +16,23 @@ READ = "duckdb"
 
 
 def quote_identifier(name: str) -> str:
-    """A column or table name as one quoted DuckDB identifier, whatever characters it holds."""
-    return exp.to_identifier(name, quoted=True).sql(READ)
+    """A column or table name as one quoted DuckDB identifier, whatever characters it holds: sqlglot's
+    spelling (tests/test_identifiers.py checks it is), without loading sqlglot's DuckDB dialect, which costs
+    a small evaluation a tenth of its time."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def sql_literal(value) -> str:
-    """A Python value as a DuckDB literal, bound by sqlglot."""
+    """A Python value as a DuckDB literal, as sqlglot binds it: strings, whole numbers, booleans and None
+    spelled here as sqlglot spells them (tests/test_identifiers.py), anything else by sqlglot."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if type(value) is int:
+        return str(value)
     return exp.convert(value).sql(READ)
 
 

@@ -10,6 +10,7 @@ import gc
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,10 @@ SHARED = Path(os.environ.get("SQLMETRICS_SHARED", REPO.parent / "shared"))
 # statements (every measure at once) that is 15 s of compiling for a 0.3 s query. JIT changes no result, so the
 # tests' connections, and dbt's, go without it (libpq reads PGOPTIONS); a setting already given is kept.
 os.environ.setdefault("PGOPTIONS", "-c jit=off")
+# The statements kept on disk between processes (caches.Stored) go to a folder of this test process, removed at
+# its exit, not to the user's cache: every command-line test in it shares the folder, as a user's calls would.
+os.environ["SQLMETRICS_CACHE_DIR"] = CACHE_DIR = tempfile.mkdtemp(prefix="sqlmetrics-test-cache-")
+atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
 
 
 def pytest_configure(config):

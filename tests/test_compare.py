@@ -10,7 +10,7 @@ import scipy.stats as st
 
 from sqlmetrics.stats.compare import analyse, compare
 from sqlmetrics.stats import significance
-from sqlmetrics.stats.compare import unique_names
+from sqlmetrics.local.runs import unique_names
 from sqlmetrics.stats.draws import RESAMPLED_TIE, poisson_weight, resample_hash
 from sqlmetrics.stats.significance import resample, student, tukey_moments
 

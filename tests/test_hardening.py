@@ -125,6 +125,7 @@ def test_a_statement_is_reused_only_by_the_same_evaluation(monkeypatch):
         assert len({tuple(values.items()) for values in warm}) == len(variants)
         for options, values in zip(variants, warm):
             monkeypatch.setattr(local_evaluate, "_STATEMENTS", Kept())
+            monkeypatch.setenv("SQLMETRICS_CACHE_DIR", "")  # built again, not read from disk
             assert sqlmetrics.evaluate(qrels, run, measures, **options).aggregate == values, options
 
 

@@ -445,7 +445,8 @@ def test_sql_duckdb_rejects_is_one_line_with_the_statement_kept(files, capsys, m
             return "SELECT no_such_column FROM no_such_table"
 
     monkeypatch.setattr(local_evaluate, "build_statement", lambda *args, **kwargs: Broken())
-    monkeypatch.setattr(local_evaluate, "_STATEMENTS", Kept())  # not the statements generated before
+    monkeypatch.setattr(local_evaluate, "_STATEMENTS", Kept())  # not the statements generated before,
+    monkeypatch.setenv("SQLMETRICS_CACHE_DIR", "")  # in this process or kept on disk
     with pytest.raises(local_evaluate.GeneratedSQLError) as e:
         sqlmetrics.evaluate("qrels.txt", "run.txt", ["AP"])
     assert "\n" not in str(e.value) and str(e.value).startswith("sqlmetrics generated SQL that DuckDB rejected: ")

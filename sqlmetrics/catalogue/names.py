@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..caches import Stored
 from ..errors import SqlmetricsError
 from ..options import BY_NAME
-from .templates import ABSENT, PARAM_TYPES, Alias, Measure, Param, measures
+from .templates import ABSENT, PARAM_TYPES, Alias, Measure, Param, built_from, measures
 
 
 @dataclass(frozen=True)
@@ -301,12 +302,22 @@ def _ir_measures_parameters(measure: Measure, given: dict, text: str, catalogue:
 
 def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[MeasureCall]:
     """Measure strings, or ir_measures measure objects (`ir_measures.nDCG@10`): an object is the string
-    ir_measures prints for it, which is this module's canonical grammar, and its results are keyed so."""
+    ir_measures prints for it, which is this module's canonical grammar, and its results are keyed so.
+
+    A process that has not read the catalogue yet (a command line call) takes the calls from the disk cache
+    when an earlier process parsed the same strings against the same templates and code: reading the 104
+    templates costs more than the rest of a small evaluation. An error is raised, never kept."""
     if isinstance(texts, str) or _is_ir_measure(texts):
         texts = [texts]
     texts = [str(t) if _is_ir_measure(t) else t for t in texts]
     if not texts:
         raise SqlmetricsError("no measure was given: pass at least one, e.g. ['nDCG@10', 'AP'].")
+    if measures.cache_info().currsize or not all(isinstance(t, str) for t in texts):
+        return _parse_all(texts, relevance_level, compat)
+    return _PARSED.get((tuple(texts), relevance_level, compat), lambda: _parse_all(texts, relevance_level, compat))
+
+
+def _parse_all(texts: list, relevance_level: int, compat: str) -> list[MeasureCall]:
     calls = [parse(t, relevance_level, compat) for t in texts]
     seen = set()
     for c in calls:
@@ -314,6 +325,9 @@ def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[Mea
             raise SqlmetricsError(f"measure {c.text!r} is listed twice; results are keyed by the string as passed.")
         seen.add(c.text)
     return calls
+
+
+_PARSED = Stored("measures", built_from)
 
 
 def _is_ir_measure(obj) -> bool:

@@ -465,6 +465,12 @@ def sql_dir() -> Path:
     return package / "sql" if (package / "sql").is_dir() else package.parent / "sql"
 
 
+def built_from() -> list:
+    """The files whose bytes decide a parsed measure and a generated statement (caches.Stored's sources): the
+    package's code and the templates."""
+    return [(Path(__file__).resolve().parent.parent, "*.py"), (sql_dir(), "*.sql")]
+
+
 def _alias_key(alias: Alias) -> str:
     """What two aliases must not share: the spelling with every placeholder made the same."""
     return re.sub(r"\{\w+(?::[^}]*)?\}", "{}", alias.text).lower()

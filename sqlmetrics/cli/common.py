@@ -26,8 +26,8 @@ from ..local.output import database_target, output_format, process_folder, repla
 from ..local.readers.files import file_format
 from ..local.readers.roles import KNOWN_NAMES
 from ..local.readers.text import first_bytes
+from ..local.runs import unique_names
 from ..options import ROLES, taken_by
-from ..stats.compare import unique_names
 
 
 class UsageError(Exception):

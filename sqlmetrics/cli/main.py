@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import importlib.metadata
 import os
 import re
@@ -35,13 +36,17 @@ import duckdb
 from ..errors import SqlmetricsError, SqlmetricsWarning, redacted
 from ..local.connection import interrupt_queries
 from ..options import OPTIONS
-from . import compare, convert, counterfactual, decide, demo, evaluate, fuse, listing, report, sql, trec_eval
 from .common import UsageError, check_output, remove, write_output
 
-COMMANDS = (evaluate, compare, report, fuse, listing, demo, sql, decide, trec_eval, convert, counterfactual)
+# Each command's module, in the help's order. A call imports only its own command's module (a script calling
+# `sqlmetrics trec_eval` in a loop pays for no other), the help and a mistyped command import them all.
+COMMANDS = {"eval": "evaluate", "compare": "compare", "report": "report", "fuse": "fuse", "list": "listing",
+            "demo": "demo", "sql": "sql", "decide": "decide", "trec_eval": "trec_eval", "convert": "convert",
+            "ips": "counterfactual", "pbm-ips": "counterfactual", "interleaving": "counterfactual"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of `command` alone when it is one (its subparser is the whole parser's), else of them all."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     common.add_argument("--quiet", action="store_true",
@@ -55,14 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
     # Abbreviated long options are refused: `--relevance 2` once silently meant --relevance-level.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
-    for command in COMMANDS:
-        command.add_parser(sub, [common])
+    modules = [COMMANDS[command]] if command in COMMANDS else COMMANDS.values()
+    for module in dict.fromkeys(modules):
+        importlib.import_module(f".{module}", __package__).add_parser(sub, [common])
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     if not argv:  # bare `sqlmetrics`: what it can do, not an error
         parser.print_help()
         return 0

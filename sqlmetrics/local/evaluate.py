@@ -5,11 +5,10 @@ runs.py (the runs, checked; logs.py: in log mode), sources.py (the relations the
 (the results)."""
 from __future__ import annotations
 
-import threading
-
 import duckdb
 
-from ..caches import Kept
+from ..caches import Kept, Stored
+from ..catalogue.templates import built_from
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..options import QRELS_ROLES, Settings
@@ -23,27 +22,6 @@ from .job import _Job, _prepare, _table_columns
 from .readers.loaded import _first_line, own_names
 from .runs import _check_runs, _is_run_dict, _load_runs, _named_ranx, _warn
 from .sources import _fused_runs, _run_source, _source
-
-
-class _Background(threading.Thread):
-    """fn(*args) on a thread; result() waits for it and raises what it raised."""
-
-    def __init__(self, fn, *args):
-        super().__init__(daemon=True)
-        self._fn, self._args, self._value, self._error = fn, args, None, None
-        self.start()
-
-    def run(self):
-        try:
-            self._value = self._fn(*self._args)
-        except BaseException as e:  # handed to the caller by result()
-            self._error = e
-
-    def result(self):
-        self.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 class _Steps:
@@ -74,9 +52,6 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None)
 def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
     job = _prepare(qrels, measures, o)
     run = _named_ranx(run)
-    # Binding the templates is pure Python (sqlglot); it runs while DuckDB, which releases the GIL, loads
-    # and checks the inputs. On small inputs that is a tenth of the whole evaluation.
-    planning = _Background(lambda: [plan_measures(calls, o.relevance_level) for calls, _ in job.parts])
     qrels_columns, run_columns = _table_columns(o)
     con = connect(o.memory_limit, o.threads, o.temp_directory)
     inputs: list = []  # every Loaded input, to remove the temporary folders made to read them
@@ -98,8 +73,8 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         union = multi and len(checked) + len(fused) > 1
         run_source = _run_source(con, checked, job, union, fused)
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
-        sqls = [_statement(plan, qrels_source, run_source, job.part_shape(judged), others)
-                for plan, (_, judged) in zip(planning.result(), job.parts)]
+        sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), others)
+                for calls, judged in job.parts]
         step("computing measures")
         _compute(con, sqls, job, o)
         _check_finite(con, job)
@@ -115,18 +90,25 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         _release(con, inputs)
 
 
-def _statement(plan, qrels_source, run_source, shape, others: dict) -> str:
+def _statement(calls, relevance_level, qrels_source, run_source, shape, others: dict) -> str:
     """The statement's text. The same measures over inputs of the same kinds and columns (a loop over runs,
-    compare(), a notebook) are the same text, the views being named alike (own_names): generated once. Its
-    key is everything build_statement reads, spelled out (repr): the plan (kept alive with the text, so its
-    id stays its own), the sources' trees and the shape."""
-    key = (id(plan), repr((qrels_source, run_source, shape, sorted(others.items()))))
-    # Built for this text alone: generated in place, not copied first.
-    return _STATEMENTS.get(key, lambda: (plan, build_statement(plan, qrels_source, run_source, shape, per_query=True,
-                                                               **others).sql(READ, copy=False)))[1]
+    compare(), a notebook, a script calling the command line in a loop) are the same text, the views being
+    named alike (own_names): generated once, kept in this process and on disk (caches.Stored). Its key is
+    everything plan_measures and build_statement read, spelled out (repr): the calls as plan_measures keys
+    them, the relevance level, the sources' trees and the shape."""
+    key = (tuple((c.text, str(c.measure.path), c.measure.body, c.params, c.judged_only) for c in calls),
+           relevance_level, repr((qrels_source, run_source, shape, sorted(others.items()))))
+
+    def build() -> str:
+        plan = plan_measures(calls, relevance_level)
+        # Built for this text alone: generated in place, not copied first.
+        return build_statement(plan, qrels_source, run_source, shape, per_query=True, **others).sql(READ, copy=False)
+
+    return _STATEMENTS.get(key, lambda: _STORED_STATEMENTS.get(key, build))
 
 
 _STATEMENTS = Kept()
+_STORED_STATEMENTS = Stored("statements", built_from)
 
 
 def _compute(con, sqls: list, job: _Job, o: Settings) -> None:

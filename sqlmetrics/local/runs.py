@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from pathlib import Path
 
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import Settings
 from . import checks
+from .databases import DATABASE_FILES
 from .job import _Job
 from .logs import _log_view
 from .readers import Loaded, load
@@ -225,3 +227,42 @@ def _warn_unlabelled(con, loaded_runs: list, seg_cols: list) -> None:
             warnings.warn(f"{loaded.label}: {n} list{'s have' if n > 1 else ' has'} no labelled row (every "
                           "label NULL); not averaged, like a query without judgments.",
                           SqlmetricsWarning, stacklevel=5)
+
+
+def run_name(obj, index: int) -> str:
+    """A run's display name: the file stem for a path ('bm25.run.gz' -> 'bm25'), else run1, run2, ..."""
+    if isinstance(obj, (str, Path)):
+        text = str(obj)
+        if text == "-":
+            return "stdin"
+        path, sep, table = text.rpartition(":")
+        if sep and table and path.lower().endswith(DATABASE_FILES):
+            return table
+        name = Path(text).name
+        for suffix in (".gz", ".zst", ".bz2"):
+            if name.lower().endswith(suffix):
+                name = name[: -len(suffix)]
+        for suffix in (".txt", ".run", ".trec", ".tsv", ".csv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json"):
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                break
+        stem = Path(name).stem
+        return stem or name or text
+    return f"run{index + 1}"
+
+
+def unique_names(objs) -> list[str]:
+    """Names for several runs: stems; where stems collide, whole file names; then paths; then #2, #3."""
+    objs = list(objs)
+    names = [run_name(o, i) for i, o in enumerate(objs)]
+    for fallback in (lambda o, i: Path(str(o)).name, lambda o, i: str(o)):
+        dup = {n for n in names if names.count(n) > 1}
+        if not dup:
+            break
+        names = [fallback(o, i) if n in dup and isinstance(o, (str, Path)) else n for i, (o, n) in enumerate(zip(objs, names))]
+    seen: dict = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
+    return out

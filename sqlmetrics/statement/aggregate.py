@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..caches import Kept
+from ..caches import Kept, Stored
+from ..catalogue.templates import built_from
 from ..plan import READ, Plan
 from .shape import Shape
 from .trees import _by, _c, _cols, _in_fixed_order
@@ -66,9 +67,11 @@ def aggregate_select(table: str, aggregates: list, run_key: list, segments: list
 def aggregate_sql(table: str, aggregates: list, run_key: list, list_key: list, segments: list | None = None) -> str:
     """aggregate_select as DuckDB SQL, for per-list results already computed (local/, engines/), the values
     added in list order so that the aggregates are the same on every run. The same arguments again (every
-    evaluation of the same measures) are the same text: generated once."""
+    evaluation of the same measures) are the same text: generated once, kept in this process and on disk."""
     key = repr((table, aggregates, run_key, list_key, segments))
-    return _AGGREGATES.get(key, lambda: aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ))
+    return _AGGREGATES.get(key, lambda: _STORED_AGGREGATES.get(
+        key, lambda: aggregate_select(table, aggregates, run_key, segments, list_key).sql(READ)))
 
 
 _AGGREGATES = Kept()
+_STORED_AGGREGATES = Stored("aggregates", built_from)

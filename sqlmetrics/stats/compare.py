@@ -16,8 +16,8 @@ from ..engines import as_text
 from ..evaluation import engine_options, evaluate
 from ..local.collect import python_rows
 from ..local.connection import connect
-from ..local.databases import DATABASE_FILES
 from ..local.readers import load
+from ..local.runs import unique_names
 from ..options import (COMPARE, CORRECTIONS, EVALUATE, RUN_ROLES, TESTS, UNPAIRED, check_log_options, resolve,
                        signature, taken_by)
 from ..statement import GMAP_FLOOR
@@ -278,45 +278,6 @@ def _check_options(test, max_p, correction, seed, n_resamples) -> None:
         raise SqlmetricsError(f"seed={seed!r} must be an integer between 0 and 2**32 - 1.")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or not 1 <= n_resamples <= 10**7:
         raise SqlmetricsError(f"n_resamples={n_resamples!r} must be an integer between 1 and 10,000,000.")
-
-
-def run_name(obj, index: int) -> str:
-    """A run's display name: the file stem for a path ('bm25.run.gz' -> 'bm25'), else run1, run2, ..."""
-    if isinstance(obj, (str, Path)):
-        text = str(obj)
-        if text == "-":
-            return "stdin"
-        path, sep, table = text.rpartition(":")
-        if sep and table and path.lower().endswith(DATABASE_FILES):
-            return table
-        name = Path(text).name
-        for suffix in (".gz", ".zst", ".bz2"):
-            if name.lower().endswith(suffix):
-                name = name[: -len(suffix)]
-        for suffix in (".txt", ".run", ".trec", ".tsv", ".csv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json"):
-            if name.lower().endswith(suffix) and len(name) > len(suffix):
-                name = name[: -len(suffix)]
-                break
-        stem = Path(name).stem
-        return stem or name or text
-    return f"run{index + 1}"
-
-
-def unique_names(objs) -> list[str]:
-    """Names for several runs: stems; where stems collide, whole file names; then paths; then #2, #3."""
-    objs = list(objs)
-    names = [run_name(o, i) for i, o in enumerate(objs)]
-    for fallback in (lambda o, i: Path(str(o)).name, lambda o, i: str(o)):
-        dup = {n for n in names if names.count(n) > 1}
-        if not dup:
-            break
-        names = [fallback(o, i) if n in dup and isinstance(o, (str, Path)) else n for i, (o, n) in enumerate(zip(objs, names))]
-    seen: dict = {}
-    out = []
-    for n in names:
-        seen[n] = seen.get(n, 0) + 1
-        out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
-    return out
 
 
 def _named_runs(runs) -> dict:

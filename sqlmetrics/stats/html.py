@@ -23,7 +23,8 @@ from ..evaluation import evaluate
 from ..local.collect import python_rows
 from ..options import COMPARE, EVALUATE, RENDER, REPORT, BY_NAME, check_log_options, resolve, signature
 from . import charts
-from .compare import RESOURCES, analyse_lists, compare, lists_by_segment, unique_names
+from ..local.runs import unique_names
+from .compare import RESOURCES, analyse_lists, compare, lists_by_segment
 from .report import _cell, _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
