@@ -1,12 +1,17 @@
 -- measure: PrefsAvgJGRnonrel
--- description: prefs_avgjg with each judgment group's non-relevant documents (level 0) made as many as its relevant ones, R: with fewer, R - N imagined ones fulfil every retrieved relevant document; with more, only the first R count.
+-- description: prefs_avgjg with each judgment group's non-relevant documents (grade <= 0; relevant: grade > 0) made as many as its relevant ones, R: with fewer, R - N imagined ones fulfil every retrieved relevant document; with more, only the first R count, whatever their grades (nonrel=trec_eval: trec_eval's classes, see the notes).
 -- reference: trec_eval 10.0 prefs_avgjg_Rnonrel (-R prefs, -R qrels_prefs)
+-- param nonrel: choice = all
+--   all: rn
+--   trec_eval: rn_trec
 -- aliases: prefs_avgjg_Rnonrel (trec_eval)
 -- rows: preferences
 -- aggregate: mean
 -- range: 0..1
 -- example: qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d3 0.7 => 4/5
 -- example: qrels: q1 d1 1, q1 d2 0, q1 d3 0, q1 d4 0 run: q1 d1 0.9, q1 d2 0.8, q1 d3 0.7 => 1/4
+-- example: qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 -1, q1 d5 -2, q1 d6 -2, q1 d7 0 run: q1 d5 0.9, q1 d1 0.8, q1 d3 0.7, q1 d4 0.6, q1 d2 0.5, q1 d6 0.4 => 1/5
+-- example: (nonrel=trec_eval) qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 -1, q1 d5 -2, q1 d6 -2, q1 d7 0 run: q1 d5 0.9, q1 d1 0.8, q1 d3 0.7, q1 d4 0.6, q1 d2 0.5, q1 d6 0.4 => 11/23
 -- note: The example's one judgment group (ordinary qrels) prefers d1 (grade 2) and d2 (1) to d3 and d4 (0),
 --   and d1 to d2: 5 preferences. The run ranks d2, d1, d3: d1 > d2 fails; d1 > d3 and d2 > d3 are fulfilled
 --   with both retrieved; d1 > d4 and d2 > d4 with only the better one retrieved.
@@ -14,5 +19,16 @@
 --   so only the first R non-relevant document in trec_eval's order (d2) is kept, and trec_eval counts every
 --   document of the group (d1, d2, d3, d4) against it: only d1, above d2, fulfils: 1/4. That count also
 --   pairs the non-relevant documents with each other (trec_eval's recalculation does), and is kept as is.
-CASE WHEN SUM(CASE WHEN jg_first = 1 AND rn IS NULL THEN 1 ELSE 0 END) > 0 THEN 0
-  ELSE SUM(CASE WHEN jg_first = 1 THEN rn ELSE 0 END) / MAX(num_jgs) END
+-- note: Non-relevant means grade <= 0, as for the other measures (a negative grade is non-relevant) and for N
+--   itself. With R < N, trec_eval (both versions) cuts only the class of the group's lowest grade: with
+--   grades 0, -1 and -2, the documents graded 0 and -1 all stay, paired as preferences (0 above -1), and
+--   only the first R graded -2 are kept; with several subgroups (-R prefs) it counts only grade 0 as
+--   non-relevant, a negative grade being neither. nonrel=trec_eval (what `sqlmetrics trec_eval` computes)
+--   does the same; where that lowest class holds fewer than R documents, trec_eval reads past its array
+--   (an undefined value) and nonrel=trec_eval keeps the whole class.
+-- note: Third example: R = 2 (d1, d2), N = 5 (d3, d4, d5, d6, d7); the order is d5, d1, d3, d4, d2, d6, then
+--   d7 (unretrieved). The first R non-relevant ones are d5 and d3. d1 > d2 is fulfilled (1 of 1); the 7
+--   documents against d5 fulfil 0, against d3 2 (d5, d1 retrieved above it): (1 + 0 + 2) / (1 + 7 + 7) = 1/5.
+--   trec_eval keeps d5 and d6 (grade -2) and every other document: 11/23.
+CASE WHEN SUM(CASE WHEN jg_first = 1 AND :nonrel IS NULL THEN 1 ELSE 0 END) > 0 THEN 0
+  ELSE SUM(CASE WHEN jg_first = 1 THEN :nonrel ELSE 0 END) / MAX(num_jgs) END

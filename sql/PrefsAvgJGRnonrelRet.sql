@@ -1,17 +1,25 @@
 -- measure: PrefsAvgJGRnonrelRet
--- description: prefs_avgjg_Rnonrel over retrieved documents: R and N count the retrieved relevant and non-relevant documents.
+-- description: prefs_avgjg_Rnonrel over retrieved documents: R and N count the retrieved relevant (grade > 0) and non-relevant (grade <= 0) documents (nonrel=trec_eval: trec_eval's classes, as prefs_avgjg_Rnonrel's).
 -- reference: trec_eval 10.0 prefs_avgjg_Rnonrel_ret (-R prefs, -R qrels_prefs)
+-- param nonrel: choice = all
+--   all: rn_ret
+--   trec_eval: rn_trec_ret
 -- aliases: prefs_avgjg_Rnonrel_ret (trec_eval)
 -- rows: preferences
 -- aggregate: mean
 -- range: 0..1
 -- example: qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d3 0.7 => 4/5
 -- example: qrels: q1 d1 1, q1 d2 0, q1 d3 0, q1 d4 0 run: q1 d1 0.9, q1 d2 0.8, q1 d3 0.7 => 1/3
+-- example: qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 -1, q1 d5 -2, q1 d6 -2, q1 d7 0 run: q1 d5 0.9, q1 d1 0.8, q1 d3 0.7, q1 d4 0.6, q1 d2 0.5, q1 d6 0.4 => 3/13
+-- example: (nonrel=trec_eval) qrels: q1 d1 2, q1 d2 1, q1 d3 0, q1 d4 -1, q1 d5 -2, q1 d6 -2, q1 d7 0 run: q1 d5 0.9, q1 d1 0.8, q1 d3 0.7, q1 d4 0.6, q1 d2 0.5, q1 d6 0.4 => 1/2
 -- note: The example's one judgment group (ordinary qrels) prefers d1 (grade 2) and d2 (1) to d3 and d4 (0),
 --   and d1 to d2: 5 preferences. The run ranks d2, d1, d3: d1 > d2 fails; d1 > d3 and d2 > d3 are fulfilled
 --   with both retrieved; d1 > d4 and d2 > d4 with only the better one retrieved.
 -- note: First example: R = 2 retrieved relevant, N = 1 retrieved non-relevant (d3): (2 fulfilled + 2 x (R - N))
 --   / (3 with both retrieved + 2 relevant x (R - N)) = 4/5. Second: R = 1 < N = 2 (d2, d3): the retrieved
 --   documents d1, d2, d3 against the first retrieved non-relevant one, d2: only d1 fulfils, 1/3.
-CASE WHEN SUM(CASE WHEN jg_first = 1 AND rn_ret IS NULL THEN 1 ELSE 0 END) > 0 THEN 0
-  ELSE SUM(CASE WHEN jg_first = 1 THEN rn_ret ELSE 0 END) / MAX(num_jgs) END
+-- note: Third example: R = 2 retrieved relevant (d1, d2) < N = 4 (d5, d3, d4, d6): the first R, d5 and d3, are
+--   kept; d1 > d2 is fulfilled, the 6 retrieved documents against d5 fulfil 0, against d3 2: 3/13.
+--   trec_eval (nonrel=trec_eval) keeps d5 and d6 (its lowest grade, -2) and every other document: 1/2.
+CASE WHEN SUM(CASE WHEN jg_first = 1 AND :nonrel IS NULL THEN 1 ELSE 0 END) > 0 THEN 0
+  ELSE SUM(CASE WHEN jg_first = 1 THEN :nonrel ELSE 0 END) / MAX(num_jgs) END

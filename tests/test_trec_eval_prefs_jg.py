@@ -184,3 +184,87 @@ def test_preferences_of_logs_are_each_lists_labels():
     # Day x, q1: b (2) > a (0), ranked below it: 0 of 1. Day y, q1: d alone, no preference.
     assert [(r["day"], r["query_id"], r["prefs_num_prefs_poss"], r["prefs_simp"]) for r in per_day] == \
         [("x", "q1", 1, 0), ("x", "q2", 2, 1), ("y", "q1", 0, 0)]
+
+
+# --- prefs_avgjg_Rnonrel with negative grades: the exact value, and trec_eval's quirk in `sqlmetrics trec_eval` ---
+
+# -R qrels_prefs (`qid jg docno grade`). q1: R = 2 < N = 5 with grades 0, -1, -2; q2: R = 3 >= N = 2; q3: two
+# groups, R = 1 < N, lowest grade -1 (each lowest class holds at least R documents: trec_eval is defined there).
+NEGATIVE_QRELS = ["q1 g d1 2", "q1 g d2 1", "q1 g d3 0", "q1 g d4 -1", "q1 g d5 -2", "q1 g d6 -2", "q1 g d7 0",
+                  "q2 g d1 2", "q2 g d2 1", "q2 g d3 1", "q2 g d4 -1", "q2 g d5 -2",
+                  "q3 A d1 1", "q3 A d2 0", "q3 A d3 -1", "q3 A d4 -1", "q3 B d2 2", "q3 B d1 -1", "q3 B d5 0"]
+NEGATIVE_RUN = [f"{q} Q0 {d} {i} {s} r" for q, docs in (("q1", "d5 d1 d3 d4 d2 d6"), ("q2", "d5 d1 d4 d2"),
+                                                        ("q3", "d1 d2 d3 d5"))
+                for i, (d, s) in enumerate(zip(docs.split(), (0.9, 0.8, 0.7, 0.6, 0.5, 0.4)), start=1)]
+
+
+def test_rnonrel_exact_with_negative_grades(tmp_path):
+    # Non-relevant: grade <= 0; with R < N the first R of them (trec_eval's order: retrieved by rank, then by id)
+    # are kept, whatever their grades; the count is trec_eval's: the preferences between relevant documents,
+    # plus every document of the group against each kept one (fulfilled: retrieved above it).
+    # q1: order d5 d1 d3 d4 d2 d6, then d7. Kept: d5, d3. d1 > d2 fulfilled (1/1); the 7 documents against d5
+    #     fulfil 0 of 7, against d3 2 of 7 (d5, d1): (1 + 0 + 2) / (1 + 7 + 7) = 1/5.
+    #     _ret: R = 2, N = 4 retrieved; kept d5, d3; the 6 retrieved against them: (1 + 0 + 2) / (1 + 6 + 6) = 3/13.
+    # q2: R = 3 >= N = 2, no cut: 9 preferences, 3 fulfilled (d1 > d2, d3, d4), rel_ret = 2:
+    #     (3 + 2 x 1) / (9 + 3 x 1) = 5/12; _ret: R = N = 2: 2 of the 6 with both retrieved, 1/3.
+    # q3 (order d1 d2 d3 d5, then d4): A keeps d2 (first of d2, d3, d4): 4 documents against it, d1 above: 1/4;
+    #     _ret 1/3 (3 retrieved). B keeps d1 (first of d1, d5): nothing above it, 0/3; _ret 0/3.
+    #     (1/4 + 0) / 2 = 1/8; _ret (1/3 + 0) / 2 = 1/6.
+    qrels = _write(tmp_path, "qrels_prefs", NEGATIVE_QRELS)
+    run = _write(tmp_path, "run", NEGATIVE_RUN)
+    res = sqlmetrics.evaluate(qrels, run, ["prefs_avgjg_Rnonrel", "prefs_avgjg_Rnonrel_ret"], qrels_format="qrels_prefs",
+                              ties="docid_asc")
+    per_query = {r["query_id"]: (r["prefs_avgjg_Rnonrel"], r["prefs_avgjg_Rnonrel_ret"]) for r in res.per_query.to_pylist()}
+    assert per_query == {"q1": pytest.approx((1 / 5, 3 / 13)), "q2": pytest.approx((5 / 12, 1 / 3)),
+                         "q3": pytest.approx((1 / 8, 1 / 6))}
+    # nonrel=trec_eval is trec_eval's value (the lines below): q1 keeps d5 and d6 (grade -2) and all the rest,
+    # 11/23; q3's A keeps d3 (grade -1) and counts d1 > d2: 3/5, B counts d2 > d5: 1/4.
+    res = sqlmetrics.evaluate(qrels, run, ["PrefsAvgJGRnonrel(nonrel=trec_eval)"], qrels_format="qrels_prefs",
+                              ties="docid_asc")
+    assert [r["PrefsAvgJGRnonrel(nonrel=trec_eval)"] for r in res.per_query.to_pylist()] == \
+        pytest.approx([11 / 23, 5 / 12, (3 / 5 + 1 / 4) / 2])
+
+
+def test_rnonrel_exact_with_negative_levels_in_subgroups(tmp_path):
+    # -R prefs, group A with two subgroups: d1 (1) > d2 (0) in s1; d1 (1) > d2 (0) > d3, d4 (-1) in s2: 5
+    # preferences. Grades <= 0: d2, d3, d4: R = 1 < N = 3. The run ranks d3, d1, d2 (d4 unretrieved): the
+    # first non-relevant is d3, so d2 and d4 go, leaving d1 > d3: not fulfilled, 0/1. trec_eval counts only
+    # grade 0 as non-relevant (N = 1 = R, no cut): d1 > d2, d1 > d4, d2 > d4 fulfilled, 3/5 (trec_eval 10.0
+    # -R prefs prints 0.6000).
+    prefs = _write(tmp_path, "prefs", ["q1 A s1 d1 1", "q1 A s1 d2 0", "q1 A s2 d2 0", "q1 A s2 d3 -1",
+                                       "q1 A s2 d1 1", "q1 A s2 d4 -1"])
+    run = _write(tmp_path, "run", ["q1 Q0 d3 1 0.9 r", "q1 Q0 d1 2 0.8 r", "q1 Q0 d2 3 0.7 r"])
+    res = sqlmetrics.evaluate(prefs, run, ["prefs_avgjg_Rnonrel", "PrefsAvgJGRnonrel(nonrel=trec_eval)"],
+                              qrels_format="prefs", ties="docid_asc").aggregate
+    assert res["prefs_avgjg_Rnonrel"] == 0
+    assert res["PrefsAvgJGRnonrel(nonrel=trec_eval)"] == pytest.approx(3 / 5)
+
+
+# trec_eval 10.0's output on NEGATIVE_QRELS / NEGATIVE_RUN, computed by running it (built from source; it
+# cannot be built inside the suite):
+#   trec_eval -R qrels_prefs -q -m prefs_avgjg_Rnonrel -m prefs_avgjg_Rnonrel_ret qrels_prefs run
+# (valgrind-clean on this input; 9.0.8's m_prefs_avgjg_Rnonrel*.c compute the same).
+TREC_EVAL_10_NEGATIVE = (
+    "prefs_avgjg_Rnonrel   \tq1\t0.4783\n"
+    "prefs_avgjg_Rnonrel_ret\tq1\t0.5000\n"
+    "prefs_avgjg_Rnonrel   \tq2\t0.4167\n"
+    "prefs_avgjg_Rnonrel_ret\tq2\t0.3333\n"
+    "prefs_avgjg_Rnonrel   \tq3\t0.4250\n"
+    "prefs_avgjg_Rnonrel_ret\tq3\t0.5000\n"
+    "prefs_avgjg_Rnonrel   \tall\t0.4400\n"
+    "prefs_avgjg_Rnonrel_ret\tall\t0.4444\n")
+
+
+@pytest.mark.parametrize("compat", ["trec_eval-10.0", "trec_eval-9.0.8"])
+def test_trec_eval_command_keeps_trec_eval_rnonrel_quirk(tmp_path, capsys, compat):
+    from sqlmetrics.cli.main import main
+
+    qrels = _write(tmp_path, "qrels_prefs", NEGATIVE_QRELS)
+    run = _write(tmp_path, "run", NEGATIVE_RUN)
+    assert main(["trec_eval", "--compat", compat, "-R", "qrels_prefs", "-q", "-m", "prefs_avgjg_Rnonrel",
+                 "-m", "prefs_avgjg_Rnonrel_ret", qrels, run]) == 0
+    assert capsys.readouterr().out == TREC_EVAL_10_NEGATIVE
+    # `eval` prints the exact values (test_rnonrel_exact_with_negative_grades) on the same files.
+    assert main(["eval", "-q", "-m", "prefs_avgjg_Rnonrel", "--qrels-format", "qrels_prefs", "--ties", "docid_asc",
+                 qrels, run]) == 0
+    assert "0.2000" in capsys.readouterr().out

@@ -30,6 +30,11 @@ from .common import Progress, UsageError, command_runs, trec_line, trec_tag
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
 _NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary with -c (see run())
+# trec_eval's quirk (both versions, m_prefs_avgjg_Rnonrel(_ret).c): with more non-relevant documents than relevant
+# in a judgment group of one subgroup, it cuts only the lowest grade's documents to R, keeping those graded 0 or -1
+# above a lowest grade of -2; with several subgroups only grade 0 is non-relevant. `eval` cuts every grade <= 0.
+_TREC_SPELLINGS = {"prefs_avgjg_Rnonrel": "PrefsAvgJGRnonrel(nonrel=trec_eval)",
+                   "prefs_avgjg_Rnonrel_ret": "PrefsAvgJGRnonrelRet(nonrel=trec_eval)"}
 
 
 def add_parser(sub, parents) -> None:
@@ -119,6 +124,8 @@ def run(args) -> tuple:
         if m.name in wanted and m.kind != "runid":
             printed.append((m, m.printed_names(wanted[m.name]) if m.kind != "relstring" else
                             relstring_names(wanted[m.name])))
+    printed = [(m, [(shown, _TREC_SPELLINGS.get(spelling, spelling)) for shown, spelling in names])
+               for m, names in printed]
     if args.Number_docs_in_coll is not None:  # utility alone reads it (its d term): a parameter of utility's
         printed = [(m, [(shown, _with_collection_size(spelling, args) if m.name == "utility" else spelling)
                         for shown, spelling in names]) for m, names in printed]

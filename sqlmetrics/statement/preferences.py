@@ -12,6 +12,28 @@ from .shape import Shape
 from .trees import _by, _cols, _join_on, _order_by, _parse_ours
 
 
+_VARIANTS = ("t", "e")  # trec_eval's non-relevant documents for prefs_avgjg_Rnonrel, and the exact ones
+
+
+def _each(sql: str) -> str:
+    """A select list once per variant: `@` is the variant's suffix."""
+    return ", ".join(sql.replace("@", v) for v in _VARIANTS)
+
+
+def _rnonrel(v: str, name: str) -> str:
+    """prefs_avgjg_Rnonrel(_ret)'s value per group for one variant: `name` and `name`_ret."""
+    return (f"CASE WHEN n_rel >= n_nonrel_{v} THEN CAST(n_ful + n_rel_ret * (n_rel - n_nonrel_{v}) AS DOUBLE) "
+            f"/ NULLIF(prefs + n_rel * (n_rel - n_nonrel_{v}), 0) "
+            f"WHEN n_subgroups = 1 THEN CAST(ec_ful_{v} + ec_extra_{v} AS DOUBLE) "
+            f"/ NULLIF(ec_poss_{v} + n_docs * n_first_r_{v}, 0) "
+            f"ELSE CAST(pa_ful_{v} AS DOUBLE) / NULLIF(pa_poss_{v}, 0) END AS {name}, "
+            f"CASE WHEN n_rel_ret >= n_nonrel_ret_{v} THEN CAST(n_ful_ret + n_rel_ret * (n_rel_ret - n_nonrel_ret_{v}) "
+            f"AS DOUBLE) / NULLIF(prefs_ret + n_rel * (n_rel_ret - n_nonrel_ret_{v}), 0) "
+            f"WHEN n_subgroups = 1 THEN CAST(ec_ful_ret_{v} + ec_extra_ret_{v} AS DOUBLE) "
+            f"/ NULLIF(ec_poss_ret_{v} + n_ret_docs * n_first_r_ret_{v}, 0) "
+            f"ELSE CAST(pa_ful_ret_{v} AS DOUBLE) / NULLIF(pa_poss_ret_{v}, 0) END AS {name}_ret")
+
+
 # Preferences (templates with `rows: preferences`): trec_eval's form_prefs_counts, as CTEs. Every pair of a
 # judgment group's documents whose levels differ within one of its subgroups is a preference; a group's
 # preferences are closed under transitivity (a > b in one subgroup, b > c in another: a > c). The documents
@@ -43,87 +65,102 @@ _PREFERENCES = [
                    "(PARTITION BY {k_l} ORDER BY CASE WHEN r.rnk IS NULL THEN 1 ELSE 0 END, r.rnk, d.doc_id) AS ord "
                    "FROM lists AS l JOIN (SELECT DISTINCT query_id, doc_id FROM pref_judgments) AS d "
                    "ON d.query_id = l.query_id LEFT JOIN pref_ranked AS r ON {on_r_l} AND r.doc_id = d.doc_id"),
-    # Relevant: level > 0; non-relevant: level 0 (with one subgroup, any level <= 0, as trec_eval's classes).
-    # last_class: with one subgroup, the lowest level's class, whose first R documents prefs_avgjg_Rnonrel keeps;
-    # zero_level: with several, a level-0 document, of which it keeps the first R.
+    # Relevant: level > 0. Non-relevant, two ways (each prefs_avgjg_Rnonrel value is computed both ways, its
+    # `nonrel` parameter picks one). Exact (columns ending in _e): every level <= 0; with R < N a group keeps
+    # its first R non-relevant documents. trec_eval's (form_prefs_counts, m_prefs_avgjg_Rnonrel.c): with one
+    # subgroup, level <= 0 too, but only the lowest level's class (last_class) is cut to its first R; with
+    # several, only level 0 is non-relevant (zero_level), negative levels being neither.
     ("pref_group_docs", "SELECT {k_o}, d.judgment_group, d.doc_id, o.ret, o.ord, g.subgroups, "
                         "CASE WHEN d.level > 0 THEN 1 ELSE 0 END AS rel, "
                         "CASE WHEN d.level = 0 OR (d.level < 0 AND g.subgroups = 1) THEN 1 ELSE 0 END AS nonrel, "
+                        "CASE WHEN d.level <= 0 THEN 1 ELSE 0 END AS nonrel_e, "
                         "CASE WHEN g.subgroups = 1 AND d.level = g.lowest THEN 1 ELSE 0 END AS last_class, "
                         "CASE WHEN g.subgroups > 1 AND d.level = 0 THEN 1 ELSE 0 END AS zero_level "
                         "FROM pref_order AS o JOIN pref_docs AS d ON d.query_id = o.query_id AND d.doc_id = o.doc_id "
                         "JOIN pref_group_info AS g ON g.query_id = d.query_id AND g.judgment_group = d.judgment_group"),
-    ("pref_group_ranks", "SELECT {k}, judgment_group, doc_id, ret, ord, subgroups, rel, nonrel, last_class, zero_level, "
-                         "SUM(rel) OVER (PARTITION BY {k}, judgment_group) AS group_rel, "
+    # ret_before: the group's retrieved documents ranked above this one (of any level).
+    ("pref_group_ranks", "SELECT {k}, judgment_group, doc_id, ret, ord, subgroups, rel, nonrel, nonrel_e, last_class, "
+                         "zero_level, SUM(rel) OVER (PARTITION BY {k}, judgment_group) AS group_rel, "
                          "SUM(rel * ret) OVER (PARTITION BY {k}, judgment_group) AS group_rel_ret, "
-                         "ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group, last_class ORDER BY ord) AS class_rank, "
-                         "SUM(ret) OVER (PARTITION BY {k}, judgment_group, last_class ORDER BY ord ROWS BETWEEN "
+                         "SUM(ret) OVER (PARTITION BY {k}, judgment_group ORDER BY ord ROWS BETWEEN "
                          "UNBOUNDED PRECEDING AND CURRENT ROW) - ret AS ret_before, "
-                         "ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group, zero_level ORDER BY ord) AS zero_rank "
+                         "ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group, last_class ORDER BY ord) AS class_rank, "
+                         "ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group, zero_level ORDER BY ord) AS zero_rank, "
+                         "ROW_NUMBER() OVER (PARTITION BY {k}, judgment_group, nonrel_e ORDER BY ord) AS nonrel_rank "
                          "FROM pref_group_docs"),
-    ("pref_group_flags", "SELECT {k}, judgment_group, doc_id, ret, ord, subgroups, rel, nonrel, last_class, ret_before, "
-                         "CASE WHEN last_class = 1 AND class_rank <= group_rel THEN 1 ELSE 0 END AS first_r, "
+    # last: the class cut to R (one subgroup); first_r(_ret): its kept documents (of the retrieved ones, as many
+    # as the retrieved relevant); kept: 0 for a non-relevant document past the first R (several subgroups).
+    # trec_eval keeps the first R of the lowest class even when it holds fewer (it reads past its array there:
+    # an undefined value); we keep the class.
+    ("pref_group_flags", "SELECT {k}, judgment_group, doc_id, ret, ord, subgroups, rel, nonrel, nonrel_e, ret_before, "
+                         "last_class AS last_t, "
+                         "CASE WHEN last_class = 1 AND class_rank <= group_rel THEN 1 ELSE 0 END AS first_r_t, "
                          "CASE WHEN last_class = 1 AND class_rank <= group_rel_ret AND ret = 1 THEN 1 ELSE 0 END "
-                         "AS first_r_ret, CASE WHEN zero_level = 1 AND zero_rank > group_rel THEN 0 ELSE 1 END AS kept "
-                         "FROM pref_group_ranks"),
+                         "AS first_r_ret_t, CASE WHEN zero_level = 1 AND zero_rank > group_rel THEN 0 ELSE 1 END "
+                         "AS kept_t, CASE WHEN subgroups = 1 THEN nonrel_e ELSE 0 END AS last_e, "
+                         "CASE WHEN subgroups = 1 AND nonrel_e = 1 AND nonrel_rank <= group_rel THEN 1 ELSE 0 END "
+                         "AS first_r_e, CASE WHEN subgroups = 1 AND nonrel_e = 1 AND nonrel_rank <= group_rel_ret "
+                         "AND ret = 1 THEN 1 ELSE 0 END AS first_r_ret_e, CASE WHEN subgroups > 1 AND nonrel_e = 1 "
+                         "AND nonrel_rank > group_rel THEN 0 ELSE 1 END AS kept_e FROM pref_group_ranks"),
     # A preference is fulfilled when its better document is retrieved above the other (or the other is not).
     ("pref_edges", "SELECT {k_a}, a.judgment_group, a.ord AS a_ord, b.ord AS b_ord, "
                    "CASE WHEN a.ord < b.ord THEN a.ord ELSE b.ord END AS lo_ord, "
                    "CASE WHEN a.ord < b.ord THEN b.ord ELSE a.ord END AS hi_ord, "
                    "CASE WHEN a.ret = 1 AND (b.ret = 0 OR a.ord < b.ord) THEN 1 ELSE 0 END AS ful, "
                    "CASE WHEN a.ret = 1 AND b.ret = 1 THEN 1 ELSE 0 END AS both_ret, "
-                   "CASE WHEN a.ret = 1 OR b.ret = 1 THEN 1 ELSE 0 END AS any_ret, a.kept * b.kept AS kept, "
-                   "b.last_class AS b_last, b.first_r AS b_first_r, b.first_r_ret AS b_first_r_ret "
-                   "FROM pref_pairs AS p JOIN pref_group_flags AS a ON a.query_id = p.query_id "
+                   "CASE WHEN a.ret = 1 OR b.ret = 1 THEN 1 ELSE 0 END AS any_ret, "
+                   + _each("a.kept_@ * b.kept_@ AS kept_@, b.last_@ AS b_last_@") +
+                   " FROM pref_pairs AS p JOIN pref_group_flags AS a ON a.query_id = p.query_id "
                    "AND a.judgment_group = p.judgment_group AND a.doc_id = p.better JOIN pref_group_flags AS b "
                    "ON {on_b_a} AND b.judgment_group = a.judgment_group AND b.doc_id = p.worse"),
     # How many of the list's groups prefer either document of a pair to the other (a GROUP BY: a window
     # over as many partitions as pairs costs DuckDB several times more).
     ("pref_pair_groups", "SELECT {k}, lo_ord, hi_ord, COUNT(*) AS n_groups FROM pref_edges GROUP BY {k}, lo_ord, hi_ord"),
     ("pref_edge_rows", "SELECT {k_e}, e.judgment_group, e.a_ord, e.b_ord, e.ful, e.ful * e.both_ret AS ful_ret, "
-                       "e.both_ret, e.any_ret, e.kept, e.b_last, e.b_first_r, e.b_first_r_ret, "
+                       "e.both_ret, e.any_ret, " + _each("e.kept_@, e.b_last_@") + ", "
                        "CAST(1 AS DOUBLE) / c.n_groups AS share FROM pref_edges AS e JOIN pref_pair_groups AS c "
                        "ON {on_c_e} AND c.lo_ord = e.lo_ord AND c.hi_ord = e.hi_ord"),
+    # ec_extra: the fulfilled pairs of every document of the group against each kept one (the group's retrieved
+    # documents above it), which trec_eval's recalculation counts beside the preferences outside the cut class.
     ("pref_group_doc_stats", "SELECT {k}, judgment_group, MAX(subgroups) AS n_subgroups, COUNT(*) AS n_docs, "
-                             "SUM(ret) AS n_ret_docs, SUM(rel) AS n_rel, SUM(nonrel) AS n_nonrel, "
-                             "SUM(rel * ret) AS n_rel_ret, SUM(nonrel * ret) AS n_nonrel_ret, "
-                             "SUM(first_r * ret_before) AS ec_extra, SUM(first_r_ret * ret_before) AS ec_extra_ret, "
-                             "SUM(first_r_ret) AS n_first_r_ret FROM pref_group_flags GROUP BY {k}, judgment_group"),
+                             "SUM(ret) AS n_ret_docs, SUM(rel) AS n_rel, SUM(rel * ret) AS n_rel_ret, "
+                             "SUM(nonrel) AS n_nonrel_t, SUM(nonrel * ret) AS n_nonrel_ret_t, "
+                             "SUM(nonrel_e) AS n_nonrel_e, SUM(nonrel_e * ret) AS n_nonrel_ret_e, "
+                             + _each("SUM(first_r_@ * ret_before) AS ec_extra_@, SUM(first_r_ret_@ * ret_before) AS "
+                                     "ec_extra_ret_@, SUM(first_r_@) AS n_first_r_@, SUM(first_r_ret_@) AS n_first_r_ret_@")
+                             + " FROM pref_group_flags GROUP BY {k}, judgment_group"),
     # (No alias is a column's name: ClickHouse would read the column inside other expressions as the alias.)
     ("pref_group_edge_stats", "SELECT {k}, judgment_group, COUNT(*) AS prefs, SUM(ful) AS n_ful, SUM(ful_ret) AS "
                               "n_ful_ret, SUM(both_ret) AS prefs_ret, SUM(any_ret) AS prefs_imp, "
-                              "SUM(1 - b_last) AS ec_poss, SUM(CASE WHEN b_last = 0 OR b_first_r = 1 THEN ful ELSE 0 END) "
-                              "AS ec_ful, SUM((1 - b_last) * both_ret) AS ec_poss_ret, SUM(CASE WHEN b_last = 0 OR "
-                              "b_first_r_ret = 1 THEN ful_ret ELSE 0 END) AS ec_ful_ret, SUM(kept) AS pa_poss, "
-                              "SUM(kept * ful) AS pa_ful, SUM(kept * both_ret) AS pa_poss_ret, SUM(kept * ful_ret) "
-                              "AS pa_ful_ret FROM pref_edge_rows GROUP BY {k}, judgment_group"),
-    ("pref_group_counts", "SELECT {k_d}, d.judgment_group, d.n_subgroups, d.n_docs, d.n_ret_docs, d.n_rel, d.n_nonrel, "
-                          "d.n_rel_ret, d.n_nonrel_ret, d.ec_extra, d.ec_extra_ret, d.n_first_r_ret, "
+                              + _each("SUM(1 - b_last_@) AS ec_poss_@, SUM((1 - b_last_@) * ful) AS ec_ful_@, "
+                                      "SUM((1 - b_last_@) * both_ret) AS ec_poss_ret_@, SUM((1 - b_last_@) * ful_ret) "
+                                      "AS ec_ful_ret_@, SUM(kept_@) AS pa_poss_@, SUM(kept_@ * ful) AS pa_ful_@, "
+                                      "SUM(kept_@ * both_ret) AS pa_poss_ret_@, SUM(kept_@ * ful_ret) AS pa_ful_ret_@")
+                              + " FROM pref_edge_rows GROUP BY {k}, judgment_group"),
+    ("pref_group_counts", "SELECT {k_d}, d.judgment_group, d.n_subgroups, d.n_docs, d.n_ret_docs, d.n_rel, d.n_rel_ret, "
+                          + _each("d.n_nonrel_@, d.n_nonrel_ret_@, d.ec_extra_@, d.ec_extra_ret_@, d.n_first_r_@, "
+                                  "d.n_first_r_ret_@") + ", "
                           + ", ".join(f"COALESCE(e.{c}, 0) AS {c}" for c in (
-                              "prefs", "n_ful", "n_ful_ret", "prefs_ret", "prefs_imp", "ec_poss", "ec_ful", "ec_poss_ret",
-                              "ec_ful_ret", "pa_poss", "pa_ful", "pa_poss_ret", "pa_ful_ret"))
+                              "prefs", "n_ful", "n_ful_ret", "prefs_ret", "prefs_imp", *(f"{c}_{v}" for v in _VARIANTS
+                              for c in ("ec_poss", "ec_ful", "ec_poss_ret", "ec_ful_ret", "pa_poss", "pa_ful",
+                                        "pa_poss_ret", "pa_ful_ret"))))
                           + " FROM pref_group_doc_stats AS d LEFT JOIN pref_group_edge_stats AS e ON {on_e_d} "
                           "AND e.judgment_group = d.judgment_group"),
-    # prefs_avgjg_Rnonrel's value per group (NULL where trec_eval divides 0 by 0): with R >= N, the counts
-    # plus R - N imagined non-relevant documents under every relevant one; else the counts over the first R
-    # non-relevant documents only, as trec_eval recalculates them (with one subgroup: every document of the
-    # group against the first R of its lowest class, which counts pairs within that class too).
+    # prefs_avgjg_Rnonrel's value per group (NULL where trec_eval divides 0 by 0), exact (rn, rn_ret) and
+    # trec_eval's (rn_trec, rn_trec_ret): with R >= N, the counts plus R - N imagined non-relevant documents
+    # under every relevant one; else the counts over the first R non-relevant documents only, as trec_eval
+    # recalculates them (with one subgroup: the preferences outside the cut class, and every document of the
+    # group against each kept one, which counts pairs within that class too).
     ("pref_groups", "SELECT {k}, judgment_group, prefs, prefs_ret, prefs_imp, COUNT(*) OVER (PARTITION BY {k}) AS num_jgs, "
-                    "CASE WHEN n_rel >= n_nonrel THEN CAST(n_ful + n_rel_ret * (n_rel - n_nonrel) AS DOUBLE) "
-                    "/ NULLIF(prefs + n_rel * (n_rel - n_nonrel), 0) "
-                    "WHEN n_subgroups = 1 THEN CAST(ec_ful + ec_extra AS DOUBLE) / NULLIF(ec_poss + n_docs * n_rel, 0) "
-                    "ELSE CAST(pa_ful AS DOUBLE) / NULLIF(pa_poss, 0) END AS rn, "
-                    "CASE WHEN n_rel_ret >= n_nonrel_ret THEN CAST(n_ful_ret + n_rel_ret * (n_rel_ret - n_nonrel_ret) AS "
-                    "DOUBLE) / NULLIF(prefs_ret + n_rel * (n_rel_ret - n_nonrel_ret), 0) "
-                    "WHEN n_subgroups = 1 THEN CAST(ec_ful_ret + ec_extra_ret AS DOUBLE) "
-                    "/ NULLIF(ec_poss_ret + n_ret_docs * n_first_r_ret, 0) "
-                    "ELSE CAST(pa_ful_ret AS DOUBLE) / NULLIF(pa_poss_ret, 0) END AS rn_ret FROM pref_group_counts"),
+                    + ", ".join(_rnonrel(v, name) for v, name in zip(_VARIANTS, ("rn_trec", "rn")))
+                    + " FROM pref_group_counts"),
     # A group's own row (pref = 0, jg_first = 1), then one row per preference.
-    ("pref_rows", "SELECT {k}, judgment_group, num_jgs, rn, rn_ret, prefs AS jg_prefs, prefs_ret AS jg_prefs_ret, "
-                  "prefs_imp AS jg_prefs_imp, 0 AS pref, 1 AS jg_first, 0 AS a_ord, 0 AS b_ord, 0 AS ful, "
-                  "0 AS ful_ret, 0 AS both_ret, 0 AS any_ret, CAST(0 AS DOUBLE) AS share FROM pref_groups UNION ALL "
-                  "SELECT {k_g}, g.judgment_group, g.num_jgs, g.rn, g.rn_ret, g.prefs, g.prefs_ret, g.prefs_imp, "
-                  "1, 0, e.a_ord, e.b_ord, e.ful, e.ful_ret, e.both_ret, e.any_ret, e.share FROM pref_groups AS g "
+    ("pref_rows", "SELECT {k}, judgment_group, num_jgs, rn, rn_ret, rn_trec, rn_trec_ret, prefs AS jg_prefs, "
+                  "prefs_ret AS jg_prefs_ret, prefs_imp AS jg_prefs_imp, 0 AS pref, 1 AS jg_first, 0 AS a_ord, "
+                  "0 AS b_ord, 0 AS ful, 0 AS ful_ret, 0 AS both_ret, 0 AS any_ret, CAST(0 AS DOUBLE) AS share "
+                  "FROM pref_groups UNION ALL SELECT {k_g}, g.judgment_group, g.num_jgs, g.rn, g.rn_ret, g.rn_trec, "
+                  "g.rn_trec_ret, g.prefs, g.prefs_ret, g.prefs_imp, 1, 0, e.a_ord, e.b_ord, e.ful, e.ful_ret, "
+                  "e.both_ret, e.any_ret, e.share FROM pref_groups AS g "
                   "JOIN pref_edge_rows AS e ON {on_e_g} AND e.judgment_group = g.judgment_group"),
 ]
 
