@@ -39,6 +39,8 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
+from table import _reference as table_cells  # bench/table.py: a reference's cell and target, as the table words them
+
 BENCH = Path(__file__).resolve().parent
 PY = sys.executable
 # The `sqlmetrics` command next to this interpreter (its venv's bin/), else the first on PATH.
@@ -127,7 +129,7 @@ TOOLS = {t.name: t for t in [
     Tool("duckdb-floor-join", "duckdb-floor-join", "parquet", "sqlmetrics", anchor=False,
          note="the ranking pass LEFT JOIN the qrels"),
     Tool("duckdb-checked-floor", "duckdb-checked-floor", "parquet", "sqlmetrics", anchor=False,
-         note="the exact repeat check (hashes sorted, LAG) of run and qrels, then the ranking pass LEFT JOIN the qrels"),
+         note="the exact repeat check (hashes sorted, LAG) of run and qrels, then the ranking LEFT JOIN the qrels"),
     Tool("ir-eval-numba", "ir-eval-numba", "parquet", "ir_eval_numba", warm=True,
          note="pyarrow sort (score desc, doc id desc), its per-list numba functions per query; numba disk cache warm"),
     Tool("sqlmetrics-cli-trec", "cli", "trec", "sqlmetrics", anchor=False,
@@ -458,8 +460,8 @@ def cpu_seconds() -> tuple[float, float, float]:
 
 
 # A preset's rows (issue 18's, issue 32's table): (work, the figure, its references, peak-memory bound MB or None,
-# seconds bound or None). The figure and each reference are (tool, measure set, size): "main" is --size, "small" --small,
-# "large" --large and "spark" --spark (a row is left out without its size); a job shared by rows runs once
+# seconds bound or None). The figure and each reference are (tool, measure set, size): "main" is --size, "small"
+# --small, "large" --large and "spark" --spark (a row is left out without its size); a job shared by rows runs once
 # per repetition. A reference's "x" bound: figure/reference at most that (<= 1.2x the bare pass); its
 # "faster" bound: reference/figure at least that (>= 5x faster than pytrec_eval).
 ISSUE18 = [
@@ -487,14 +489,14 @@ ISSUE32 = [
      [("trec_eval-default", "-", "main", "faster", 2)], None, None),
     ("{main}, 2 runs, 3 measures, `sqlmetrics compare` (Student's t)", ("sqlmetrics-compare", "3", "main"),
      [("sqlmetrics-eval-2", "3", "main", "x", 1.25)], 800, None),
-    ("{main}, 2 runs, 3 measures, `compare --test fisher` (10,000 resamples)", ("sqlmetrics-compare-fisher", "3", "main"),
-     [("sqlmetrics-eval-2", "3", "main", "x", 2)], 1024, None),
+    ("{main}, 2 runs, 3 measures, `compare --test fisher` (10,000 resamples)",
+     ("sqlmetrics-compare-fisher", "3", "main"), [("sqlmetrics-eval-2", "3", "main", "x", 2)], 1024, None),
     ("{main}, 2 runs, 3 measures, `compare --test bootstrap` (10,000 resamples)",
      ("sqlmetrics-compare-bootstrap", "3", "main"), [("sqlmetrics-eval-2", "3", "main", "x", 2)], 1024, None),
     ("{main}, 2 runs, 3 measures, `sqlmetrics report`", ("sqlmetrics-report", "3", "main"),
      [("sqlmetrics-compare", "3", "main", "x", 1.3)], None, None),
-    ("trec_eval's test files, `sqlmetrics trec_eval` (after a warm-up call)", ("sqlmetrics-trec_eval-test", "-", "small"),
-     [("python-duckdb", "-", "small", "x", 2)], None, None),
+    ("trec_eval's test files, `sqlmetrics trec_eval` (after a warm-up call)",
+     ("sqlmetrics-trec_eval-test", "-", "small"), [("python-duckdb", "-", "small", "x", 2)], None, None),
     ("{small}, TREC text, `sqlmetrics trec_eval`", ("sqlmetrics-trec_eval", "-", "small"),
      [("python-duckdb", "-", "small", "x", None)], None, 0.5),
     ("{main}, `sqlmetrics convert run run.txt -o run.jsonl`", ("convert-jsonl", "-", "main"),
@@ -578,13 +580,14 @@ def preset(preset_name: str, args) -> None:
         out_rows.append(row)
         print(f"{row['work']}: {fmt_s(row['seconds']) + ' s' if row['seconds'] else row['status']}, "
               f"peak {row['peak_mb'] or 0:,.0f} MB" + "".join(
-                  f"; {ref['ratio']:.2f}{'x' if ref['kind'] == 'x' else 'x faster than'} {ref['reference']}"
-                  if "ratio" in ref else f"; {ref['reference']}: {ref['status']}" for ref in row["references"]))
+                  f"; {cell}" + (f" [{target}]" if target != "–" else "") for cell, target in map(
+                      table_cells, row["references"])))
     env = session_environment(cpu_start, args.trec_eval)
     report = {"preset": preset_name, "repeat": args.repeat, "sizes": sizes, "meta": metas, "env": env,
               "commit": commit.stdout.strip(), "skipped": skipped, "rows": out_rows,
               "runs": {name(j): s for j, s in summary.items()}}
-    path = Path(args.output) if args.output else BENCH / "results" / f"{preset_name}-{datetime.now():%Y%m%d-%H%M%S}.json"
+    stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
+    path = Path(args.output) if args.output else BENCH / "results" / f"{preset_name}-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1, default=str))
     print(f"wrote {path}; `python bench/table.py {path}` puts it in the README", file=sys.stderr)
