@@ -12,6 +12,9 @@ in random order (as a real system would emit them), so only tools that apply tre
 (score desc, doc id desc) agree with trec_eval on tied queries. With --no-ties the same rankings get the
 distinct scores (depth - rank + 1) / 8, exact in float32, so every tool sees the same order.
 
+run2.parquet is a second run for compare and report (query_id, doc_id, score): the same documents, each score
+moved by round(score + (hash(doc_id) % 1000) / 1000 - 0.5, 3), DuckDB's hash.
+
 Doc ids are "d<n>" with n < 10^7 shared across queries (variable width, so byte order differs from
 numeric order); query ids are "q<n>". Generation is vectorised per chunk of CHUNK queries and streamed
 to disk, so memory stays bounded (about 1.5 GB at depth 1000); the output depends only on the seed.
@@ -25,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,6 +134,9 @@ def generate(size: str, seed: int = 42, ties: bool = True) -> dict:
         print(f"\r{name}: {min(first + CHUNK, n_queries):,}/{n_queries:,} queries", end="", file=sys.stderr, flush=True)
     for w in writers.values():
         w.close()
+    # A second run for compare and report: the same documents, each score moved by a hashed -0.5 .. +0.499.
+    duckdb.sql(f"COPY (SELECT query_id, doc_id, round(score + (hash(doc_id) % 1000) / 1000.0 - 0.5, 3) AS score "
+               f"FROM read_parquet('{tmp / 'run.parquet'}')) TO '{tmp / 'run2.parquet'}' (FORMAT parquet)")
     seconds = time.perf_counter() - start
     meta = {"size": size, "name": name, "queries": n_queries, "depth": depth, "seed": seed, "ties": ties,
             "rows": rows, "generate_seconds": round(seconds, 1),
@@ -151,7 +158,7 @@ def main() -> None:
     args = ap.parse_args()
     for size in args.sizes:
         n_queries, depth = SIZES[size]
-        need = n_queries * depth * 58 + n_queries * 30 * 35  # ~38 B/line TREC + ~20 B/row Parquet, qrels
+        need = n_queries * depth * 67 + n_queries * 30 * 35  # ~38 B/line TREC + ~29 B/row Parquet (run, run2), qrels
         free = shutil.disk_usage(DATA.parent).free
         if need * 1.2 > free:
             sys.exit(f"{size} needs about {need / 1e9:.1f} GB and {free / 1e9:.1f} GB is free; not generating.")

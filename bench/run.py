@@ -12,6 +12,12 @@ Results: a markdown table (printed, and bench/results/<size>-<timestamp>.md) and
 measures every row of issue 18's table in one session instead (see ISSUE18): each figure as a ratio to its
 reference from the same session, with peak memory, printed and written to bench/results/issue18-<timestamp>.json;
 `python bench/table.py that.json` puts it in the README.
+
+    python bench/run.py --issue32 --size M --small S --trec-eval /path/to/trec_eval
+
+measures issue 32's table the same way (see ISSUE32): the API against the checked floor, `sqlmetrics trec_eval`
+against trec_eval (C), compare and report, the small calls, the JSON outputs, and ir-eval-numba; written to
+bench/results/issue32-<timestamp>.json. Commands run as whole processes, their output to a temporary file.
 """
 from __future__ import annotations
 
@@ -33,47 +39,53 @@ from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
+from table import _reference as table_cells  # bench/table.py: a reference's cell and target, as the table words them
+
 BENCH = Path(__file__).resolve().parent
 PY = sys.executable
 # The `sqlmetrics` command next to this interpreter (its venv's bin/), else the first on PATH.
 CLI = shutil.which("sqlmetrics", path=os.pathsep.join([os.path.dirname(PY), os.environ.get("PATH", "")]))
 
-# (sqlmetrics / ir_measures-style name, trec_eval & pytrec_eval, ranx, ir_measures); None: the tool has none.
+# (sqlmetrics / ir_measures-style name, trec_eval & pytrec_eval, ranx, ir_measures, ir_eval_numba); None: the tool
+# has none. ir_eval_numba's relevance is binary and its AP divides by the relevant documents retrieved (not all the
+# relevant ones), so its nDCG and AP are other measures than these: it has none of them here.
 M_STANDARD = [
-    ("P@10", "P_10", "precision@10", "P@10"),
-    ("R@100", "recall_100", "recall@100", "R@100"),
-    ("AP", "map", "map", "AP"),
-    ("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10"),
-    ("RR@10", None, "mrr@10", "RR@10"),  # trec_eval / pytrec_eval have no cut-off reciprocal rank
-    ("RR", "recip_rank", "mrr", "RR"),
-    ("Rprec", "Rprec", "r-precision", "Rprec"),
-    ("Bpref", "bpref", "bpref", "Bpref"),
+    ("P@10", "P_10", "precision@10", "P@10", "P@10"),
+    ("R@100", "recall_100", "recall@100", "R@100", "R@100"),
+    ("AP", "map", "map", "AP", None),
+    ("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10", None),
+    ("RR@10", None, "mrr@10", "RR@10", "RR@10"),  # trec_eval / pytrec_eval have no cut-off reciprocal rank
+    ("RR", "recip_rank", "mrr", "RR", "RR"),
+    ("Rprec", "Rprec", "r-precision", "Rprec", "Rprec"),
+    ("Bpref", "bpref", "bpref", "Bpref", None),
 ]
 M_20 = [
-    ("P@5", "P_5", "precision@5", "P@5"),
-    ("P@10", "P_10", "precision@10", "P@10"),
-    ("P@20", "P_20", "precision@20", "P@20"),
-    ("P@100", "P_100", "precision@100", "P@100"),
-    ("R@10", "recall_10", "recall@10", "R@10"),
-    ("R@100", "recall_100", "recall@100", "R@100"),
-    ("R@1000", "recall_1000", "recall@1000", "R@1000"),
-    ("AP", "map", "map", "AP"),
-    ("AP@100", "map_cut_100", "map@100", "AP@100"),
-    ("nDCG", "ndcg", "ndcg", "nDCG"),
-    ("nDCG@5", "ndcg_cut_5", "ndcg@5", "nDCG@5"),
-    ("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10"),
-    ("nDCG@20", "ndcg_cut_20", "ndcg@20", "nDCG@20"),
-    ("RR", "recip_rank", "mrr", "RR"),
-    ("Rprec", "Rprec", "r-precision", "Rprec"),
-    ("Bpref", "bpref", "bpref", "Bpref"),
-    ("SetP", "set_P", "precision", "SetP"),
-    ("SetR", "set_recall", "recall", "SetR"),
-    ("Success@10", "success_10", "hit_rate@10", "Success@10"),
-    ("IPrec@0.5", "iprec_at_recall_0.50", None, "IPrec@0.5"),  # ranx.evaluate does not expose it
+    ("P@5", "P_5", "precision@5", "P@5", "P@5"),
+    ("P@10", "P_10", "precision@10", "P@10", "P@10"),
+    ("P@20", "P_20", "precision@20", "P@20", "P@20"),
+    ("P@100", "P_100", "precision@100", "P@100", "P@100"),
+    ("R@10", "recall_10", "recall@10", "R@10", "R@10"),
+    ("R@100", "recall_100", "recall@100", "R@100", "R@100"),
+    ("R@1000", "recall_1000", "recall@1000", "R@1000", "R@1000"),
+    ("AP", "map", "map", "AP", None),
+    ("AP@100", "map_cut_100", "map@100", "AP@100", None),
+    ("nDCG", "ndcg", "ndcg", "nDCG", None),
+    ("nDCG@5", "ndcg_cut_5", "ndcg@5", "nDCG@5", None),
+    ("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10", None),
+    ("nDCG@20", "ndcg_cut_20", "ndcg@20", "nDCG@20", None),
+    ("RR", "recip_rank", "mrr", "RR", "RR"),
+    ("Rprec", "Rprec", "r-precision", "Rprec", "Rprec"),
+    ("Bpref", "bpref", "bpref", "Bpref", None),
+    ("SetP", "set_P", "precision", "SetP", "SetP"),
+    ("SetR", "set_recall", "recall", "SetR", "SetR"),
+    ("Success@10", "success_10", "hit_rate@10", "Success@10", None),
+    ("IPrec@0.5", "iprec_at_recall_0.50", None, "IPrec@0.5", None),  # ranx.evaluate does not expose it
 ]
-M_ONE = [("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10")]
-MEASURE_SETS = {"standard": M_STANDARD, "20": M_20, "1": M_ONE}
-SPELLING = {"sqlmetrics": 0, "trec": 1, "ranx": 2, "ir_measures": 3}
+M_ONE = [("nDCG@10", "ndcg_cut_10", "ndcg@10", "nDCG@10", None)]
+M_THREE = [m for m in M_20 if m[0] in ("AP", "nDCG@10", "P@10")]  # issue 32's compare
+# "-": a command that takes no measure list (its own defaults, or all_trec).
+MEASURE_SETS = {"standard": M_STANDARD, "20": M_20, "1": M_ONE, "3": M_THREE, "-": []}
+SPELLING = {"sqlmetrics": 0, "trec": 1, "ranx": 2, "ir_measures": 3, "ir_eval_numba": 4}
 
 
 @dataclass
@@ -86,6 +98,18 @@ class Tool:
     ties: str = "trec_eval (score desc, doc id desc)"
     env: dict = field(default_factory=dict)
     note: str = ""
+    # worker "command": the command line, {cli} {py} {trec_eval} {shared} {qrels} {run} {run2} {tmp} filled in,
+    # "{measures}" as -m NAME per measure; its time is the whole process's, its output goes to a temporary file.
+    argv: tuple = ()
+    warm: bool = False  # a preset runs it once, untimed, before its first repetition
+
+
+def command(name: str, *argv: str, fmt: str = "trec", warm: bool = False, note: str = "") -> Tool:
+    return Tool(name, "command", fmt, "sqlmetrics", anchor=False, argv=argv, warm=warm,
+                note=note or "`" + " ".join(argv).replace("{cli}", "sqlmetrics").replace("{py}", "python") + "`")
+
+
+TWO_RUNS = ("{qrels}", "{run}", "{run2}", "{measures}")
 
 
 TOOLS = {t.name: t for t in [
@@ -104,33 +128,58 @@ TOOLS = {t.name: t for t in [
          note="ROW_NUMBER() OVER (PARTITION BY query_id ORDER BY score DESC, doc_id DESC)"),
     Tool("duckdb-floor-join", "duckdb-floor-join", "parquet", "sqlmetrics", anchor=False,
          note="the ranking pass LEFT JOIN the qrels"),
+    Tool("duckdb-checked-floor", "duckdb-checked-floor", "parquet", "sqlmetrics", anchor=False,
+         note="the exact repeat check (hashes sorted, LAG) of run and qrels, then the ranking LEFT JOIN the qrels"),
+    Tool("ir-eval-numba", "ir-eval-numba", "parquet", "ir_eval_numba", warm=True,
+         note="pyarrow sort (score desc, doc id desc), its per-list numba functions per query; numba disk cache warm"),
     Tool("sqlmetrics-cli-trec", "cli", "trec", "sqlmetrics", anchor=False,
          note="`sqlmetrics eval -f json` on TREC text; time = process wall"),
-    Tool("trec_eval", "trec_eval", "trec", "trec", note="the trec_eval command on PATH (C); time = process wall"),
+    Tool("trec_eval", "trec_eval", "trec", "trec", note="the trec_eval command (C; --trec-eval); time = process wall"),
     Tool("python-start", "start", "trec", "sqlmetrics", anchor=False, note="`python -c pass`: the interpreter alone"),
     Tool("sqlmetrics-spark", "sqlmetrics-spark", "parquet", "sqlmetrics", anchor=False,
          note="evaluate(engine=spark): Spark local over run-parts/ (8 Parquet files); evaluate_seconds is Spark's"),
+    # Issue 32's commands.
+    command("sqlmetrics-trec_eval-all", "{cli}", "trec_eval", "-q", "-m", "all_trec", "{qrels}", "{run}"),
+    command("trec_eval-all", "{trec_eval}", "-q", "-m", "all_trec", "{qrels}", "{run}"),
+    command("sqlmetrics-trec_eval", "{cli}", "trec_eval", "{qrels}", "{run}"),
+    command("trec_eval-default", "{trec_eval}", "{qrels}", "{run}"),
+    command("sqlmetrics-eval-2", "{cli}", "eval", *TWO_RUNS, fmt="parquet"),
+    command("sqlmetrics-compare", "{cli}", "compare", *TWO_RUNS, "--test", "student", fmt="parquet"),
+    command("sqlmetrics-compare-fisher", "{cli}", "compare", *TWO_RUNS, "--test", "fisher", "--n-resamples", "10000",
+            fmt="parquet"),
+    command("sqlmetrics-compare-bootstrap", "{cli}", "compare", *TWO_RUNS, "--test", "bootstrap", "--n-resamples",
+            "10000", fmt="parquet"),
+    command("sqlmetrics-report", "{cli}", "report", *TWO_RUNS, "-o", "{tmp}/report.html", fmt="parquet"),
+    command("sqlmetrics-trec_eval-test", "{cli}", "trec_eval", "{shared}/data/trec_eval_test/qrels.test",
+            "{shared}/data/trec_eval_test/results.test", warm=True),
+    command("python-duckdb", "{py}", "-c", "import duckdb", warm=True),
+    command("convert-jsonl", "{cli}", "convert", "run", "{run}", "-o", "{tmp}/run.jsonl"),
+    command("convert-parquet", "{cli}", "convert", "run", "{run}", "-o", "{tmp}/run.parquet"),
 ]}
 # "all"; ranx-nocache costs a full JIT per run, python-start is only a reference for issue 18's table, and
 # Spark takes minutes even at S (a JVM, and a plan per common table expression).
-DEFAULT_TOOLS = [n for n in TOOLS if n not in ("ranx-nocache", "python-start", "sqlmetrics-spark")]
-TREC_EVAL = shutil.which("trec_eval")
+DEFAULT_TOOLS = [n for n, t in TOOLS.items()
+                 if n not in ("ranx-nocache", "python-start", "sqlmetrics-spark") and t.worker != "command"]
 REFERENCES = ["sqlmetrics", "sqlmetrics-trec", "pytrec_eval", "ir_measures"]  # for the agreement check
 IMPORT_CHECK = {"sqlmetrics": "import sqlmetrics; sqlmetrics.evaluate", "pytrec_eval": "import pytrec_eval",
                 "ranx": "import ranx", "ranx-parquet": "import ranx, pandas", "ir_measures": "import ir_measures",
                 "duckdb-floor": "import duckdb", "duckdb-floor-join": "import duckdb",
+                "duckdb-checked-floor": "import duckdb", "ir-eval-numba": "import ir_eval_numba",
                 "sqlmetrics-spark": "import pyspark, shutil; assert shutil.which('java'), 'no java'"}
 
 
-def preflight(tool: Tool) -> str | None:
+def preflight(tool: Tool, args) -> str | None:
     """None if the tool can run, else why not (reported as missing)."""
-    if tool.worker == "cli":
+    argv = tool.argv or {"cli": ("{cli}", "eval"), "trec_eval": ("{trec_eval}",)}.get(tool.worker, ())
+    if "{trec_eval}" in argv:
+        return None if args.trec_eval else "no trec_eval command (--trec-eval, $TREC_EVAL or on PATH)"
+    if any("{shared}" in a for a in argv) and not Path(args.shared).is_dir():
+        return f"no shared data at {args.shared} (--shared)"
+    if "{cli}" in argv:
         if not CLI:
             return "no `sqlmetrics` command next to this Python or on PATH"
-        cmd = [CLI, "eval", "--help"]
-    elif tool.worker == "trec_eval":
-        return None if TREC_EVAL else "no trec_eval command on PATH"
-    elif tool.worker == "start":
+        cmd = [CLI, argv[1], "--help"]
+    elif tool.worker in ("command", "start"):
         return None
     else:
         cmd = [PY, "-c", IMPORT_CHECK[tool.worker]]
@@ -216,7 +265,7 @@ def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
     col = SPELLING[tool.spelling]
     names = {m[0]: m[col] for m in mset if m[col] is not None}
     ext = "parquet" if tool.fmt == "parquet" else "txt"
-    qrels, run = str(data / f"qrels.{ext}"), str(data / f"run.{ext}")
+    qrels, run, run2 = (str(data / f"{k}.{ext}") for k in ("qrels", "run", "run2"))
     # Every tool runs byte-compiled, as an installed package does (pip compiles at install): a shell that sets
     # PYTHONDONTWRITEBYTECODE would otherwise make an editable checkout compile its modules in every process.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -227,7 +276,12 @@ def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
             if os.environ.get("SQLMETRICS_BENCH_MEMORY_LIMIT"):
                 cmd += ["--memory-limit", os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"]]
         elif tool.worker == "trec_eval":
-            cmd = [TREC_EVAL, *trec_eval_measures(names.values()), qrels, run]
+            cmd = [args.trec_eval, *trec_eval_measures(names.values()), qrels, run]
+        elif tool.worker == "command":
+            places = {"cli": CLI, "py": PY, "trec_eval": args.trec_eval, "shared": args.shared, "qrels": qrels,
+                      "run": run, "run2": run2, "tmp": scratch}
+            cmd = [x for a in tool.argv for x in (
+                [f for n in names.values() for f in ("-m", n)] if a == "{measures}" else [a.format(**places)])]
         elif tool.worker == "start":
             cmd = [PY, "-c", "pass"]
         else:
@@ -239,8 +293,8 @@ def run_once(tool: Tool, data: Path, mset: list, args) -> dict:
     elif r["returncode"] != 0:
         rec["status"] = "error"
         rec["error"] = (r["stderr"].strip().splitlines() or [f"exit {r['returncode']}"])[-1][:300]
-    elif tool.worker in ("cli", "trec_eval", "start"):  # a command: its time is the whole process's
-        rec.update(seconds=r["wall"], aggregate=parse_cli(r["stdout"], names))
+    elif tool.worker in ("cli", "trec_eval", "start", "command"):  # a command: its time is the whole process's
+        rec.update(seconds=r["wall"], aggregate={} if tool.worker == "command" else parse_cli(r["stdout"], names))
     else:
         rec.update(json.loads(r["stdout"].strip().splitlines()[-1]))
     return rec
@@ -370,7 +424,8 @@ def render(meta: dict, results: dict, args, skipped: dict, env: dict) -> str:
 
 def environment() -> dict:
     versions = {}
-    for dist in ["sqlmetrics", "duckdb", "pytrec-eval-terrier", "ranx", "ir-measures", "numba", "pyarrow"]:
+    for dist in ["sqlmetrics", "duckdb", "pytrec-eval-terrier", "ranx", "ir-measures", "ir-eval-numba", "numba",
+                 "pyarrow"]:
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -381,9 +436,13 @@ def environment() -> dict:
             "versions": versions, "when": datetime.now().strftime("%Y-%m-%d %H:%M")}
 
 
-def session_environment(cpu_start: tuple) -> dict:
-    """environment(), and the CPU time other processes used since cpu_start (a cpu_seconds())."""
+def session_environment(cpu_start: tuple, trec_eval: str | None = None) -> dict:
+    """environment(), the trec_eval command's version (`trec_eval -v`), and the CPU time other processes used since
+    cpu_start (a cpu_seconds())."""
     env = environment()
+    if trec_eval and shutil.which(trec_eval):
+        p = subprocess.run([trec_eval, "-v"], capture_output=True, text=True)
+        env["versions"]["trec_eval"] = (p.stdout + p.stderr).strip() + f" ({trec_eval})"
     machine, ours, wall = (b - a for a, b in zip(cpu_start, cpu_seconds()))
     env.update(session_seconds=wall, other_cpu_seconds=max(0.0, machine - ours),
                other_cpu_share=max(0.0, machine - ours) / (wall * os.cpu_count()))
@@ -400,9 +459,9 @@ def cpu_seconds() -> tuple[float, float, float]:
     return busy / os.sysconf("SC_CLK_TCK"), ours, time.perf_counter()
 
 
-# Issue 18's table: (work, the figure, its references, peak-memory bound MB or None, seconds bound or
-# None). The figure and each reference are (tool, measure set, size): "main" is --size, "small" --small,
-# "large" --large and "spark" --spark (a row is left out without its size); a job shared by rows runs once
+# A preset's rows (issue 18's, issue 32's table): (work, the figure, its references, peak-memory bound MB or None,
+# seconds bound or None). The figure and each reference are (tool, measure set, size): "main" is --size, "small"
+# --small, "large" --large and "spark" --spark (a row is left out without its size); a job shared by rows runs once
 # per repetition. A reference's "x" bound: figure/reference at most that (<= 1.2x the bare pass); its
 # "faster" bound: reference/figure at least that (>= 5x faster than pytrec_eval).
 ISSUE18 = [
@@ -421,15 +480,41 @@ ISSUE18 = [
     ("{spark}, 20 measures on Spark local (engine=), partitioned Parquet; files to numbers, session start "
      "excluded", ("sqlmetrics-spark", "20", "spark"), [("sqlmetrics", "20", "spark", "x", None)], None, None),
 ]
+ISSUE32 = [
+    ("{main}, Parquet, 20 measures, `evaluate` (Python API)", ("sqlmetrics", "20", "main"),
+     [("duckdb-checked-floor", "20", "main", "x", 1.15), ("pytrec_eval", "20", "main", "faster", 2.5)], 700, None),
+    ("{main}, TREC text, `sqlmetrics trec_eval -q -m all_trec`", ("sqlmetrics-trec_eval-all", "-", "main"),
+     [("trec_eval-all", "-", "main", "faster", 1.5)], None, None),
+    ("{main}, TREC text, `sqlmetrics trec_eval` (default measures)", ("sqlmetrics-trec_eval", "-", "main"),
+     [("trec_eval-default", "-", "main", "faster", 2)], None, None),
+    ("{main}, 2 runs, 3 measures, `sqlmetrics compare` (Student's t)", ("sqlmetrics-compare", "3", "main"),
+     [("sqlmetrics-eval-2", "3", "main", "x", 1.25)], 800, None),
+    ("{main}, 2 runs, 3 measures, `compare --test fisher` (10,000 resamples)",
+     ("sqlmetrics-compare-fisher", "3", "main"), [("sqlmetrics-eval-2", "3", "main", "x", 2)], 1024, None),
+    ("{main}, 2 runs, 3 measures, `compare --test bootstrap` (10,000 resamples)",
+     ("sqlmetrics-compare-bootstrap", "3", "main"), [("sqlmetrics-eval-2", "3", "main", "x", 2)], 1024, None),
+    ("{main}, 2 runs, 3 measures, `sqlmetrics report`", ("sqlmetrics-report", "3", "main"),
+     [("sqlmetrics-compare", "3", "main", "x", 1.3)], None, None),
+    ("trec_eval's test files, `sqlmetrics trec_eval` (after a warm-up call)",
+     ("sqlmetrics-trec_eval-test", "-", "small"), [("python-duckdb", "-", "small", "x", 2)], None, None),
+    ("{small}, TREC text, `sqlmetrics trec_eval`", ("sqlmetrics-trec_eval", "-", "small"),
+     [("python-duckdb", "-", "small", "x", None)], None, 0.5),
+    ("{main}, `sqlmetrics convert run run.txt -o run.jsonl`", ("convert-jsonl", "-", "main"),
+     [("convert-parquet", "-", "main", "x", 2)], None, None),
+    ("{main}, Parquet, 20 measures, `evaluate` against ir-eval-numba (its 10 of them)", ("sqlmetrics", "20", "main"),
+     [("ir-eval-numba", "20", "main", "faster", None)], None, None),
+]
+PRESETS = {"issue18": ISSUE18, "issue32": ISSUE32}
 # Spark's row is timed in-process (evaluate_seconds, else the files-to-numbers `median`): its JVM start
 # would otherwise be most of the figure. Every other figure is the whole process's wall time.
 IN_PROCESS = {"sqlmetrics-spark"}
 
 
-def issue18(args) -> None:
+def preset(preset_name: str, args) -> None:
+    """Run one of PRESETS: every job its rows need, interleaved; the rows printed and written as JSON."""
     sizes = {"main": args.size, "small": args.small, "large": args.large, "spark": args.spark}
     rows = [(work.format(**sizes), (fig[0], fig[1], sizes[fig[2]]), [(t, m, sizes[z], *b) for t, m, z, *b in refs],
-             *bounds) for work, fig, refs, *bounds in ISSUE18 if sizes[fig[2]] is not None]
+             *bounds) for work, fig, refs, *bounds in PRESETS[preset_name] if sizes[fig[2]] is not None]
     jobs = list(dict.fromkeys(j for _, fig, refs, _, _ in rows for j in [fig, *(ref[:3] for ref in refs)]))
     metas, skipped = {}, {}
     for key in dict.fromkeys(j[2] for j in jobs):
@@ -438,11 +523,17 @@ def issue18(args) -> None:
             sys.exit(f"{data} has no data: run `python bench/generate.py {key}`")
         metas[key] = json.loads((data / "meta.json").read_text())
     for tool in dict.fromkeys(j[0] for j in jobs):
-        if why := preflight(TOOLS[tool]):
+        if why := preflight(TOOLS[tool], args):
             skipped[tool] = f"missing ({why})"
             print(f"{tool}: {why}", file=sys.stderr)
     jobs = [j for j in jobs if j[0] not in skipped]
+    for size in {size for t, _, size in jobs if "{run2}" in TOOLS[t].argv}:
+        if not (BENCH / "data" / size / "run2.parquet").exists():
+            sys.exit(f"bench/data/{size} has no run2.parquet: run `python bench/generate.py {size}`")
     warm_inputs({(TOOLS[t].fmt, size) for t, _, size in jobs})
+    for tool, mset, size in jobs:  # a warm-up call (caches, numba): the rows time the calls after it
+        if TOOLS[tool].warm:
+            run_once(TOOLS[tool], BENCH / "data" / size, MEASURE_SETS[mset], args)
     # The commit measured: the one checked out when the session starts.
     commit = subprocess.run(["git", "-C", str(BENCH), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     cpu_start = cpu_seconds()
@@ -452,12 +543,13 @@ def issue18(args) -> None:
             rec = run_once(TOOLS[tool], BENCH / "data" / size, MEASURE_SETS[mset], args)
             records[(tool, mset, size)].append(rec)
             shown = fmt_s(rec["wall"]) + " s" if rec["status"] == "ok" else rec["status"]
-            print(f"[{rep + 1}/{args.repeat}] {tool:20} {mset:>3} measures {size:>3} {shown:>10}  "
+            print(f"[{rep + 1}/{args.repeat}] {tool:28} {mset:>3} measures {size:>3} {shown:>10}  "
                   f"{rec['maxrss_mb']:,.0f} MB {rec.get('error', '')}", file=sys.stderr)
     summary = {j: summarise(recs, args) for j, recs in records.items()}
 
     def name(job):
-        return f"{job[0]}, {job[1]} measure{'s' if job[1] != '1' else ''}, {job[2]}"
+        measures = "" if job[1] == "-" else f"{job[1]} measure{'s' if job[1] != '1' else ''}, "
+        return f"{job[0]}, {measures}{job[2]}"
 
     out_rows = []
     for work, fig, refs, peak_mb, seconds_bound in rows:
@@ -488,13 +580,14 @@ def issue18(args) -> None:
         out_rows.append(row)
         print(f"{row['work']}: {fmt_s(row['seconds']) + ' s' if row['seconds'] else row['status']}, "
               f"peak {row['peak_mb'] or 0:,.0f} MB" + "".join(
-                  f"; {ref['ratio']:.2f}{'x' if ref['kind'] == 'x' else 'x faster than'} {ref['reference']}"
-                  if "ratio" in ref else f"; {ref['reference']}: {ref['status']}" for ref in row["references"]))
-    env = session_environment(cpu_start)
-    report = {"preset": "issue18", "repeat": args.repeat, "sizes": sizes, "meta": metas, "env": env,
+                  f"; {cell}" + (f" [{target}]" if target != "–" else "") for cell, target in map(
+                      table_cells, row["references"])))
+    env = session_environment(cpu_start, args.trec_eval)
+    report = {"preset": preset_name, "repeat": args.repeat, "sizes": sizes, "meta": metas, "env": env,
               "commit": commit.stdout.strip(), "skipped": skipped, "rows": out_rows,
               "runs": {name(j): s for j, s in summary.items()}}
-    path = Path(args.output) if args.output else BENCH / "results" / f"issue18-{datetime.now():%Y%m%d-%H%M%S}.json"
+    stamp = f"{datetime.now():%Y%m%d-%H%M%S}"
+    path = Path(args.output) if args.output else BENCH / "results" / f"{preset_name}-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1, default=str))
     print(f"wrote {path}; `python bench/table.py {path}` puts it in the README", file=sys.stderr)
@@ -519,10 +612,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", required=True, help="a folder under bench/data: S, M, L, XL, S-noties, ...")
     ap.add_argument("--issue18", action="store_true", help="measure issue 18's table instead (see ISSUE18)")
-    ap.add_argument("--small", default="S", help="with --issue18: the size of the end-to-end row (default S)")
+    ap.add_argument("--issue32", action="store_true", help="measure issue 32's table instead (see ISSUE32)")
+    ap.add_argument("--small", default="S", help="with a preset: the size of the small rows (default S)")
     ap.add_argument("--large", help="with --issue18: the size of the large row (e.g. L; left out without it)")
     ap.add_argument("--spark", help="with --issue18: the size to run on Spark too (e.g. S; minutes; left out without it)")
-    ap.add_argument("--output", help="with --issue18: the JSON file to write (default bench/results/issue18-<time>.json)")
+    ap.add_argument("--output", help="with a preset: the JSON file to write (default bench/results/<preset>-<time>.json)")
+    ap.add_argument("--trec-eval", default=os.environ.get("TREC_EVAL") or shutil.which("trec_eval"),
+                    help="the trec_eval command (default $TREC_EVAL, else trec_eval on PATH)")
+    ap.add_argument("--shared", default=str(BENCH.parent.parent / "shared"),
+                    help="the shared data folder, for trec_eval's test files (default ../shared beside the repo)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tools", default="all", help=f"comma list or 'all' (= {','.join(DEFAULT_TOOLS)}); "
                     f"'all,ranx-nocache' adds the JIT-from-scratch ranx")
@@ -536,8 +634,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.memory_limit:  # read by the sqlmetrics workers (tools.py and the CLI command line)
         os.environ["SQLMETRICS_BENCH_MEMORY_LIMIT"] = args.memory_limit
-    if args.issue18:
-        return issue18(args)
+    for name in PRESETS:
+        if getattr(args, name):
+            return preset(name, args)
 
     data = BENCH / "data" / args.size
     if not (data / "meta.json").exists():
@@ -557,7 +656,7 @@ def main() -> None:
         if meta["size"] == "XL" and TOOLS[n].anchor and not args.anchors_on_xl:
             skipped[n] = "skipped on XL: it builds Python dicts of all 200M rows, far beyond this machine's RAM "
             skipped[n] += "(pass --anchors-on-xl to try)"
-        elif why := preflight(TOOLS[n]):
+        elif why := preflight(TOOLS[n], args):
             skipped[n] = f"missing ({why})"
         else:
             tools.append(TOOLS[n])
@@ -582,7 +681,7 @@ def main() -> None:
     for set_name, mset in msets.items():
         results[set_name] = (mset, {t.name: summarise([r for r in records if r["tool"] == t.name and r["set"] == set_name], args)
                                     for t in tools})
-    env = session_environment(cpu_start)
+    env = session_environment(cpu_start, args.trec_eval)
     md = render(meta, results, args, skipped, env)
     print(md)
     out = BENCH / "results"

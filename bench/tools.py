@@ -99,6 +99,75 @@ def duckdb_floor(names, join=False):
     return go
 
 
+def duckdb_checked_floor(names):
+    """What a checked, exact evaluation cannot skip: the exact repeat check of the run and the qrels (sqlmetrics'
+    own: sort the hashes of (query, doc), compare neighbours with LAG), then the tie-broken ranking LEFT JOIN the
+    qrels, summed so that DuckDB computes every row."""
+    import duckdb
+
+    repeats = ("SELECT COUNT(*) FROM (SELECT h, LAG(h) OVER (ORDER BY h) AS previous FROM (SELECT hash(CAST(query_id "
+               "AS VARCHAR), CAST(doc_id AS VARCHAR)) AS h FROM read_parquet(?))) WHERE h = previous")
+    floor = duckdb_floor(names, join=True)
+
+    def go(qrels, run):
+        con = duckdb.connect()
+        repeated = [con.execute(repeats, [path]).fetchone()[0] for path in (run, qrels)]
+        _, extra = floor(qrels, run)
+        return {}, {**extra, "repeated": repeated}
+    return go
+
+
+def ir_eval_numba_tool(names):
+    """ir_eval_numba's per-list functions (numba, integer ids, binary relevance), called once per query and measure
+    on lists sorted by trec_eval's rule (score desc, doc id desc) with pyarrow; the means taken with numpy. Its
+    functions are njit(cache=True): a first call on tiny arrays, before the clock, loads them from the disk cache."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from ir_eval_numba import metrics
+
+    tiny = np.array([1, 2], dtype=np.int64)
+    for f in (metrics.precision, metrics.recall, metrics.reciprocal_rank):
+        f(tiny, tiny, 1)
+
+    def kernel(name):  # (actual, predicted) -> the value of one list
+        cut = int(name.split("@")[1]) if "@" in name else None
+        if name.startswith("P@") or name in ("SetP", "Rprec"):
+            return lambda a, p: metrics.precision(a, p, cut or (len(a) if name == "Rprec" else len(p)))
+        if name.startswith("R@") or name == "SetR":
+            return lambda a, p: metrics.recall(a, p, cut or len(p))
+        if name.startswith("RR"):  # it reads predicted[:k] unchecked: k no longer than the list
+            return lambda a, p: metrics.reciprocal_rank(a, p, min(cut or len(p), len(p)))
+        raise ValueError(f"ir_eval_numba has no {name}")
+    kernels = {n: kernel(n) for n in names.values()}
+
+    def go(qrels, run):
+        r = pq.read_table(run, columns=["query_id", "doc_id", "score"]).sort_by(
+            [("query_id", "ascending"), ("score", "descending"), ("doc_id", "descending")])
+        q = pq.read_table(qrels, columns=["query_id", "doc_id", "relevance"])
+        q = q.filter(pc.greater_equal(q["relevance"], 1))
+        # Its integer ids: a retrieved document is its row in the sorted run, a relevant one never retrieved a
+        # number past them (hashing millions of string ids into a dictionary would cost more than the rest).
+        ids = np.arange(len(r))
+        r = r.append_column("id", pa.array(ids))
+        q = q.append_column("absent", pa.array(np.arange(len(r), len(r) + len(q))))
+        q = r.select(["query_id", "doc_id", "id"]).join(q, ["query_id", "doc_id"], join_type="right outer").sort_by(
+            "query_id")  # its hash table over the qrels, the smaller side
+        relevant = pc.coalesce(q["id"], q["absent"]).to_numpy()
+        rel_q = q["query_id"].to_numpy()
+        run_q = r["query_id"].combine_chunks()
+        starts = np.flatnonzero(np.r_[True, pc.not_equal(run_q[1:], run_q[:-1]).to_numpy(zero_copy_only=False)])
+        values = {n: [] for n in kernels}
+        for start, end, query in zip(starts, np.r_[starts[1:], len(r)], run_q.take(starts).to_pylist()):
+            lo, hi = np.searchsorted(rel_q, query, "left"), np.searchsorted(rel_q, query, "right")
+            actual, predicted = relevant[lo:hi], ids[start:end]
+            for n, f in kernels.items():
+                values[n].append(f(actual, predicted) if len(actual) else 0.0)
+        return {c: float(np.mean(values[n])) for c, n in names.items()}, {}
+    return go
+
+
 def partitioned_copy(run: str) -> str:
     """run-parts/ beside run.parquet: the same rows as Parquet files part=0..7, split by a hash of the query
     id (written by DuckDB the first time, through a partial folder renamed when complete)."""
@@ -161,6 +230,8 @@ TOOLS = {
     "ir_measures": ir_measures_tool,
     "duckdb-floor": duckdb_floor,
     "duckdb-floor-join": lambda names: duckdb_floor(names, join=True),
+    "duckdb-checked-floor": duckdb_checked_floor,
+    "ir-eval-numba": ir_eval_numba_tool,
 }
 
 
