@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
 import importlib.util
 import os
@@ -88,9 +89,10 @@ def _fingerprint(sources) -> str:
 
 def _digest(folder: str, pattern: str) -> bytes:
     digest = hashlib.sha256(folder.encode())  # a value names its files (a measure's path): a moved copy builds anew
-    for path in sorted(Path(folder).rglob(pattern)):
-        digest.update(f"\0{path.relative_to(folder)}\0".encode())
-        digest.update(path.read_bytes())
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "**", pattern), recursive=True)):
+        digest.update(b"\0" + os.path.relpath(path, folder).encode() + b"\0")
+        with open(path, "rb") as f:
+            digest.update(f.read())
     return digest.digest()
 
 

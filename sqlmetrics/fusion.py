@@ -15,9 +15,7 @@ import difflib
 import math
 from dataclasses import replace
 
-import sqlglot
-from sqlglot import exp
-
+from .deferred import exp, sqlglot
 from .catalogue import PARAM_TYPES
 from .catalogue.fusion import DEFAULT_NORM, FusionMethod, fusion_columns, fusion_method, normalisation
 from .errors import SqlmetricsError
@@ -95,6 +93,7 @@ def _select(items: list, source: str) -> exp.Select:
 
 def fusion_statement(runs: list, method: FusionMethod, norm: str, values: dict, fixed_order: bool = False) -> exp.Select:
     """SELECT query_id, doc_id, score: the runs fused (runs: Sources with query_id, doc_id, score roles)."""
+    runs = [run.bound() for run in runs]
     scopes = fusion_columns()
     body = _parse(method.body).transform(lambda n: exp.convert(values[n.name]) if isinstance(n, exp.Placeholder) else n)
     body = body.transform(lambda n: exp.Literal.number(len(runs)) if isinstance(n, exp.Column) and n.name == "runs" else n)

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect as _SqlglotDialect
-
+from .deferred import dialect_module, exp, sqlglot
 from .errors import SqlmetricsError
 
 READ = "duckdb"
@@ -53,7 +50,7 @@ UNNEST UPDATE USER USING VALUE VALUES WHEN WHERE WINDOW WITH
 @lru_cache(maxsize=None)
 def _keywords(dialect: str) -> frozenset:
     """The dialect's keywords, with the first word of multi-word ones (ORDER of ORDER BY), and _RESERVED."""
-    keywords = _SqlglotDialect.get_or_raise(dialect).tokenizer_class.KEYWORDS
+    keywords = dialect_module.Dialect.get_or_raise(dialect).tokenizer_class.KEYWORDS
     return frozenset(_RESERVED | set(keywords) | {k.split(" ")[0] for k in keywords})
 
 
@@ -71,7 +68,7 @@ def _bare_identifier(name: str, dialect: str, normalize: bool = True) -> exp.Ide
         if _is_keyword(name, dialect):  # quoted, after the case folding the engine would have applied
             ident = exp.to_identifier(name, quoted=False)
             if normalize:
-                ident = _SqlglotDialect.get_or_raise(dialect).normalize_identifier(ident)
+                ident = dialect_module.Dialect.get_or_raise(dialect).normalize_identifier(ident)
             ident.set("quoted", True)
             return ident
         return exp.to_identifier(name, quoted=False)

@@ -12,9 +12,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import sqlglot
-from sqlglot import exp
-
+from .deferred import exp, sqlglot
 from .caches import Kept
 from .catalogue import ABSENT, MeasureCall, shared_columns
 

@@ -13,9 +13,9 @@ uses: its column references are rebound to the source's columns, so nothing of t
 """
 from __future__ import annotations
 
-import sqlglot
-from sqlglot import exp
+import functools
 
+from .deferred import exp, sqlglot
 from .errors import SqlmetricsError
 
 __all__ = ["relevance_expression", "ALLOWED_FUNCTIONS"]
@@ -23,15 +23,19 @@ __all__ = ["relevance_expression", "ALLOWED_FUNCTIONS"]
 ALLOWED_FUNCTIONS = ("ABS", "LN", "EXP", "POWER", "SQRT", "FLOOR", "CEIL", "ROUND", "LEAST", "GREATEST",
                      "SIGN", "COALESCE", "NULLIF", "IF", "CAST")
 
-_ALLOWED_NODES = (
-    exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.Neg,
-    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv,
-    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.In, exp.Between, exp.NullSafeEQ,
-    exp.NullSafeNEQ, exp.And, exp.Or, exp.Not,
-    exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType, exp.DataTypeParam, exp.Coalesce, exp.Nullif,
-    exp.Abs, exp.Ln, exp.Exp, exp.Pow, exp.Sqrt, exp.Floor, exp.Ceil, exp.Round, exp.Least, exp.Greatest,
-    exp.Sign,
-)
+
+@functools.cache
+def _allowed_nodes() -> tuple:
+    """The node types an expression may hold (built on first use: sqlglot is imported only then)."""
+    return (
+        exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.Neg,
+        exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv,
+        exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Is, exp.In, exp.Between, exp.NullSafeEQ,
+        exp.NullSafeNEQ, exp.And, exp.Or, exp.Not,
+        exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType, exp.DataTypeParam, exp.Coalesce, exp.Nullif,
+        exp.Abs, exp.Ln, exp.Exp, exp.Pow, exp.Sqrt, exp.Floor, exp.Ceil, exp.Round, exp.Least, exp.Greatest,
+        exp.Sign,
+    )
 
 
 def _describe(node: exp.Expression) -> str:
@@ -75,7 +79,7 @@ def relevance_expression(spec, columns=None, dialect: str = "duckdb") -> tuple[e
     for node in tree.walk():
         if node.comments:
             raise SqlmetricsError(f"relevance={spec!r}: comments are not allowed in the expression.")
-        if not isinstance(node, _ALLOWED_NODES):
+        if not isinstance(node, _allowed_nodes()):
             kind = "an aggregate function" if isinstance(node, exp.AggFunc) else \
                 "a window function" if isinstance(node, exp.Window) else \
                 "a subquery" if isinstance(node, (exp.Subquery, exp.Select, exp.Query)) else \

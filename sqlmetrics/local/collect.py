@@ -2,8 +2,7 @@
 tables fetched as Arrow tables or Python rows."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..errors import SqlmetricsError
 from ..identifiers import sql_literal as _lit
 from ..plan import output_columns

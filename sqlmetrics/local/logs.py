@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 
 import duckdb
-from sqlglot import exp
 
+from ..deferred import exp
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..identifiers import quote_identifier as _q
 from ..relevance import relevance_expression

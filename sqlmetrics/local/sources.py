@@ -2,8 +2,7 @@
 UNION ALL with run_name), and any relation of ours."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
@@ -15,8 +14,9 @@ from .readers.loaded import _fresh
 
 
 def _source(view: str, columns: dict) -> Source:
-    """A relation of ours (its name is generated) whose columns are the caller's: quoted as written."""
-    return Source(exp.to_table(view), {role: exp.to_identifier(col, quoted=True) for role, col in columns.items()})
+    """A relation of ours (its name is generated) whose columns are the caller's: by name, quoted as written
+    when the statement is built (Source.bound)."""
+    return Source(view, dict(columns))
 
 
 def _fused_runs(con, fuse, checked: list, job: _Job, multi: bool) -> list:

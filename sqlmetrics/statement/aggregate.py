@@ -2,9 +2,7 @@
 run (and segment), each measure under its aggregate (mean, sum, trec_eval's floored geometric mean, once)."""
 from __future__ import annotations
 
-
-from sqlglot import exp
-
+from ..deferred import exp
 from ..caches import Kept, Stored
 from ..catalogue.templates import built_from
 from ..plan import READ, Plan

@@ -2,8 +2,7 @@
 docstring for the chain)."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..errors import SqlmetricsError
 from ..plan import Plan, _number
 from .aggregate import final_select
@@ -35,6 +34,8 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     (rows: verdicts) read, one query's statements for each of its lists; embeddings: the question embeddings
     AnswerRelevancy (rows: embeddings) reads, alike.
     """
+    qrels, run, history, items, verdicts, embeddings = (
+        None if s is None else s.bound() for s in (qrels, run, history, items, verdicts, embeddings))
     _check(plan, options, qrels, history, items, verdicts, embeddings)
     key = list(options.group_key)
     # The key the judgments are keyed by: the query (qrels) or the whole list (labels in the run); and the

@@ -2,8 +2,7 @@
 (overlap_values)."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..plan import Plan
 from .shape import Shape
 from .trees import _by, _cols, _join_on, _parse_ours

@@ -2,8 +2,7 @@
 1..1000 with the judged rows there, their windows, and one row of values per list (position_values)."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..plan import Plan
 from .shape import Shape
 from .trees import _and, _c, _cols, _equal_on, _in_fixed_order, _ordered, _with_window

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..options import FORMAT_GROUPS
 from ..plan import READ, Plan
 from .shape import Shape

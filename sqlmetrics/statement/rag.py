@@ -3,8 +3,7 @@ verdict_values) and the generated questions' cosines with the question asked (ro
 embedding_values)."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..errors import SqlmetricsError
 from ..plan import Plan
 from .shape import Shape

@@ -4,8 +4,7 @@ average, and the one GROUP BY (list_values, or group_values with judgment groups
 over ranked rows is one aggregate expression."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..options import FORMAT_GROUPS
 from ..plan import Plan, _number
 from .shape import Shape

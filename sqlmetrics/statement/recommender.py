@@ -3,8 +3,7 @@ rows: ratings, over its rated pairs), one value per run (and segment), and the i
 (rows: items, item_values)."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..errors import SqlmetricsError
 from ..plan import Plan
 from .shape import Shape

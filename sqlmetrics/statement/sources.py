@@ -2,10 +2,9 @@
 here), Embeddings the question embeddings' Source and its form."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sqlglot import exp
-
+from ..deferred import exp
 from .trees import _type
 
 
@@ -16,10 +15,12 @@ class Source:
     `table` is a table node (possibly qualified: db.schema.table) and `columns` maps each role (query_id,
     doc_id, relevance | score, rank_position, run_name, seg_1, ...) to the source's column, an identifier
     node; a role may instead be a constant (`constants`) or a checked expression over the source's columns
-    (`expressions`, relevance.py).
+    (`expressions`, relevance.py). A relation of ours (local/) may give its table and columns by name, as
+    text: bound() makes them nodes when a statement is built, so that a statement read from the disk cache
+    needs no sqlglot at all (the key is the source's repr).
     """
 
-    table: exp.Table
+    table: exp.Table | str
     columns: dict
     constants: dict = field(default_factory=dict)
     expressions: dict = field(default_factory=dict)
@@ -27,6 +28,14 @@ class Source:
     # the array of their scores. Unnested WITH ORDINALITY: an element's position is its rank_position, and
     # without scores the score is minus the position, so that any order (score or rank) is the list's.
     lists: bool = False
+
+    def bound(self) -> Source:
+        """This source with a table or column given by name made a node (a name is quoted as written)."""
+        if not isinstance(self.table, str) and not any(isinstance(c, str) for c in self.columns.values()):
+            return self
+        table = exp.to_table(self.table) if isinstance(self.table, str) else self.table
+        columns = {r: exp.to_identifier(c, quoted=True) if isinstance(c, str) else c for r, c in self.columns.items()}
+        return replace(self, table=table, columns=columns)
 
     def select(self, roles: dict) -> exp.Select:
         """SELECT ... FROM the table, renaming and casting the roles: {role: SQL type, or None to keep the
@@ -73,6 +82,9 @@ class Embeddings:
 
     source: Source
     form: str
+
+    def bound(self) -> Embeddings:
+        return replace(self, source=self.source.bound())
 
 
 def _unnested_from(select: exp.Select, table: exp.Table, array: exp.Identifier) -> exp.Select:

@@ -2,8 +2,7 @@
 (greedy_*), and their values per list (subtopic_values)."""
 from __future__ import annotations
 
-from sqlglot import exp
-
+from ..deferred import exp
 from ..plan import Plan, _number
 from .shape import Shape
 from .trees import _by, _c, _cols, _ordered, _parse_ours

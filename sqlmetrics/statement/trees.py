@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import functools
 
-import sqlglot
-from sqlglot import exp
-
+from ..deferred import exp, sqlglot
 from ..plan import READ
 from .shape import Shape
 

@@ -16,8 +16,7 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlglot import exp
-
+from ...deferred import exp
 from ...errors import SqlmetricsError
 from ...identifiers import quote_identifier as _q
 from ...statement import LISTS, Source
