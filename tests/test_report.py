@@ -255,6 +255,26 @@ def test_sql_block_is_the_rendered_statement(demo_report):
     assert block and "WITH" in block.group(1) and "&lt;=" in block.group(1)  # escaped as HTML text
 
 
+def test_the_sql_is_kept_for_the_same_measures_and_options(monkeypatch):
+    """The page's SQL is render()'s text, kept on disk (caches.Stored) by the measures and the options: the
+    same call again reads it without rendering; other options are rendered anew, never served the kept text."""
+    import importlib
+
+    rendering = importlib.import_module("sqlmetrics.dialects.render")  # the module (the package exports the function)
+    first = build_report(str(QRELS), RUNS, ["AP", "P@5"], test="student")
+    expected = sqlmetrics.render(["AP", "P@5"] + [f"IPrec@{i / 10:.1f}" for i in range(11)], "duckdb",
+                                 qrels="qrels", run="run", per_query=True, columns={"run_name": "run_name"})
+    assert first.sql == expected
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("rendered again")
+
+    monkeypatch.setattr(rendering, "render", refuse)
+    assert build_report(str(QRELS), RUNS, ["AP", "P@5"], test="student").sql == expected
+    with pytest.raises(AssertionError, match="rendered again"):
+        build_report(str(QRELS), RUNS, ["AP", "P@5"], test="student", relevance_level=2)
+
+
 @pytest.mark.slow  # two page builds; the browser test checks it too
 def test_the_page_fetches_nothing(demo_report, log_report):
     for page in (demo_report.to_html(), log_report.to_html()):
