@@ -7,11 +7,13 @@ a failure).
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
@@ -93,17 +95,75 @@ def test_deltas_equal_per_query_differences(demo_report):
     assert set(demo_report.deltas[m]) == {"rerank"}  # the baseline is not compared with itself
 
 
+def _drawn(ax) -> list:
+    """The delta chart's bars as drawn: (height, colour) at each query position 0, 1, ..., read from its filled
+    step outlines (one StepPatch per colour, a NaN step a gap), each position covered by exactly one step."""
+    shown = {}
+    for patch in ax.patches:
+        values, edges, baseline = patch.get_data()
+        assert baseline == 0 and patch.get_fill()
+        for v, lo, hi in zip(values, edges[:-1], edges[1:]):
+            if not math.isnan(v):
+                for i in range(math.ceil(lo), math.floor(hi) + 1):
+                    if lo < i < hi:
+                        assert i not in shown, i
+                        shown[i] = (v, to_hex(patch.get_facecolor()))
+    assert sorted(shown) == list(range(len(shown)))
+    return [shown[i] for i in range(len(shown))]
+
+
 def test_delta_chart_counts_match_compare(demo_report):
     rep = demo_report.comparison
     for m in ("nDCG@10", "AP", "FirstRank"):
         ax = demo_report.chart("deltas", m).axes[0]
         c = rep.comparison(m, "rerank", "bm25")
         assert f"({c.wins} better, {c.losses} worse, {c.ties} tied)" in ax.get_title(loc="left")
-        heights = [bar.get_height() for bar in ax.patches]
+        bars = _drawn(ax)
+        heights = [h for h, _ in bars]
         assert sorted(heights, reverse=rep.better[m] == "higher") == heights  # wins first
+        assert sorted(heights) == pytest.approx(sorted(d for _, d in demo_report.deltas[m]["rerank"]), abs=1e-15)
         improved = [(h > 0) == (rep.better[m] == "higher") for h in heights if h != 0]
-        green = [to_hex(bar.get_facecolor()) == charts.WIN for bar in ax.patches if bar.get_height() != 0]
+        green = [colour == charts.WIN for h, colour in bars if h != 0]
         assert improved == green and sum(green) == c.wins
+        assert [t.get_text() for t in ax.get_xticklabels()] == [  # each bar over its query's id
+            q for q, _ in sorted(demo_report.deltas[m]["rerank"], key=lambda p: ((-1 if rep.better[m] == "higher"
+                                                                                  else 1) * p[1], p[0]))]
+
+
+def _svg_shapes(svg: str) -> int:
+    """The shapes an inline SVG draws: its path and rect elements outside <defs> (text is drawn by <use> of
+    glyphs defined once in <defs>); the SVG must parse as XML."""
+    root = ElementTree.fromstring(svg)
+    defs = {id(e) for d in root.iter("{http://www.w3.org/2000/svg}defs") for e in d.iter()}
+    return sum(e.tag.split("}")[-1] in ("path", "rect") and id(e) not in defs for e in root.iter())
+
+
+def test_delta_chart_does_not_grow_with_the_queries():
+    """A chart of 7,000 queries once drew 7,000 bar patches (most of the report's time, and 1.4 MB of SVG a
+    chart): the per-query series is a few artists, whatever the number of queries, and still every query's bar."""
+    def deltas(n):  # the same range and sign mix at every size: the same axes, ticks and grid
+        return {"rerank": [(f"q{i}", round(0.5 - i / (n - 1), 9)) for i in range(n)]}
+
+    figures = {n: charts.deltas_chart("AP", "higher", "bm25", deltas(n)) for n in (100, 1000, 7000)}
+    svgs = {n: charts.svg(fig, "c") for n, fig in figures.items()}  # parted bars (100), touching ones; no query ids
+    assert _svg_shapes(svgs[100]) == _svg_shapes(svgs[1000]) == _svg_shapes(svgs[7000])
+    # What grows is the outline's vertices, two a query (~50 bytes); a patch a query took ~200 bytes.
+    assert (len(svgs[7000]) - len(svgs[1000])) / 6000 < 100
+    for n, fig in figures.items():
+        ax = fig.axes[0]
+        assert len(ax.patches) <= 3  # gains, ties, losses
+        bars = _drawn(ax)
+        assert len(bars) == n and [h for h, _ in bars] == sorted((d for _, d in deltas(n)["rerank"]), reverse=True)
+        assert {c for h, c in bars if h > 0} == {charts.WIN} and {c for h, c in bars if h < 0} == {charts.LOSS}
+
+
+def test_equal_neighbours_share_a_step():
+    """Past the parted bars, neighbouring queries of equal difference (P@10's steps of 0.1) are one wider step."""
+    pairs = [(f"q{i:04d}", d) for i, d in enumerate([0.2] * 30 + [0.1] * 400 + [0.0] * 500 + [-0.1] * 300)]
+    ax = charts.deltas_chart("P@10", "higher", "bm25", {"rerank": pairs}).axes[0]
+    assert sorted(len(p.get_data().values) for p in ax.patches) == [1, 1, 2]  # ties; losses; gains
+    assert [h for h, _ in _drawn(ax)] == [d for _, d in pairs]
+    assert ax.get_ylim()[1] > 0.2 > -0.1 > ax.get_ylim()[0]
 
 
 def test_baseline_turns_the_differences_around():
@@ -193,6 +253,26 @@ def test_sql_block_is_the_rendered_statement(demo_report):
     page = demo_report.to_html()
     block = re.search(r"<details><summary>.*?</summary>\s*<pre><code>(.*?)</code></pre>\s*</details>", page, re.S)
     assert block and "WITH" in block.group(1) and "&lt;=" in block.group(1)  # escaped as HTML text
+
+
+def test_the_sql_is_kept_for_the_same_measures_and_options(monkeypatch):
+    """The page's SQL is render()'s text, kept on disk (caches.Stored) by the measures and the options: the
+    same call again reads it without rendering; other options are rendered anew, never served the kept text."""
+    import importlib
+
+    rendering = importlib.import_module("sqlmetrics.dialects.render")  # the module (the package exports the function)
+    first = build_report(str(QRELS), RUNS, ["AP", "P@5"], test="student")
+    expected = sqlmetrics.render(["AP", "P@5"] + [f"IPrec@{i / 10:.1f}" for i in range(11)], "duckdb",
+                                 qrels="qrels", run="run", per_query=True, columns={"run_name": "run_name"})
+    assert first.sql == expected
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("rendered again")
+
+    monkeypatch.setattr(rendering, "render", refuse)
+    assert build_report(str(QRELS), RUNS, ["AP", "P@5"], test="student").sql == expected
+    with pytest.raises(AssertionError, match="rendered again"):
+        build_report(str(QRELS), RUNS, ["AP", "P@5"], test="student", relevance_level=2)
 
 
 @pytest.mark.slow  # two page builds; the browser test checks it too

@@ -48,7 +48,13 @@ def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
     """Per-query differences against the baseline: one panel per run, bars sorted from the largest
     improvement to the largest loss, green where the run is better, red where it is worse.
 
-    deltas: {run: [(query_id, run - baseline)]}."""
+    deltas: {run: [(query_id, run - baseline)]}.
+
+    Sorted, the wins, the ties and the losses are three runs of neighbouring queries: each is drawn as one
+    filled step outline (matplotlib's StepPatch, as `ax.stairs` draws it), one query a step, not one patch per query — the
+    time to build and draw the chart and the size of its SVG then hardly grow with the number of queries. Up to
+    _GAPPED queries the steps are parted into bars (a NaN step between two queries is a gap); beyond, a gap
+    would be narrower than a pixel and the bars touch."""
     Figure = figure_class()
     fig = Figure(figsize=(_WIDTH, 2.6 * len(deltas) + 0.4), layout="constrained")
     axes = fig.subplots(len(deltas), 1, squeeze=False)[:, 0]
@@ -56,10 +62,14 @@ def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
     for ax, (run, pairs) in zip(axes, deltas.items()):
         ranked = sorted(pairs, key=lambda p: (-sign * p[1], p[0]))
         values = [d for _, d in ranked]
-        colours = [TIE if abs(d) <= _TIE else WIN if sign * d > 0 else LOSS for d in values]
-        wins = sum(c == WIN for c in colours)
-        losses = sum(c == LOSS for c in colours)
-        ax.bar(range(len(values)), values, width=0.85, color=colours)
+        wins = sum(sign * d > _TIE for d in values)
+        losses = sum(sign * d < -_TIE for d in values)
+        # Sorted by sign * d: the wins come first, then the ties (|d| <= _TIE), then the losses.
+        for colour, start, stop in ((WIN, 0, wins), (TIE, wins, len(values) - losses),
+                                    (LOSS, len(values) - losses, len(values))):
+            if stop > start:
+                _stairs(ax, *_steps(values[start:stop], start, len(values) <= _GAPPED), colour)
+        ax.autoscale_view()
         ax.axhline(0, color="#444444", linewidth=0.8)
         ax.set_title(f"{measure}: {run} − {baseline} per query ({wins} better, {losses} worse, "
                      f"{len(values) - wins - losses} tied)", fontsize=10, loc="left")
@@ -73,6 +83,38 @@ def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
         ax.grid(axis="y", color="#e0e0e0", linewidth=0.6)
         ax.set_axisbelow(True)
     return fig
+
+
+_GAPPED = 120  # up to this many queries the bars are parted (a gap of 0.15 of a query: about 1 pt at 120)
+_BAR = 0.85  # a parted bar's width, in queries
+_SERIES = {WIN: "better", TIE: "tied", LOSS: "worse"}  # the artists' labels (no legend is drawn: the colours say it)
+
+
+def _stairs(ax, heights, edges, colour: str) -> None:
+    """A filled StepPatch from 0, as ax.stairs(fill=True) draws it, but its data limits taken from its vertices at
+    once: add_patch() walks a path segment by segment for them (a second for three charts of 7,000 queries)."""
+    from matplotlib.patches import StepPatch
+
+    patch = StepPatch(heights, edges, baseline=0, facecolor=colour, linewidth=0, label=_SERIES[colour])
+    ax.add_artist(patch)
+    patch.sticky_edges.y.append(0)  # as stairs() and bar(): no margin below a chart of gains only
+    ax.update_datalim(patch.get_path().vertices)
+
+
+def _steps(values: list, start: int, gapped: bool) -> tuple:
+    """stairs()' (values, edges) for consecutive queries from position `start`: one step per query centred on
+    its position, touching (a run of equal values one step), or (gapped) _BAR wide with a NaN step, which
+    stairs() leaves empty, between two."""
+    import numpy as np
+
+    centres = np.arange(start, start + len(values), dtype=float)
+    if not gapped:  # neighbours of equal value (many, for a cut-off measure such as P@10) share one wider step
+        values = np.asarray(values, dtype=float)
+        first = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+        return values[first], np.append(centres[first] - 0.5, centres[-1] + 0.5)
+    edges = np.column_stack([centres - _BAR / 2, centres + _BAR / 2]).ravel()
+    heights = np.column_stack([values, np.full(len(values), np.nan)]).ravel()[:-1]
+    return heights, edges
 
 
 @_literal_text

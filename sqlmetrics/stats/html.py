@@ -16,8 +16,9 @@ import importlib.metadata
 import math
 from dataclasses import dataclass, field
 
+from ..caches import Stored
 from ..catalogue import parse_all
-from ..dialects.render import render
+from ..catalogue.templates import built_from
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
 from ..local.collect import python_rows
@@ -124,8 +125,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     render_options = {k: v for k, v in given.items() if RENDER in BY_NAME[k].takers}
     if len(named) > 1:  # the runs as one table with a run_name column, as evaluate() unions them
         render_options["columns"] = {"run_name": "run_name", **(o.columns or {})}
-    sql = render(evaluated, "duckdb", qrels=None if qrels is None else "qrels", run="run", per_query=True,
-                 **render_options)
+    sql = _sql(evaluated, qrels is None, render_options)
     changed = {k: v for k, v in given.items() if v != BY_NAME[k].default}
     return HtmlReport(runs=named, measures=texts, better=better, aggregate=aggregate, baseline=baseline,
                       comparison=comparison, deltas=deltas, curves=curves, group_by=segs, segments=segments,
@@ -133,6 +133,33 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
 
 
 build_report.__signature__ = signature(REPORT, "qrels, runs, measures, baseline=None")
+
+
+def _sql(measures: list, no_qrels: bool, options: dict) -> str:
+    """The page's SQL: sqlmetrics.render() for DuckDB. Its text depends on the measures and the options alone, so
+    it is kept on disk between processes (caches.Stored, as the evaluation's own statement: a changed template,
+    code or sqlglot names another entry): a report called again on the same measures neither binds the
+    statement a second time nor imports sqlglot. Options holding anything but plain values are rendered anew."""
+    def make() -> str:
+        from ..dialects.render import render
+
+        return render(measures, "duckdb", qrels=None if no_qrels else "qrels", run="run", per_query=True, **options)
+
+    if not _plain(options):
+        return make()
+    return _STORED_SQL.get(repr((list(measures), no_qrels, sorted(options.items()))), make)
+
+
+_STORED_SQL = Stored("report_sql", built_from)
+
+
+def _plain(value) -> bool:
+    """Whether repr() spells the value out whole: text, numbers, None and lists, tuples and dicts of them."""
+    if isinstance(value, dict):
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(map(_plain, value))
+    return value is None or type(value) in (str, int, float, bool)
 
 
 def _check_runs(names: list, segs: tuple, baseline):
