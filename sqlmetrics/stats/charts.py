@@ -51,10 +51,10 @@ def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
     deltas: {run: [(query_id, run - baseline)]}.
 
     Sorted, the wins, the ties and the losses are three runs of neighbouring queries: each is drawn as one
-    filled step outline (matplotlib's StepPatch, as `ax.stairs` draws it), one query a step, not one patch per query — the
-    time to build and draw the chart and the size of its SVG then hardly grow with the number of queries. Up to
-    _GAPPED queries the steps are parted into bars (a NaN step between two queries is a gap); beyond, a gap
-    would be narrower than a pixel and the bars touch."""
+    filled step outline (matplotlib's StepPatch, as `ax.stairs` draws it), one query a step, not one patch per
+    query: the time to build and draw the chart and the size of its SVG then hardly grow with the number of
+    queries. Up to _GAPPED queries the steps are parted into bars (a NaN step between two queries is a gap);
+    beyond, a gap would be narrower than a pixel and the bars touch."""
     Figure = figure_class()
     fig = Figure(figsize=(_WIDTH, 2.6 * len(deltas) + 0.4), layout="constrained")
     axes = fig.subplots(len(deltas), 1, squeeze=False)[:, 0]
