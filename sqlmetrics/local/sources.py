@@ -94,3 +94,18 @@ def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Sour
     run_view = _fresh("runs")
     con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
     return _source(run_view, {r: r for r in ["run_name", *run_roles]})
+
+
+def _each_run_source(con, checked: list, job: _Job, fused: list):
+    """(name, Source) of each run and fused run in turn, for one statement per run (evaluate.py's _compute_each):
+    one view, replaced for each run, with the columns the UNION ALL of _run_source gives that run. The statement
+    is then the same text for every run, built once. Yields each run's source just before its statement runs."""
+    run_roles = ["query_id", "doc_id", job.order_role]
+    view = _fresh("each_run")
+    for name, loaded, _ in checked:
+        cols = ", ".join(f"{_q(loaded.columns[r])} AS {r}" for r in run_roles)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {cols} FROM {loaded.view}")
+        yield str(name), _source(view, {r: r for r in run_roles})
+    for name, sql in fused:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT query_id, doc_id, score FROM ({sql})")
+        yield name, _source(view, {r: r for r in run_roles})
