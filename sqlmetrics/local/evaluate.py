@@ -76,7 +76,7 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         if union and not job.log_mode:
             _compute_each(con, checked, fused, job, o, qrels_source, others, step)
         else:
-            run_source = _run_source(con, checked, job, union, fused)
+            run_source = _run_source(con, checked, job, union)
             sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), others)
                     for calls, judged in job.parts]
             step("computing measures")
@@ -117,11 +117,11 @@ _STORED_STATEMENTS = Stored("statements", built_from)
 
 def _compute_each(con, checked: list, fused: list, job: _Job, o: Settings, qrels_source, others: dict, step) -> None:
     """Several runs (not logs): each run's statement on its own, one after the other, into per_list_result with
-    run_name first, ordered as one statement over the runs' UNION ALL orders it (run_name, query_id). The same
-    values: in that statement every window, join and GROUP BY is keyed by run_name, so each run's rows meet only
-    its own, and each run is cast to the statement's types as its part of the union is. But DuckDB sorts and
-    joins one run at a time, and frees that run's buffers before the next: the peak is one run's, not the sum
-    (M, two runs of 7M rows: 1.3 GB at once, 0.65 GB one after the other), and smaller sorts take less time."""
+    run_name first, ordered by run_name, query_id. These are the values one statement over the runs' UNION ALL
+    gave (as logs still run): there every window, join and GROUP BY is keyed by run_name, so a run's rows meet
+    only its own, and each run is cast to the statement's types alike. But DuckDB sorts and joins one run at a
+    time, and frees that run's buffers before the next: the peak is one run's, not the sum (M, two runs of 7M
+    rows: 1.3 GB at once, 0.63 GB one after the other), and the smaller sorts take less time."""
     tables = []
     for i, (name, run_source) in enumerate(_each_run_source(con, checked, job, fused)):
         sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), others)
