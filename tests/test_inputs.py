@@ -149,6 +149,35 @@ def test_several_runs_in_one_query():
     assert res.per_query.num_rows == 6
 
 
+@pytest.mark.parametrize("options", [{}, {"queries": "intersection"}, {"ties": "rank"}])
+def test_several_runs_give_each_run_its_values_alone(options):
+    """Several runs are evaluated one after the other (one statement per run): each run's rows are the ones it
+    gets alone, bit for bit, whatever its column types, ordered by run name then query; a measure's own
+    judged_only (a second statement) and a fused run included."""
+    ints = pa.table({"query_id": ["q1", "q1", "q2", "q9"], "doc_id": ["d3", "d1", "a", "z"],
+                     "score": pa.array([3, 2, 5, 1], pa.int32()), "rank": [1, 2, 1, 1]})
+    floats = pa.table({"query_id": ["q2", "q1", "q1"], "doc_id": ["b", "d2", "d4"],
+                       "score": pa.array([0.5, 0.25, 0.125], pa.float32()), "rank": [1, 1, 2]})
+    runs = {"zeta": run_table().append_column("rank", pa.array([1, 2, 3, 4, 1, 2, 1])), "alpha": ints, "mid": floats}
+    measures = ["P@2", "AP", "AP(judged_only=True)", "nDCG@3"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        together = sqlmetrics.evaluate(qrels_table(), runs, measures, **options)
+        alone = {name: sqlmetrics.evaluate(qrels_table(), run, measures, **options) for name, run in runs.items()}
+    rows = together.per_query.to_pylist()
+    assert [r["run"] for r in rows] == sorted(r["run"] for r in rows)
+    for name, res in alone.items():
+        assert [{k: v for k, v in r.items() if k != "run"} for r in rows if r["run"] == name] == \
+            res.per_query.to_pylist()
+        assert together.aggregate[name] == res.aggregate
+    if "ties" not in options:  # fusion reads scores
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fused = sqlmetrics.evaluate(qrels_table(), runs, measures, fuse={"rrf": {"method": "rrf"}}, **options)
+        assert [r for r in fused.per_query.to_pylist() if r["run"] != "rrf"] == rows
+        assert {r["run"] for r in fused.per_query.to_pylist()} == {*runs, "rrf"}
+
+
 def test_queries_intersection_and_warnings():
     with pytest.warns(sqlmetrics.SqlmetricsWarning, match="no ranking for 1 qrels query .*'q3'"):
         sqlmetrics.evaluate(qrels_table(), run_table(), MEASURES)

@@ -1,5 +1,5 @@
-"""The relations the statement reads, as statement.Source: the run (one, or several and the fused ones as one
-UNION ALL with run_name), and any relation of ours."""
+"""The relations the statement reads, as statement.Source: the run (one; each of several runs and of the fused ones
+in turn; several logs as one UNION ALL with run_name), and any relation of ours."""
 from __future__ import annotations
 
 from ..deferred import exp
@@ -62,9 +62,9 @@ def _types(con, checked: list, column: str) -> int:
     return len({str(con.sql(f"SELECT {column} FROM {view}").types[0]) for _, _, view in checked})
 
 
-def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Source:
-    """The run relation the statement reads: one run as it is, several (and the fused ones) as one UNION ALL
-    with run_name."""
+def _run_source(con, checked: list, job: _Job, union: bool) -> Source:
+    """The run relation the statement reads: one run as it is, or several logs as one UNION ALL with run_name.
+    Several runs that are not logs (and fused runs) each get a statement of their own: _each_run_source."""
     options, segs = job.shape, job.segments
     run_roles = ["query_id", "doc_id", job.order_role]
     seg_cols = [f"seg_{i}" for i in range(1, len(segs) + 1)]
@@ -81,16 +81,23 @@ def _run_source(con, checked: list, job: _Job, union: bool, fused: list) -> Sour
         run_view = _fresh("runs")
         con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
         return _source(run_view, {r: r for r in ["run_name", *roles]})
-    if not union:
-        loaded = checked[0][1]
-        return _source(loaded.view, {r: loaded.columns[r] for r in run_roles})
-    options.run_key = ("run_name",)
-    options.run_names = tuple(str(name) for name, _, _ in checked) + tuple(name for name, _ in fused)
-    parts = []
+    if union:
+        raise AssertionError("several runs that are not logs are evaluated one statement each (_each_run_source)")
+    loaded = checked[0][1]
+    return _source(loaded.view, {r: loaded.columns[r] for r in run_roles})
+
+
+def _each_run_source(con, checked: list, job: _Job, fused: list):
+    """(name, Source) of each run and fused run in turn, for one statement per run (evaluate.py's _compute_each):
+    one view, replaced for each run, with the run's roles renamed (query_id, doc_id, and score or
+    rank_position); the statement casts them. It is then the same text for every run, built once. Yields each
+    run's source just before its statement runs."""
+    run_roles = ["query_id", "doc_id", job.order_role]
+    view = _fresh("each_run")
     for name, loaded, _ in checked:
         cols = ", ".join(f"{_q(loaded.columns[r])} AS {r}" for r in run_roles)
-        parts.append(f"SELECT {_lit(str(name))} AS run_name, {cols} FROM {loaded.view}")
-    parts += [f"SELECT {_lit(name)} AS run_name, query_id, doc_id, score FROM ({sql})" for name, sql in fused]
-    run_view = _fresh("runs")
-    con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
-    return _source(run_view, {r: r for r in ["run_name", *run_roles]})
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {cols} FROM {loaded.view}")
+        yield str(name), _source(view, {r: r for r in run_roles})
+    for name, sql in fused:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT query_id, doc_id, score FROM ({sql})")
+        yield name, _source(view, {r: r for r in run_roles})
