@@ -15,7 +15,7 @@ from ..identifiers import sql_literal as _lit
 from ..options import QRELS_ROLES, Settings
 from ..plan import output_columns, plan_measures
 from ..results import Results
-from ..statement import READ, build_statement
+from ..statement import ONE_PIPELINE, RAG_ROWS, READ, build_statement
 from .collect import _check_finite, _collect, fetch_arrow
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
 from .inputs import _load_qrels, _other_inputs
@@ -122,6 +122,8 @@ def _compute_each(con, checked: list, fused: list, job: _Job, o: Settings, qrels
     only its own, and each run is cast to the statement's types alike. But DuckDB sorts and joins one run at a
     time, and frees that run's buffers before the next: the peak is one run's, not the sum (M, two runs of 7M
     rows: 1.3 GB at once, 0.63 GB one after the other), and the smaller sorts take less time."""
+    if any(c.measure.rows in RAG_ROWS for c in job.calls):  # each statement below sees one run: refused here
+        raise SqlmetricsError(ONE_PIPELINE)
     tables = []
     for i, (name, run_source) in enumerate(_each_run_source(con, checked, job, fused)):
         sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), others)

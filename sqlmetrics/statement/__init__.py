@@ -56,9 +56,10 @@ The modules, each pointing only down (pyproject.toml's import-linter contract):
 from ..plan import READ
 from .aggregate import GMAP_FLOOR, aggregate_sql
 from .build import build_statement
+from .rag import ONE_PIPELINE, RAG_ROWS
 from .shape import Shape, check_subtopics
 from .sources import LISTS, Embeddings, Source
 from .trees import _in_fixed_order  # fusion.py adds its sums in a fixed order too
 
-__all__ = ["GMAP_FLOOR", "LISTS", "READ", "Embeddings", "Shape", "Source", "aggregate_sql",
+__all__ = ["GMAP_FLOOR", "LISTS", "ONE_PIPELINE", "RAG_ROWS", "READ", "Embeddings", "Shape", "Source", "aggregate_sql",
            "build_statement", "check_subtopics"]

@@ -25,9 +25,13 @@ def check_rag(plan: Plan, options: Shape, verdicts: Source | None, embeddings: E
                               "generated from the answer), embedding (a list of numbers; or dimension and value, one "
                               "row per dimension) and noncommittal (1 or 0).")
     if options.run_key or options.labels or options.judgment_groups:
-        # The verdicts are one pipeline's answers, keyed by the query alone: two runs would share them.
-        raise SqlmetricsError("the RAG measures read one pipeline's verdicts and embeddings, keyed by query: evaluate "
-                              "one run at a time, with qrels (qrels_format='qrels' or 'subtopics').")
+        raise SqlmetricsError(ONE_PIPELINE)
+
+
+# The verdicts are one pipeline's answers, keyed by the query alone: two runs would share them.
+ONE_PIPELINE = ("the RAG measures read one pipeline's verdicts and embeddings, keyed by query: evaluate one run at a "
+                "time, with qrels (qrels_format='qrels' or 'subtopics').")
+RAG_ROWS = ("verdicts", "embeddings")  # the rows the RAG measures read
 
 
 def verdict_values(plan: Plan, verdicts: Source, fixed) -> list:
