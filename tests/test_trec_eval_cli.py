@@ -183,6 +183,10 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
     (V10, "q1 0 d1 1\n", "q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", [], 4, "appears more than once"),
     (V9, "q1 0 d1 1\n", "q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", [], 4, "appears more than once"),
     (V10, "q1 0 d1 1\n", "", [], 2, "is empty"),
+    # With -J a ranked query may keep no document: the judged queries are then read from the qrels themselves.
+    (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-J"], 4, "judged query 'q2' has no ranking"),
+    (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d9 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", ["-J"], 0, ""),
+    (V10, "q1 0 d1 1\n", "", ["-J"], 2, "is empty"),
 ])
 def test_exit_statuses_are_trec_evals(cli, compat, qrels, run, flags, status, says):
     Path("q.txt").write_text(qrels)

@@ -74,24 +74,34 @@ def add_parser(sub, parents) -> None:
 def _stop_as_10_does(args, res) -> None:
     """trec_eval 10.0 walks the qrels' queries (trec_eval.c): without -c, one with no ranking in the run stops it
     ('result qid ... not found in qrels', exit 4), and an empty run stops it reading (exit 2). 9.0.8 walked the
-    run's queries and skipped such a query; -c scores it 0."""
+    run's queries and skipped such a query; -c scores it 0. Without -J the evaluation listed every judged query
+    (queries='qrels', which, none missing, are the intersection's lists): one that ranks nothing is missing.
+    With -J a ranked query may keep no document, so the qrels' queries are read again."""
     _, rows = res.per_query
-    if not rows and _is_empty(args.files[1]):
+    if args.Judged_docs_only:
+        ranked = {q for _, q, *_ in rows}
+        missing = sorted(q.encode() for q in _judged_queries(args) if q not in ranked)
+        empty = not rows
+    else:
+        missing = sorted(q.encode() for _, q, num_ret, *_ in rows if not num_ret)
+        empty = len(missing) == len(rows)
+    if empty and _is_empty(args.files[1]):
         raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval 10.0 quits reading it (exit 2).")
-    ranked = {q for _, q, *_ in rows}
-    con = connect()
-    try:
-        qrels = load(con, args.files[0], "qrels", layout=None if args.Rel_info_format == "qrels" else args.Rel_info_format)
-        judged = [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(qrels.columns['query_id'])} "
-                                            f"AS VARCHAR) FROM {qrels.view}").fetchall()]
-    finally:
-        con.close()
-    missing = sorted(q.encode() for q in judged if q not in ranked)  # trec_eval's qrels order: by strcmp
-    if missing:
+    if missing:  # trec_eval's qrels order: by strcmp
         first = missing[0].decode()
         raise UsageError(f"judged query {first!r} has no ranking in run file {args.files[1]!r}: trec_eval 10.0 stops "
                          f"there (\"result qid '{first}' not found in qrels\", exit 4). Pass -c to score it 0, or "
                          "--compat trec_eval-9.0.8 to skip it as 9.0.8 did.", exit_status=4)
+
+
+def _judged_queries(args) -> list:
+    con = connect()
+    try:
+        qrels = load(con, args.files[0], "qrels", layout=None if args.Rel_info_format == "qrels" else args.Rel_info_format)
+        return [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(qrels.columns['query_id'])} "
+                                          f"AS VARCHAR) FROM {qrels.view}").fetchall()]
+    finally:
+        con.close()
 
 
 def _is_empty(path: str) -> bool:
@@ -144,7 +154,10 @@ def run(args) -> tuple:
     args.qrels = args.files[0]
     runs = command_runs(args)
     (name, path), = runs.items()
-    options = dict(queries="qrels" if args.complete_rel_info_wanted else "intersection",
+    # 10.0 without -c (nor -J) evaluates every judged query too, to stop where 10.0 does (_stop_as_10_does).
+    stop_as_10 = args.compat == "trec_eval-10.0" and not args.complete_rel_info_wanted
+    every_judged = args.complete_rel_info_wanted or (stop_as_10 and not args.Judged_docs_only)
+    options = dict(queries="qrels" if every_judged else "intersection",
                    relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only,
                    qrels_format=args.Rel_info_format)
     if args.Rel_info_format in ("prefs", "qrels_prefs"):
@@ -158,7 +171,7 @@ def run(args) -> tuple:
         except RepeatedDocument as e:  # this command takes no --duplicates; trec_eval (both) exits 4 on a repeat
             raise UsageError(f"{e.where}. Remove the repeat: trec_eval takes each document once per query "
                              "(`sqlmetrics eval --duplicates max` keeps its highest score).", exit_status=4) from None
-    if args.compat == "trec_eval-10.0" and not args.complete_rel_info_wanted:
+    if stop_as_10:
         _stop_as_10_does(args, res)
     _, rows = res.per_query
     per_query = {q: dict(zip(strings, values)) for _, q, *values in rows}
