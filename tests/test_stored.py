@@ -36,6 +36,15 @@ def cache(tmp_path, monkeypatch):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def _catalogue_forgotten_after():
+    """A test here may read a changed copy of the catalogue: what it left in memory goes with it (after
+    monkeypatch has put sql_dir back), or the next test in this process would read that copy."""
+    yield
+    for cached in (templates.measures, templates.shared_columns, names._aliases):
+        cached.cache_clear()
+
+
 def _entries(folder: Path) -> dict:
     return {p: p.read_bytes() for p in folder.rglob("*.pickle")}
 
