@@ -15,9 +15,9 @@ import difflib
 import math
 from dataclasses import replace
 
-from .deferred import exp, sqlglot
 from .catalogue import PARAM_TYPES
 from .catalogue.fusion import DEFAULT_NORM, FusionMethod, fusion_columns, fusion_method, normalisation
+from .deferred import exp, sqlglot
 from .errors import SqlmetricsError
 from .statement import READ, _in_fixed_order
 

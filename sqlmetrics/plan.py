@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .deferred import exp, sqlglot
 from .caches import Kept
 from .catalogue import ABSENT, MeasureCall, shared_columns
+from .deferred import exp, sqlglot
 
 READ = "duckdb"  # the dialect templates are written in
 LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "num_rel", "num_nonrel")

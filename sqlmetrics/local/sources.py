@@ -2,8 +2,8 @@
 in turn; several logs as one UNION ALL with run_name), and any relation of ours."""
 from __future__ import annotations
 
-from ..deferred import exp
 from ..catalogue.fusion import DEFAULT_NORM
+from ..deferred import exp
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import quote_identifier as _q

@@ -2,9 +2,9 @@
 run (and segment), each measure under its aggregate (mean, sum, trec_eval's floored geometric mean, once)."""
 from __future__ import annotations
 
-from ..deferred import exp
 from ..caches import Kept, Stored
 from ..catalogue.templates import built_from
+from ..deferred import exp
 from ..plan import READ, Plan
 from .shape import Shape
 from .trees import _by, _c, _cols, _in_fixed_order
