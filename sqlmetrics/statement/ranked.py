@@ -185,10 +185,6 @@ def _lists(options: Shape, key: list) -> exp.Select:
         # With segments, which judged queries a segment should have seen is unknown: the lists present.
         return exp.select(*_cols(key)).from_("judged_ranking", copy=False).where(
             exp.EQ(this=_c("rnk"), expression=exp.Literal.number(1)), copy=False)
-    if options.run_key and options.run_names:
-        runs = exp.values([(name,) for name in options.run_names], alias="runs", columns=list(options.run_key))
-        return exp.select(*_cols(options.run_key, "runs"), *_cols(["query_id", *groups], "query_stats")) \
-            .from_(runs, copy=False).join("query_stats", join_type="CROSS", copy=False)
     if options.run_key:
         runs = exp.select(*_cols(options.run_key)).distinct(copy=False).from_("run_rows", copy=False).subquery("runs")
         return exp.select(*_cols(options.run_key, "runs"), *_cols(["query_id", *groups], "query_stats")) \

@@ -23,9 +23,6 @@ class Shape:
     labels: bool = False  # judgments come from the run rows (role `relevance`), keyed by the whole list key
     # Sums in a fixed order (DuckDB, where the local evaluation runs): see _in_fixed_order.
     fixed_order: bool = False
-    # The runs to evaluate, when known (several runs evaluated locally): a run without rows still scores
-    # every judged query 0. Otherwise, the runs are the run_key values present in the run rows.
-    run_names: tuple = ()
     depth: int | None = None  # only each list's first `depth` documents count (trec_eval -M)
     judged_only: bool = False  # unjudged documents (and negative grades) leave the lists before ranking (-J)
     # How the judgments were read (options.qrels_format): 'qrels_jg' carries `judgment_group`, and every list
