@@ -40,8 +40,8 @@ class Stored:
     """Values kept on disk between processes: a script calling `sqlmetrics trec_eval` in a loop binds the same
     templates into the same statement on every call. get(key, make) returns make()'s value, from the cache
     folder when a process made it before. The entry's name is a digest of the key and of everything the value
-    is built from: the package's Python code and the measure templates, read byte for byte on every call
-    (`sources`), and sqlglot's version. A changed template or upgraded code therefore names other entries,
+    is built from: the package's Python code and the measure templates, byte for byte (`sources`), and
+    sqlglot's version. A changed template or upgraded code therefore names other entries,
     and a stale value cannot be read. The folder is $SQLMETRICS_CACHE_DIR (empty: no cache), else the user's
     cache folder (XDG_CACHE_HOME, LOCALAPPDATA, ~/.cache) + /sqlmetrics; a folder that cannot be written, or
     an entry that cannot be read, leaves the value built as if there were no cache."""
@@ -79,16 +79,16 @@ def cache_folder() -> Path | None:
 
 
 def _fingerprint(sources) -> str:
+    """sources: (folder, "*.py") for code, read once per process (the code a process runs does not change under
+    it), or a digest the caller made of what it read (the templates: catalogue.templates.built_from)."""
     digest = hashlib.sha256(_SQLGLOT.encode())
-    for folder, pattern in sources:
-        # Python code read once per process (the code a process runs does not change under it); anything
-        # else, the templates, on every call: a test, or a notebook, may write them while the process runs.
-        digest.update(_code_digest(str(folder), pattern) if pattern == "*.py" else _digest(str(folder), pattern))
+    for source in sources:
+        digest.update(source if isinstance(source, bytes) else _code_digest(str(source[0]), source[1]))
     return digest.hexdigest()
 
 
 def _digest(folder: str, pattern: str) -> bytes:
-    digest = hashlib.sha256(folder.encode())  # a value names its files (a measure's path): a moved copy builds anew
+    digest = hashlib.sha256(folder.encode())  # a value names its files: a moved copy builds anew
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "**", pattern), recursive=True)):
         digest.update(b"\0" + os.path.relpath(path, folder).encode() + b"\0")
         with open(path, "rb") as f:

@@ -26,7 +26,7 @@ def catalogue_copy(tmp_path, monkeypatch):
     shutil.copytree(templates.sql_dir(), folder)
 
     def clear():
-        for cached in (templates.measures, templates.shared_columns, names._aliases):
+        for cached in (templates.catalogue_folder, templates.measures, templates.shared_columns, names._aliases):
             cached.cache_clear()
 
     monkeypatch.setattr(templates, "sql_dir", lambda: folder)
@@ -111,7 +111,8 @@ def test_body_takes_another_measures_sql_and_only_that(catalogue_copy):
     path = catalogue_copy / "GMBpref.sql"
     original = path.read_text(encoding="utf-8")
     path.write_text(original + "SUM(is_rel)\n", encoding="utf-8")
-    templates.measures.cache_clear()  # evaluate() above read the catalogue
+    for cached in (templates.catalogue_folder, templates.measures):  # evaluate() above read the catalogue
+        cached.cache_clear()
     with pytest.raises(SqlmetricsError, match=r"GMBpref\.sql:\d+: body: Bpref gives this measure Bpref's SQL"):
         measures()
     path.write_text(original.replace("-- body: Bpref", "-- body: Nothing"), encoding="utf-8")

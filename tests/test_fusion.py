@@ -180,10 +180,10 @@ def fusion_copy(tmp_path, monkeypatch):
     folder = tmp_path / "sql"
     shutil.copytree(templates.sql_dir(), folder)
     monkeypatch.setattr(fusion, "sql_dir", lambda: folder)
-    for cached in (fusion.fusion_methods, fusion.fusion_columns):
+    for cached in (templates.catalogue_folder, fusion.fusion_methods, fusion.fusion_columns):
         cached.cache_clear()
     yield folder / "fusion"
-    for cached in (fusion.fusion_methods, fusion.fusion_columns):
+    for cached in (templates.catalogue_folder, fusion.fusion_methods, fusion.fusion_columns):
         cached.cache_clear()
 
 

@@ -41,7 +41,7 @@ def _catalogue_forgotten_after():
     """A test here may read a changed copy of the catalogue: what it left in memory goes with it (after
     monkeypatch has put sql_dir back), or the next test in this process would read that copy."""
     yield
-    for cached in (templates.measures, templates.shared_columns, names._aliases):
+    for cached in (templates.catalogue_folder, templates.measures, templates.shared_columns, names._aliases):
         cached.cache_clear()
 
 
@@ -52,7 +52,7 @@ def _entries(folder: Path) -> dict:
 def _as_a_new_process(monkeypatch):
     """Forget what this process keeps in memory (the catalogue, plans, statements, aggregates' SQL): what is
     left is the disk, as for the next process."""
-    for cached in (templates.measures, templates.shared_columns, names._aliases):
+    for cached in (templates.catalogue_folder, templates.measures, templates.shared_columns, names._aliases):
         cached.cache_clear()
     for module, name in ((plan, "_PLANS"), (local_evaluate, "_STATEMENTS"), (aggregate, "_AGGREGATES")):
         monkeypatch.setattr(module, name, Kept())
@@ -92,6 +92,23 @@ def test_a_changed_template_is_never_read_stale(files, cache, tmp_path, monkeypa
     _as_a_new_process(monkeypatch)
     assert sqlmetrics.evaluate(*map(str, files), ["P@2"]).aggregate["P@2"] == pytest.approx(P2 / 2)
     assert set(before) < set(_entries(cache))  # new entries beside the old, which nothing names any more
+
+
+def test_a_template_edited_while_a_process_runs_is_not_read_stale_by_the_next(files, cache, tmp_path, monkeypatch):
+    """A process keeps the catalogue it read: what it stores after a template changed under it is named by the
+    bytes it read, so the next process, reading the changed template, does not find it."""
+    folder = tmp_path / "sql"
+    shutil.copytree(templates.sql_dir(), folder)
+    monkeypatch.setattr(templates, "sql_dir", lambda: folder)
+    _as_a_new_process(monkeypatch)
+    qrels, run = map(str, files)
+    assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
+    body = "CAST(SUM(CASE WHEN rnk <= :k THEN is_rel ELSE 0 END) AS DOUBLE) / :k"
+    (folder / "P.sql").write_text((folder / "P.sql").read_text().replace(body, f"({body}) / 2"))
+    # P@3 by hand: q1 has d1 (1), d2 (0), d3 (2) in its top 3, q2 d9 and d4 (1): (2/3 + 1/3) / 2 = 1/2.
+    assert sqlmetrics.evaluate(qrels, run, ["P@3"]).aggregate["P@3"] == pytest.approx(1 / 2)  # still the P it read
+    _as_a_new_process(monkeypatch)
+    assert sqlmetrics.evaluate(qrels, run, ["P@3"]).aggregate["P@3"] == pytest.approx(1 / 4)
 
 
 def test_changed_code_names_other_entries(tmp_path):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import SqlmetricsError
-from .templates import Param, _Reader, _split, sql_dir
+from .templates import Param, _Reader, _split, catalogue_folder, sql_dir, template_text
 
 DEFAULT_NORM = "min-max"  # ranx fuse()'s default
 _EXAMPLE = re.compile(r"^(?P<call>\(.*\))?\s*runs:\s*(?P<runs>.+?)\s*=>\s*(?P<fused>.+)$")
@@ -91,7 +91,7 @@ class _FusionReader(_Reader):
         return tuple(rows)
 
     def read(self) -> FusionMethod:
-        header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
+        header, body, body_line = _split(template_text(self.path))
         single, params, examples, notes = {}, {}, [], []
         last = None
         keys = ("fusion", "description", "reference", "aliases", "param NAME", "note", "example")
@@ -149,9 +149,18 @@ def fusion_dir():
 
 @lru_cache(maxsize=None)
 def fusion_methods() -> dict[str, FusionMethod]:
-    """Every fusion method of sql/fusion/, by name. An alias two files claim is an error."""
+    """Every fusion method of sql/fusion/, by name. An alias two files claim is an error; the templates are then
+    read again on the next call (they are being edited)."""
+    try:
+        return _fusion_methods()
+    except SqlmetricsError:
+        catalogue_folder.cache_clear()
+        raise
+
+
+def _fusion_methods() -> dict[str, FusionMethod]:
     found, claimed = {}, {}
-    for path in sorted(fusion_dir().glob("*.sql")):
+    for path in catalogue_folder(fusion_dir()).texts:
         if path.name.startswith("_"):
             continue
         method = _FusionReader(path).read()
@@ -167,7 +176,7 @@ def fusion_methods() -> dict[str, FusionMethod]:
 @lru_cache(maxsize=None)
 def fusion_columns() -> dict[str, dict[str, str]]:
     """{scope: {name: SQL}} of sql/fusion/_shared.sql: the columns a body reads, and the normalisations."""
-    header, _, _ = _split((fusion_dir() / "_shared.sql").read_text(encoding="utf-8"))
+    header, _, _ = _split(template_text(fusion_dir() / "_shared.sql"))
     columns: dict = {scope: {} for scope in _SCOPES}
     for _line, text in header:
         if m := re.match(r"^ ?(list|query|doc|norm)\s+([\w-]+)\s*:\s*(.+)$", text):

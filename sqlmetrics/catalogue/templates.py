@@ -81,6 +81,7 @@ value is an error naming the file and line):
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -338,7 +339,7 @@ class _Reader:
                        items, tuple((q, of, int(v)) for q, of, v in verdicts), tuple(embeddings))
 
     def read(self) -> Measure:
-        header, body, body_line = _split(self.path.read_text(encoding="utf-8"))
+        header, body, body_line = _split(template_text(self.path))
         single, params, sections, examples = self.keys(header)
         value, line = self.check_keys(single, params, examples)
         empty, bounds = self.bounds(value, line)
@@ -466,9 +467,34 @@ def sql_dir() -> Path:
 
 
 def built_from() -> list:
-    """The files whose bytes decide a parsed measure and a generated statement (caches.Stored's sources): the
-    package's code and the templates."""
-    return [(Path(__file__).resolve().parent.parent, "*.py"), (sql_dir(), "*.sql")]
+    """What decides a parsed measure and a generated statement (caches.Stored's sources): the package's code,
+    and the templates as this process read them (their digest)."""
+    return [(Path(__file__).resolve().parent.parent, "*.py"), catalogue_folder(sql_dir()).digest,
+            catalogue_folder(sql_dir() / "fusion").digest]
+
+
+@dataclass(frozen=True)
+class _Folder:
+    texts: dict  # {path: text} of the folder's *.sql
+    digest: bytes
+
+
+@lru_cache(maxsize=None)
+def catalogue_folder(folder: Path) -> _Folder:
+    """A catalogue folder's templates, read once per process: the catalogue is parsed from these texts, and the
+    entries kept on disk are named by their digest, so an entry always names the bytes its value was built from
+    (a template edited while a process runs is seen by neither, until the caches are cleared)."""
+    texts = {path: path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.sql"))}
+    digest = hashlib.sha256(str(folder).encode())  # a value names its files (a measure's path): a moved copy builds anew
+    for path, text in texts.items():
+        digest.update(b"\0" + path.name.encode() + b"\0" + text.encode())
+    return _Folder(texts, digest.digest())
+
+
+def template_text(path: Path) -> str:
+    """A template's text, as this process read it; a file outside the catalogue's folders, from the disk."""
+    text = catalogue_folder(path.parent).texts.get(path)
+    return path.read_text(encoding="utf-8") if text is None else text
 
 
 def _alias_key(alias: Alias) -> str:
@@ -478,10 +504,19 @@ def _alias_key(alias: Alias) -> str:
 
 @lru_cache(maxsize=None)
 def measures() -> dict[str, Measure]:
-    """Every measure of sql/, by name. A bad header, or an alias two files claim, is an error."""
+    """Every measure of sql/, by name. A bad header, or an alias two files claim, is an error; the templates are
+    read again on the next call (they are being edited)."""
+    try:
+        return _measures()
+    except SqlmetricsError:
+        catalogue_folder.cache_clear()
+        raise
+
+
+def _measures() -> dict[str, Measure]:
     found: dict[str, Measure] = {}
     claimed: dict[str, tuple] = {}  # alias key -> (path, line)
-    for path in sorted(sql_dir().glob("*.sql")):
+    for path in catalogue_folder(sql_dir()).texts:
         if path.name.startswith("_"):
             continue
         m = _Reader(path).read()
@@ -515,7 +550,7 @@ def measures() -> dict[str, Measure]:
 
 @lru_cache(maxsize=None)
 def shared_columns() -> dict[str, SharedColumn]:
-    header, _, _ = _split((sql_dir() / "_shared.sql").read_text(encoding="utf-8"))
+    header, _, _ = _split(template_text(sql_dir() / "_shared.sql"))
     cols = {}
     for _line, text in header:
         if m := re.match(r"^ ?(row|window|query|collection)\s+(\w+)\s*:\s*(.+)$", text):
