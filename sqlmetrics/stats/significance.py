@@ -257,6 +257,19 @@ def tukey_moments(groups: list) -> tuple:
 
 # ---------------------------------------------------------------------------------------------- resampling in SQL
 
+def _fixed_point(ascending: list) -> tuple:
+    """(integers, scale): each value as an integer times one power-of-two scale, the largest |value| just below
+    2^52. A resample's weighted sum of these is an exact integer sum in DuckDB (into a 128-bit integer), so the
+    bootstrap's interval has the same bits in every run; a sum of doubles takes the last bits of the order its
+    threads happen to add them in. Each value is rounded to 2^-52 of the largest, as a double sum of them rounds
+    its partial sums."""
+    top = max((abs(x) for x in ascending), default=0.0)
+    if top == 0:
+        return [0] * len(ascending), 1.0
+    exponent = 52 - math.frexp(top)[1]
+    return [round(math.ldexp(x, exponent)) for x in ascending], math.ldexp(1.0, -exponent)
+
+
 def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: float = 0.99, resources=None) -> list:
     """p-values (and bootstrap percentile intervals) for many difference vectors in one DuckDB session.
 
@@ -276,14 +289,17 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
     try:
         # plain INSERTs, not a pyarrow table: building one from Python lists imports pandas
         con.execute("CREATE TEMP TABLE sqlm_jobs (job INTEGER, n INTEGER, dv DOUBLE[], obs DOUBLE, tol DOUBLE, "
-                    "exact BOOLEAN)")
+                    "exact BOOLEAN, iv BIGINT[], scale DOUBLE)")
         # sorted: a resample's slots are positions in ascending order, never the lists' ids, whose order depends on
         # the engine's collation (aggregates.py draws the same resamples on other engines)
-        records = [(k, len(d), sorted(float(x) for x in d), math.fsum(d), RESAMPLED_TIE * math.fsum(abs(x) for x in d), exact[k])
-                   for k, d in live]
+        records = []
+        for k, d in live:
+            ascending = sorted(float(x) for x in d)
+            records.append((k, len(d), ascending, math.fsum(d), RESAMPLED_TIE * math.fsum(abs(x) for x in d), exact[k],
+                            *_fixed_point(ascending)))
         for start in range(0, len(records), 200):
             chunk = records[start:start + 200]
-            con.execute("INSERT INTO sqlm_jobs VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(chunk)),
+            con.execute("INSERT INTO sqlm_jobs VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
                         [v for rec in chunk for v in rec])
         rows = []
         if test == "fisher":
@@ -321,16 +337,19 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
             alpha = (1 - confidence) / 2
             # The Poisson bootstrap: in resample b, the difference at position `slot` (ascending order) weighs
             # Poisson(1) drawn from h(seed, b, slot); a resample's mean is one weighted sum, so no table of draws
-            # is ever built. A resample drawing no list at all (probability e^-n) keeps the observed mean.
+            # is ever built. A resample drawing no list at all (probability e^-n) keeps the observed mean. The
+            # weighted sum is of the fixed-point integers (_fixed_point): exact, so the same in any thread order.
             rows = con.execute(f"""
-                WITH vals AS (SELECT job, obs / n AS obs_mean, tol / n AS tol, unnest(dv) AS v,
-                                     generate_subscripts(dv, 1) - 1 AS slot FROM sqlm_jobs),
+                WITH vals AS (SELECT job, obs / n AS obs_mean, tol / n AS tol, scale, unnest(iv) AS iv,
+                                     generate_subscripts(iv, 1) - 1 AS slot FROM sqlm_jobs),
                      weighted AS (
-                        SELECT v.job, v.obs_mean, v.tol, r.b, {poisson_sql(draw_sql('r.hb', 's.hq'))} AS w, v.v
+                        SELECT v.job, v.obs_mean, v.tol, v.scale, r.b, {poisson_sql(draw_sql('r.hb', 's.hq'))} AS w,
+                               v.iv
                         FROM vals v JOIN ({slots_sql('SELECT slot FROM vals')}) s ON s.slot = v.slot
                         CROSS JOIN ({replicates_sql(seed, n_resamples)}) r),
-                     means AS (SELECT job, obs_mean, tol, COALESCE(SUM(w * v) / NULLIF(SUM(w), 0), obs_mean) AS m
-                               FROM weighted GROUP BY job, obs_mean, tol, b)
+                     means AS (SELECT job, obs_mean, tol,
+                                      COALESCE(CAST(SUM(w * iv) AS DOUBLE) * scale / NULLIF(SUM(w), 0), obs_mean) AS m
+                               FROM weighted GROUP BY job, obs_mean, tol, scale, b)
                 SELECT job, SUM(CASE WHEN abs(m - obs_mean) >= abs(obs_mean) - tol THEN 1 ELSE 0 END),
                        quantile_cont(m, {alpha!r}), quantile_cont(m, {1 - alpha!r})
                 FROM means GROUP BY job""").fetchall()
@@ -356,12 +375,15 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
     """
     con = connect(**(resources or {}))
     try:
-        con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[])")
+        # each group's values; for the bootstrap also in ascending order as fixed-point integers (_fixed_point)
+        con.execute("CREATE TEMP TABLE sqlm_groups (g INTEGER, n INTEGER, v DOUBLE[], iv BIGINT[], scale DOUBLE)")
         con.execute("CREATE TEMP TABLE sqlm_pairs (job INTEGER, gx INTEGER, gy INTEGER)")
-        records = [(g, len(v), [float(x) for x in v]) for g, v in enumerate(groups)]
+        records = [(g, len(v), [float(x) for x in v],
+                    *(_fixed_point(sorted(float(x) for x in v)) if test == "bootstrap" else (None, None)))
+                   for g, v in enumerate(groups)]
         for start in range(0, len(records), 200):
             chunk = records[start:start + 200]
-            con.execute("INSERT INTO sqlm_groups VALUES " + ", ".join(["(?, ?, ?)"] * len(chunk)),
+            con.execute("INSERT INTO sqlm_groups VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * len(chunk)),
                         [x for rec in chunk for x in rec])
         live = [(k, gx, gy) for k, (gx, gy) in enumerate(pairs) if groups[gx] and groups[gy]]
         for start in range(0, len(live), 300):
@@ -387,26 +409,31 @@ def unpaired(groups: list, pairs: list, seed: int, n_resamples: int, confidence:
         if test == "bootstrap" and live:
             alpha = (1 - confidence) / 2
             # The Poisson bootstrap, each run apart: x's values (ascending) weigh by slots 0 .. nx-1, y's by
-            # nx .. nx+ny-1, so the two draw independent weights; an arm drawing no list keeps its observed mean.
-            x_mean = "COALESCE(SUM(CASE WHEN is_x THEN w * v END) / NULLIF(SUM(CASE WHEN is_x THEN w END), 0), mx)"
-            y_mean = "COALESCE(SUM(CASE WHEN NOT is_x THEN w * v END) / NULLIF(SUM(CASE WHEN NOT is_x THEN w END), 0), my)"
+            # nx .. nx+ny-1, so the two draw independent weights; an arm drawing no list keeps its observed mean. The
+            # weighted sums are of the fixed-point integers (_fixed_point): exact, so the same in any thread order.
+            x_mean = ("COALESCE(CAST(SUM(CASE WHEN is_x THEN w * iv END) AS DOUBLE) * sx "
+                      "/ NULLIF(SUM(CASE WHEN is_x THEN w END), 0), mx)")
+            y_mean = ("COALESCE(CAST(SUM(CASE WHEN NOT is_x THEN w * iv END) AS DOUBLE) * sy "
+                      "/ NULLIF(SUM(CASE WHEN NOT is_x THEN w END), 0), my)")
             rows = con.execute(f"""
                 WITH obs AS (
-                    SELECT p.job, x.v AS vx, y.v AS vy, x.n AS nx, list_avg(x.v) AS mx, list_avg(y.v) AS my,
+                    SELECT p.job, x.iv AS vx, y.iv AS vy, x.scale AS sx, y.scale AS sy, x.n AS nx,
+                           list_avg(x.v) AS mx, list_avg(y.v) AS my,
                            list_avg(x.v) - list_avg(y.v) AS d, {RESAMPLED_TIE} * (abs(list_avg(x.v)) + abs(list_avg(y.v))) AS tol
                     FROM sqlm_pairs p JOIN sqlm_groups x ON x.g = p.gx JOIN sqlm_groups y ON y.g = p.gy),
                 vals AS (
-                    SELECT job, mx, my, d, tol, TRUE AS is_x, unnest(list_sort(vx)) AS v,
+                    SELECT job, mx, my, sx, sy, d, tol, TRUE AS is_x, unnest(vx) AS iv,
                            generate_subscripts(vx, 1) - 1 AS slot FROM obs
                     UNION ALL
-                    SELECT job, mx, my, d, tol, FALSE, unnest(list_sort(vy)), nx + generate_subscripts(vy, 1) - 1
+                    SELECT job, mx, my, sx, sy, d, tol, FALSE, unnest(vy), nx + generate_subscripts(vy, 1) - 1
                     FROM obs),
                 weighted AS (
-                    SELECT v.job, v.mx, v.my, v.d, v.tol, v.is_x, v.v, r.b,
+                    SELECT v.job, v.mx, v.my, v.sx, v.sy, v.d, v.tol, v.is_x, v.iv, r.b,
                            {poisson_sql(draw_sql('r.hb', 's.hq'))} AS w
                     FROM vals v JOIN ({slots_sql('SELECT slot FROM vals')}) s ON s.slot = v.slot
                     CROSS JOIN ({replicates_sql(seed, n_resamples)}) r),
-                diffs AS (SELECT job, d, tol, {x_mean} - {y_mean} AS m FROM weighted GROUP BY job, mx, my, d, tol, b)
+                diffs AS (SELECT job, d, tol, {x_mean} - {y_mean} AS m FROM weighted
+                          GROUP BY job, mx, my, sx, sy, d, tol, b)
                 SELECT job, SUM(CASE WHEN abs(m - d) >= abs(d) - tol THEN 1 ELSE 0 END),
                        quantile_cont(m, {alpha!r}), quantile_cont(m, {1 - alpha!r})
                 FROM diffs GROUP BY job""").fetchall()
