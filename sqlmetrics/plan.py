@@ -56,7 +56,9 @@ def _level_name(base: str, level: int, default_level: int) -> str:
 
 
 def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expression:
-    """Replace `:name` placeholders by the call's values; an absent value makes its comparison TRUE."""
+    """Replace `:name` placeholders by the call's values; an absent value makes its comparison TRUE. `tree` is
+    changed in place: the callers' are fresh from _parse (a copy per transform made planning copy every tree
+    three times over)."""
     # A measure with another's body (body:) may leave some of its parameters out: those stay absent.
     values = {**dict.fromkeys(call.measure.absent_params, ABSENT), **call.values}
     params = {**call.measure.absent_params, **call.measure.params}
@@ -90,8 +92,8 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
                 return exp.true()
         return node
 
-    tree = tree.transform(drop_absent_comparisons)
-    return _simplify(tree.transform(replace))
+    tree = tree.transform(drop_absent_comparisons, copy=False)
+    return _simplify(tree.transform(replace, copy=False))
 
 
 def _gain_case(pairs) -> exp.Expression:
@@ -115,7 +117,7 @@ def _number(value) -> str:
 
 def _simplify(tree: exp.Expression) -> exp.Expression:
     """Fold what binding an absent parameter leaves behind: `x AND TRUE`, `CASE WHEN TRUE`, COALESCE(NULL, x),
-    and `:p IS NULL` once p is bound (TRUE when absent, FALSE when given)."""
+    and `:p IS NULL` once p is bound (TRUE when absent, FALSE when given). In place, as _bind_placeholders."""
 
     def fold(node):
         if isinstance(node, exp.And):
@@ -146,7 +148,7 @@ def _simplify(tree: exp.Expression) -> exp.Expression:
             return exp.true() if isinstance(node.this, exp.Null) else exp.false()
         return node
 
-    return tree.transform(bound_is_null).transform(fold)
+    return tree.transform(bound_is_null, copy=False).transform(fold, copy=False)
 
 
 @dataclass
@@ -230,11 +232,13 @@ class _SharedColumns:
         if target in bucket:
             return target
         bucket[target] = _parse(col.sql).transform(
-            lambda n: exp.Literal.number(level) if isinstance(n, exp.Placeholder) and n.name == "level" else n)
+            lambda n: exp.Literal.number(level) if isinstance(n, exp.Placeholder) and n.name == "level" else n,
+            copy=False)
         return target
 
     def resolve(self, tree: exp.Expression, level: int, sections: dict) -> exp.Expression:
-        """A template's columns renamed: its sections' to their plan columns, the shared ones' to theirs."""
+        """A template's columns renamed: its sections' to their plan columns, the shared ones' to theirs. In place
+        (the callers' trees are _bind_placeholders')."""
         shared = self.shared
 
         def rename(node):
@@ -245,7 +249,7 @@ class _SharedColumns:
                     return exp.column(self.need(node.name, level))
             return node
 
-        return tree.transform(rename)
+        return tree.transform(rename, copy=False)
 
 
 def _plan_own_rows(plan: Plan, call: MeasureCall, out: str) -> None:
