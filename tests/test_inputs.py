@@ -149,7 +149,9 @@ def test_several_runs_in_one_query():
     assert res.per_query.num_rows == 6
 
 
-@pytest.mark.parametrize("options", [{}, {"queries": "intersection"}, {"ties": "rank"}])
+# The fast suite runs the defaults; the other options (0.5 s each), the full suite.
+@pytest.mark.parametrize("options", [{}, pytest.param({"queries": "intersection"}, marks=pytest.mark.slow),
+                                     pytest.param({"ties": "rank"}, marks=pytest.mark.slow)])
 def test_several_runs_give_each_run_its_values_alone(options):
     """Several runs are evaluated one after the other (one statement per run): each run's rows are the ones it
     gets alone, bit for bit, whatever its column types, ordered by run name then query; a measure's own
