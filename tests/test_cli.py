@@ -766,3 +766,13 @@ def test_messages_name_the_command_lines_flags(cli, argv, says, never):
     Path("dup.txt").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
     code, out, err = cli(*argv)
     assert code == (4 if argv[0] == "trec_eval" else 2) and says in err and never not in err, err  # trec_eval's 4
+
+
+def test_version_is_the_installed_distributions(capsys):
+    """--version looks the version up when asked (not on every call): the installed distribution's, on stdout."""
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code in (None, 0)
+    assert capsys.readouterr().out == f"sqlmetrics {importlib.metadata.version('sqlmetrics')}\n"
