@@ -492,7 +492,8 @@ def catalogue_folder(folder: Path) -> _Folder:
 
 
 def template_text(path: Path) -> str:
-    """A template's text, as this process read it; a file outside the catalogue's folders, from the disk."""
+    """A template's text, as this process read its folder (catalogue_folder); a file not there, from the disk (which
+    then says why: no such file)."""
     text = catalogue_folder(path.parent).texts.get(path)
     return path.read_text(encoding="utf-8") if text is None else text
 
