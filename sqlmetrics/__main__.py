@@ -1,6 +1,4 @@
 """`python -m sqlmetrics ...` is the `sqlmetrics` command."""
-import sys
+from .cli import command
 
-from .cli import main
-
-sys.exit(main())
+command()
