@@ -57,8 +57,8 @@ def _level_name(base: str, level: int, default_level: int) -> str:
 
 def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expression:
     """Replace `:name` placeholders by the call's values; an absent value makes its comparison TRUE. `tree` is
-    changed in place: the callers' are fresh from _parse (a copy per transform made planning copy every tree
-    three times over)."""
+    changed in place: the callers' are fresh from _parse (a copy at each transform copied every tree four more
+    times)."""
     # A measure with another's body (body:) may leave some of its parameters out: those stay absent.
     values = {**dict.fromkeys(call.measure.absent_params, ABSENT), **call.values}
     params = {**call.measure.absent_params, **call.measure.params}
