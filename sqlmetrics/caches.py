@@ -87,16 +87,14 @@ def _fingerprint(sources) -> str:
     return digest.hexdigest()
 
 
-def _digest(folder: str, pattern: str) -> bytes:
+@functools.lru_cache(maxsize=None)
+def _code_digest(folder: str, pattern: str) -> bytes:
     digest = hashlib.sha256(folder.encode())  # a value names its files: a moved copy builds anew
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "**", pattern), recursive=True)):
         digest.update(b"\0" + os.path.relpath(path, folder).encode() + b"\0")
         with open(path, "rb") as f:
             digest.update(f.read())
     return digest.digest()
-
-
-_code_digest = functools.lru_cache(maxsize=None)(_digest)
 
 
 def _sqlglot_version() -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..errors import SqlmetricsError
-from .templates import Param, _Reader, _split, catalogue_folder, sql_dir, template_text
+from .templates import Param, _Reader, _split, catalogue_folder, catalogue_loader, sql_dir, template_text
 
 DEFAULT_NORM = "min-max"  # ranx fuse()'s default
 _EXAMPLE = re.compile(r"^(?P<call>\(.*\))?\s*runs:\s*(?P<runs>.+?)\s*=>\s*(?P<fused>.+)$")
@@ -147,18 +147,9 @@ def fusion_dir():
     return sql_dir() / "fusion"
 
 
-@lru_cache(maxsize=None)
+@catalogue_loader
 def fusion_methods() -> dict[str, FusionMethod]:
-    """Every fusion method of sql/fusion/, by name. An alias two files claim is an error; the templates are then
-    read again on the next call (they are being edited)."""
-    try:
-        return _fusion_methods()
-    except SqlmetricsError:
-        catalogue_folder.cache_clear()
-        raise
-
-
-def _fusion_methods() -> dict[str, FusionMethod]:
+    """Every fusion method of sql/fusion/, by name. An alias two files claim is an error."""
     found, claimed = {}, {}
     for path in catalogue_folder(fusion_dir()).texts:
         if path.name.startswith("_"):

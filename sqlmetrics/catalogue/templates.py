@@ -81,6 +81,7 @@ value is an error naming the file and line):
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
@@ -491,6 +492,20 @@ def catalogue_folder(folder: Path) -> _Folder:
     return _Folder(texts, digest.digest())
 
 
+def catalogue_loader(load):
+    """lru_cache for a function that parses the catalogue's templates (measures, fusion methods): when it fails,
+    the folders are read again on the next call (the templates are being edited)."""
+    @lru_cache(maxsize=None)
+    @functools.wraps(load)
+    def cached():
+        try:
+            return load()
+        except SqlmetricsError:
+            catalogue_folder.cache_clear()
+            raise
+    return cached
+
+
 def template_text(path: Path) -> str:
     """A template's text, as this process read its folder (catalogue_folder); a file not there, from the disk (which
     then says why: no such file)."""
@@ -503,18 +518,9 @@ def _alias_key(alias: Alias) -> str:
     return re.sub(r"\{\w+(?::[^}]*)?\}", "{}", alias.text).lower()
 
 
-@lru_cache(maxsize=None)
+@catalogue_loader
 def measures() -> dict[str, Measure]:
-    """Every measure of sql/, by name. A bad header, or an alias two files claim, is an error; the templates are
-    read again on the next call (they are being edited)."""
-    try:
-        return _measures()
-    except SqlmetricsError:
-        catalogue_folder.cache_clear()
-        raise
-
-
-def _measures() -> dict[str, Measure]:
+    """Every measure of sql/, by name. A bad header, or an alias two files claim, is an error."""
     found: dict[str, Measure] = {}
     claimed: dict[str, tuple] = {}  # alias key -> (path, line)
     for path in catalogue_folder(sql_dir()).texts:

@@ -63,8 +63,8 @@ def _types(con, checked: list, column: str) -> int:
 
 
 def _run_source(con, checked: list, job: _Job, union: bool) -> Source:
-    """The run relation the statement reads: one run as it is, or several logs as one UNION ALL with run_name.
-    Several runs that are not logs (and fused runs) each get a statement of their own: _each_run_source."""
+    """The run relation the statement reads: one run as it is, or several logs (union) as one UNION ALL with
+    run_name. Several runs that are not logs (and fused runs) each get a statement of their own: _each_run_source."""
     options, segs = job.shape, job.segments
     run_roles = ["query_id", "doc_id", job.order_role]
     seg_cols = [f"seg_{i}" for i in range(1, len(segs) + 1)]
@@ -81,8 +81,6 @@ def _run_source(con, checked: list, job: _Job, union: bool) -> Source:
         run_view = _fresh("runs")
         con.execute(f"CREATE TEMP VIEW {run_view} AS " + " UNION ALL ".join(parts))
         return _source(run_view, {r: r for r in ["run_name", *roles]})
-    if union:
-        raise AssertionError("several runs that are not logs are evaluated one statement each (_each_run_source)")
     loaded = checked[0][1]
     return _source(loaded.view, {r: loaded.columns[r] for r in run_roles})
 

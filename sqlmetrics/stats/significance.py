@@ -296,7 +296,7 @@ def resample(test: str, jobs: list, seed: int, n_resamples: int, confidence: flo
         for k, d in live:
             ascending = sorted(float(x) for x in d)
             records.append((k, len(d), ascending, math.fsum(d), RESAMPLED_TIE * math.fsum(abs(x) for x in d), exact[k],
-                            *_fixed_point(ascending)))
+                            *(_fixed_point(ascending) if test == "bootstrap" else (None, None))))
         for start in range(0, len(records), 200):
             chunk = records[start:start + 200]
             con.execute("INSERT INTO sqlm_jobs VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
