@@ -287,6 +287,64 @@ def test_a_signal_while_duckdb_works_cleans_up(number, code, word, files):
     assert not (files / "out.json").exists() and not list(files.glob(".*"))
 
 
+
+def _takes_sigterm(pid: int) -> bool:
+    """Whether the process has a handler of its own for SIGTERM (its caught-signals mask in /proc): Python sets none
+    at start, so this is the moment sqlmetrics' first instructions have run."""
+    try:
+        caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1), 16)
+    except (OSError, AttributeError):
+        return False
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+def _signal_early(argv: list, number: int, delay: float, cwd: Path) -> tuple:
+    """Start the command, send the signal `delay` s after sqlmetrics' first instructions ran: (exit, stdout, stderr)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, text=True)
+    try:
+        wait_for(lambda: _takes_sigterm(proc.pid) or proc.poll() is not None, timeout=60)
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(number)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return proc.returncode, out, err
+
+
+EARLY_OUT = "measure     run\nP@1      1.0000\n"  # P@1 by hand: q1's d1 and q2's d3 are relevant
+
+
+def _check_early(result: tuple, code: int, word: str) -> None:
+    """Either the command finished before the signal (its whole output), or one line and 128 + the signal."""
+    returncode, out, err = result
+    if returncode == 0:
+        assert out == EARLY_OUT and err == "", result
+    else:
+        assert (returncode, out, err) == (code, "", f"sqlmetrics eval: {word}\n"), result
+
+
+def test_a_signal_in_the_first_instants_exits_with_one_line(files):
+    """Ctrl-C while the command still imports (its first 0.1-0.3 s) printed a KeyboardInterrupt traceback and died of
+    the signal (exit -2): now, from the package's first instruction on, one line and 130."""
+    argv = [sys.executable, "-m", "sqlmetrics", "eval", "qrels.txt", "run.txt", "-m", "P@1"]
+    returncode, out, err = _signal_early(argv, signal.SIGINT, 0.0, files)
+    assert (returncode, out, err) == (130, "", "sqlmetrics eval: interrupted\n")
+
+
+@pytest.mark.slow  # some sixty fresh interpreters
+@pytest.mark.parametrize("number, code, word", SIGNALS, ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("entry", ["module", "script"])
+def test_a_signal_at_any_instant_of_a_small_call_exits_with_one_line(number, code, word, entry, files):
+    """A sweep of the instants of a whole small call, from its first instruction to its exit: at each, the command
+    exits 128 + the signal with one line, or finishes with its whole output, never a traceback."""
+    script = Path(sys.executable).with_name("sqlmetrics")
+    start = [sys.executable, "-m", "sqlmetrics"] if entry == "module" else [str(script)]
+    argv = [*start, "eval", "qrels.txt", "run.txt", "-m", "P@1"]
+    for delay in [i * 0.02 for i in range(25)]:
+        _check_early(_signal_early(argv, number, delay, files), code, word)
+
+
 SIGTERM_DURING_WRITE = """
 import os, signal, sys
 from sqlmetrics.cli import main

@@ -1,5 +1,8 @@
 """The statements kept on disk between processes (caches.Stored): a second process reads what the first bound,
 and nothing it reads can be stale, damaged or someone else's."""
+import dataclasses
+import hashlib
+import json
 import os
 import pickle
 import shutil
@@ -13,6 +16,7 @@ import sqlmetrics
 from sqlmetrics import caches, plan
 from sqlmetrics.caches import Kept
 from sqlmetrics.catalogue import names, templates
+from sqlmetrics.cli import main
 from sqlmetrics.local import evaluate as local_evaluate
 from sqlmetrics.statement import aggregate
 
@@ -46,7 +50,8 @@ def _catalogue_forgotten_after():
 
 
 def _entries(folder: Path) -> dict:
-    return {p: p.read_bytes() for p in folder.rglob("*.pickle")}
+    """Every entry by path, with its bytes (whatever the format: the tests below ran against the pickles too)."""
+    return {p: p.read_bytes() for p in folder.glob("*/*") if p.is_file() and not p.name.endswith(".tmp")}
 
 
 def _as_a_new_process(monkeypatch):
@@ -125,7 +130,7 @@ def test_a_damaged_or_foreign_entry_is_built_again(files, cache, monkeypatch):
     assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
     kept = _entries(cache)
     for path in kept:
-        path.write_bytes(b"not a pickle")
+        path.write_bytes(b"not an entry")
     _as_a_new_process(monkeypatch)
     assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
     assert _entries(cache) == kept  # written again, whole
@@ -133,7 +138,9 @@ def test_a_damaged_or_foreign_entry_is_built_again(files, cache, monkeypatch):
     statements = [p for p in kept if p.parent.name == "statements"]
     for path in statements:
         path.write_bytes(pickle.dumps("SELECT 'r' AS run, 'q1' AS query_id, 0.25 AS p_at_2"))
-    monkeypatch.setattr(caches.os, "getuid", lambda: os.stat(statements[0]).st_uid + 1)
+    real_fstat = os.fstat
+    monkeypatch.setattr(caches.os, "fstat", lambda fd: os.stat_result((*real_fstat(fd)[:4], os.getuid() + 1,
+                                                                         *real_fstat(fd)[5:])))
     _as_a_new_process(monkeypatch)
     assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
 
@@ -147,4 +154,180 @@ def test_no_folder_no_cache(files, tmp_path, monkeypatch):
     monkeypatch.setenv("SQLMETRICS_CACHE_DIR", str(tmp_path / "a_file" / "cache"))  # cannot be made
     _as_a_new_process(monkeypatch)
     assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
-    assert not list(tmp_path.rglob("*.pickle"))
+    assert {p.name for p in tmp_path.rglob("*")} == {"a_file", "qrels.txt", "run.txt"}
+
+
+# Issue 42: hostile caches. The cases below failed against the pickled entries (each says how) and hold now.
+L2 = "q1 0 d1 1\nq1 0 d2 2\n"  # with -l 2 only d2 is relevant
+L2_RUN = "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\n"
+
+
+def _cli(capsys, monkeypatch, *argv) -> str:
+    _as_a_new_process(monkeypatch)
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_an_entry_copied_over_another_is_not_taken_for_it(tmp_path, cache, capsys, monkeypatch):
+    """-l 2's statement copied over the default's (a sync tool, a backup put back): the default call printed P@1
+    0.0 and AP 0.5, the numbers of -l 2, where by hand both are 1 (d1 and d2 relevant at level 1)."""
+    (tmp_path / "qrels").write_text(L2)
+    (tmp_path / "run").write_text(L2_RUN)
+    call = ["eval", str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "P@1", "-m", "AP"]
+    assert _cli(capsys, monkeypatch, *call).split() == ["measure", "run", "P@1", "1.0000", "AP", "1.0000"]
+    default = _entries(cache)
+    # -l 2 by hand: d2 alone relevant, at rank 2: P@1 0, AP 1/2.
+    assert _cli(capsys, monkeypatch, *call, "-l", "2").split() == ["measure", "run", "P@1", "0.0000", "AP", "0.5000"]
+    level_2 = {p: b for p, b in _entries(cache).items() if p not in default}
+    for kind in ("measures", "statements"):
+        (theirs,) = [b for p, b in level_2.items() if p.parent.name == kind] or [None]
+        if theirs is not None:
+            for ours in (p for p in default if p.parent.name == kind):
+                ours.write_bytes(theirs)
+    assert _cli(capsys, monkeypatch, *call).split() == ["measure", "run", "P@1", "1.0000", "AP", "1.0000"]
+
+
+def test_an_entry_holding_another_type_is_built_again(files, cache, capsys, monkeypatch):
+    """pickle.dump(7) over every entry gave `internal error: TypeError`; so does any well-formed entry whose value
+    is not what its kind holds."""
+    qrels, run = map(str, files)
+    expected = _cli(capsys, monkeypatch, "trec_eval", "-m", "P.2", qrels, run)
+    assert "P_2                   \tall\t0.5000" in expected
+    kept = _entries(cache)
+    for path in kept:
+        path.write_bytes(pickle.dumps(7))
+    assert _cli(capsys, monkeypatch, "trec_eval", "-m", "P.2", qrels, run) == expected
+    assert _entries(cache) == kept  # built again, the same
+    for path, data in kept.items():
+        name = data.split(b"\n")[0]
+        for value in (7, None, [], {"tuple": [1]}, ["not a call"], {"dataclass": ["Path", {}]}):
+            body = json.dumps(value).encode()
+            path.write_bytes(b"%s\n%s\n%s" % (name, hashlib.sha256(body).hexdigest().encode(), body))
+            assert _cli(capsys, monkeypatch, "trec_eval", "-m", "P.2", qrels, run) == expected
+        path.write_bytes(data)
+
+
+class _Planted:
+    """A pickle that runs code when loaded: it makes the file `MARKER`."""
+
+    def __reduce__(self):
+        return (Path.touch, (MARKER[0],))
+
+
+MARKER: list = []
+
+
+def test_a_symbolic_link_in_the_folder_is_not_followed(files, cache, tmp_path, monkeypatch):
+    """Another user's links, planted in a folder the caller shares, pointing at a file the caller owns: the pickle
+    behind the link was loaded (its owner, through the link, was the caller's) and ran its code."""
+    qrels, run = map(str, files)
+    _as_a_new_process(monkeypatch)
+    assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
+    MARKER[:] = [tmp_path / "code-ran"]
+    payload = tmp_path / "mine.bin"
+    payload.write_bytes(pickle.dumps(_Planted()))
+    kept = _entries(cache)
+    for path in kept:
+        path.unlink()
+        path.symlink_to(payload)
+    _as_a_new_process(monkeypatch)
+    assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
+    assert not MARKER[0].exists()
+    assert payload.read_bytes() == pickle.dumps(_Planted())  # not written through the link either
+    assert all(not p.is_symlink() for p in kept)  # the links were replaced by the entries built again
+
+
+def test_a_folder_others_can_write_is_not_used(files, cache, monkeypatch, recwarn):
+    """A cache folder writable by group or others (a shared SQLMETRICS_CACHE_DIR, a folder under /tmp another user
+    made): anyone there could plant entries, so it is neither read nor written, with one warning that says why."""
+    qrels, run = map(str, files)
+    _as_a_new_process(monkeypatch)
+    assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
+    kept = _entries(cache)
+    assert kept and not [w for w in recwarn if "cache folder" in str(w.message)]
+    for mode, why in ((0o777, "writable by others (mode 777)"), (0o770, "writable by its group (mode 770)")):
+        cache.chmod(mode)
+        for path in kept:
+            path.write_bytes(b"planted")
+        caches._warned.clear()  # as in a new process
+        for _ in range(2):
+            _as_a_new_process(monkeypatch)
+            assert sqlmetrics.evaluate(qrels, run, ["P@2", "P@3"]).aggregate["P@2"] == pytest.approx(P2)
+        said = [str(w.message) for w in recwarn if "cache folder" in str(w.message)]
+        assert len(said) == 1 and str(cache) in said[0] and why in said[0] and "chmod go-w" in said[0], said
+        assert set(_entries(cache).values()) == {b"planted"}  # nothing read, nothing written
+        recwarn.clear()
+    cache.chmod(0o700)
+    monkeypatch.setattr(caches.os, "getuid", lambda: os.stat(cache).st_uid + 1)
+    caches._warned.clear()
+    _as_a_new_process(monkeypatch)
+    assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
+    assert [w for w in recwarn if "belongs to another user" in str(w.message)]
+    assert set(_entries(cache).values()) == {b"planted"}
+
+
+def test_a_new_folder_is_private_whatever_the_umask(files, tmp_path, monkeypatch):
+    qrels, run = map(str, files)
+    monkeypatch.setenv("SQLMETRICS_CACHE_DIR", str(tmp_path / "new" / "cache"))
+    old = os.umask(0o002)
+    try:
+        _as_a_new_process(monkeypatch)
+        assert sqlmetrics.evaluate(qrels, run, ["P@2"]).aggregate["P@2"] == pytest.approx(P2)
+    finally:
+        os.umask(old)
+    cache = tmp_path / "new" / "cache"
+    assert {oct(p.stat().st_mode & 0o777) for p in (cache, *cache.iterdir())} == {"0o700"}
+    assert len(_entries(cache)) == 3  # and used: measures, statement, aggregates
+
+
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """A signal raises KeyboardInterrupt at whichever instruction it lands on. Raised at each line the write runs
+    in turn (its own and those of the Python code it calls), none leaves a temporary file behind: the pickled
+    entries' mkstemp() returned before the `try` that removes the file, so a signal just after it left one."""
+    folder = tmp_path / "kind"
+    folder.mkdir(mode=0o700)
+    path = folder / "entry.entry"
+    for stop in range(1, 3000):
+        lines = [0]
+
+        def tracer(frame, event, arg):
+            if event == "line":
+                lines[0] += 1
+                if lines[0] == stop:
+                    raise KeyboardInterrupt
+            return tracer
+
+        sys.settrace(tracer)
+        try:
+            caches._store(folder, path, b"x\ny\n\"v\"", keep=10)
+        except KeyboardInterrupt:
+            pass
+        else:
+            break
+        finally:
+            sys.settrace(None)
+        assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")], f"interrupted at line {stop}"
+        path.unlink(missing_ok=True)
+    else:
+        pytest.fail("the write never finished")
+    assert stop > 3 and path.read_bytes() == b"x\ny\n\"v\""
+
+
+def test_temporary_files_of_killed_writers_go(tmp_path):
+    folder = tmp_path / "kind"
+    folder.mkdir(mode=0o700)
+    old, new = folder / ".a.1.aa.tmp", folder / ".b.2.bb.tmp"
+    old.write_text("x")
+    new.write_text("x")
+    os.utime(old, (0, 0))
+    caches._store(folder, folder / "e.entry", b"{}", keep=10)
+    assert not old.exists() and new.exists()
+
+
+def test_every_catalogue_measure_is_kept_whole():
+    """A parsed measure comes back from its JSON entry equal to the one parsed (but its examples, not kept)."""
+    calls = [names.parse(e.call) for m in templates.measures().values() for e in m.examples]
+    classes = {c.__name__: c for c in (names.MeasureCall, templates.Measure, templates.Param, templates.Alias)}
+    kept = [dataclasses.replace(c, measure=dataclasses.replace(c.measure, examples=())) for c in calls]
+    text = json.dumps(caches._encoded(kept, classes), allow_nan=False)
+    assert caches._decoded(json.loads(text), classes) == kept and len(kept) > 200

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..caches import Stored
@@ -314,7 +314,9 @@ def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[Mea
         raise SqlmetricsError("no measure was given: pass at least one, e.g. ['nDCG@10', 'AP'].")
     if measures.cache_info().currsize or not all(isinstance(t, str) for t in texts):
         return _parse_all(texts, relevance_level, compat)
-    return _PARSED.get((tuple(texts), relevance_level, compat), lambda: _parse_all(texts, relevance_level, compat))
+    return _PARSED.get((tuple(texts), relevance_level, compat),
+                       lambda: [replace(c, measure=replace(c.measure, examples=()))
+                                for c in _parse_all(texts, relevance_level, compat)])
 
 
 def _parse_all(texts: list, relevance_level: int, compat: str) -> list[MeasureCall]:
@@ -327,7 +329,12 @@ def _parse_all(texts: list, relevance_level: int, compat: str) -> list[MeasureCa
     return calls
 
 
-_PARSED = Stored("measures", built_from)
+# Kept on disk as the dataclasses themselves (caches.Stored's JSON builds these classes and no other), without
+# their measures' examples: those document the catalogue (sqlmetrics list, docs/measures.md, the tests read them
+# from measures()), no evaluation reads them from a call, and they are half an entry's size and reading time.
+_PARSED = Stored("measures", built_from, valid=lambda calls: isinstance(calls, list) and bool(calls)
+                 and all(isinstance(c, MeasureCall) for c in calls),
+                 classes=(MeasureCall, Measure, Param, Alias))
 
 
 def _is_ir_measure(obj) -> bool:

@@ -1,4 +1,4 @@
 """The command line (main.py), one module per subcommand."""
-from .main import command, main
+from .main import main
 
-__all__ = ["command", "main"]
+__all__ = ["main"]

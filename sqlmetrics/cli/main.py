@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import importlib
 import importlib.metadata
 import os
@@ -89,15 +88,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with _Signals() as signals:
         return _run(args, signals)
-
-
-def command() -> None:
-    """The `sqlmetrics` command and `python -m sqlmetrics`: main(), then the process exits. What the call built is
-    left for the exit as it is: gc.freeze() spares the interpreter's teardown a full cyclic collection over it
-    (13 ms of a 0.24 s `sqlmetrics trec_eval`). main() alone, called in a notebook or a test, leaves the collector be."""
-    code = main()
-    gc.freeze()
-    sys.exit(code)
 
 
 def _run(args, signals: _Signals) -> int:
@@ -243,7 +233,3 @@ def _quiet_broken_pipe() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
-
-
-if __name__ == "__main__":  # pragma: no cover
-    command()
