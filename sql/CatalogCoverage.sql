@@ -1,5 +1,5 @@
 -- measure: CatalogCoverage
--- description: Catalog coverage of a run: the distinct items it recommends (over all its lists) divided by the catalogue's items: those of the item features (items=) when given, else the distinct items of the training interactions (history=); one value per run.
+-- description: Catalog coverage of a run: the distinct catalogue items it recommends (over all its lists) divided by the catalogue's items: those of the item features (items=) when given, else the distinct items of the training interactions (history=); one value per run.
 -- reference: Microsoft Recommenders python_evaluation.catalog_coverage (Shani and Gunawardana, Evaluating Recommendation Systems, 2010)
 -- rows: recommendations
 -- aggregate: once
@@ -7,8 +7,11 @@
 -- range: 0..
 -- example: qrels: u1 i2 1, u2 i3 1 run: u1 i1 0.9, u1 i2 0.8, u2 i1 0.7, u2 i3 0.6 history: u1 i3, u2 i2, u3 i1, u3 i2, u3 i4 => 3/4
 -- example: qrels: u1 i2 1 run: u1 i1 0.9, u1 i5 0.8, u2 i1 0.7 history: u1 i3, u3 i1 => 1
+-- example: qrels: u1 i2 1 run: u1 i1 0.9, u1 i5 0.8, u2 i1 0.7, u2 i6 0.6 history: u1 i3, u3 i1 items: i1 c 1, i2 c 1, i3 c 1 => 1/3
 -- note: As Recommenders counts them, a recommended item the history never saw still counts (the value may
 --   pass 1): example 2 recommends i1 and i5 against a catalogue of i1 and i3. Every row of the run counts,
 --   whether or not its user has test interactions (qrels). With items= (the whole catalogue, e.g. 2,000 items) the
---   denominator is its items: a random recommender's coverage no longer passes 1 for lack of training items.
-CAST(COUNT(*) AS DOUBLE) / NULLIF(MAX(catalogue_items), 0)
+--   denominator is its items, and only the recommended items it lists count (a share of a catalogue is never
+--   above 1; the evaluation warns how many recommended items are outside it): example 3 recommends i1, i5 and i6
+--   of the catalogue i1, i2, i3, so 1/3.
+CAST(SUM(in_catalogue) AS DOUBLE) / NULLIF(MAX(catalogue_items), 0)

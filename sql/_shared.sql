@@ -71,6 +71,8 @@
 --   hist_count     the item's rows in the training interactions (history=); NULL when it has none
 --   hist_rows      the training interactions' rows;  hist_items: their distinct items
 --   catalogue_items  the catalogue's items: the item features' (items=) when given, else hist_items
+--   in_catalogue   1 when the item is one of the catalogue's: with items=, when the item features list it; without
+--                  items=, always (the catalogue is then the training items and whatever else the run recommends)
 --
 -- Rated pairs (templates with `rows: ratings`, one value per run; under `aggregate: mean`, one value per list, over
 -- the list's own pairs): one row per run row with a grade (as

@@ -15,10 +15,9 @@ import secrets
 import stat
 import threading
 import time
-import warnings
 from pathlib import Path
 
-from .errors import SqlmetricsWarning
+from .errors import warn
 
 
 class Kept:
@@ -171,7 +170,7 @@ def _not_private(st: os.stat_result) -> str:
 def _warn_once(root: Path, message: str) -> None:
     if root not in _warned:
         _warned.add(root)
-        warnings.warn(SqlmetricsWarning(message), stacklevel=4)
+        warn(message)
 
 
 def _read_own(path: Path) -> bytes:

@@ -1,5 +1,8 @@
 """The package's own error and warning types, and what their messages never show."""
+import os
 import re
+import sys
+import warnings
 
 # A URL's user and password (https://alice:secret@host/..., or a token as the user), up to the authority's last
 # '@' (a password may hold one), and the query parameters that carry credentials: presigned S3 and GCS URLs, Azure
@@ -28,3 +31,15 @@ class SqlmetricsWarning(UserWarning):
 
     def __init__(self, message="", *args):
         super().__init__(redacted(str(message)), *args)
+
+
+_PACKAGE = os.path.dirname(__file__) + os.sep
+
+
+def warn(message: str) -> None:
+    """Warn with a SqlmetricsWarning attributed to the caller's own line: the first frame outside the package,
+    however deep the call that found the problem, so that Python shows where the user called it, not our source."""
+    frame, level = sys._getframe(1), 2  # stacklevel 2: warn()'s caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(SqlmetricsWarning(message), stacklevel=level)

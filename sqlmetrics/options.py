@@ -158,6 +158,9 @@ OPTIONS = (
            flags=("-R", "--qrels-format")),
     Option("duplicates", "error", "a document ranked twice for a query: refuse (as trec_eval), keep the best-placed "
            "row ('max'), or the first line ('first')", _LOCAL, choices=("error", "max", "first")),
+    Option("empty_run", "error", "a run without a single ranked document: refuse it (almost always a step that "
+           "failed before writing it), or score every judged query 0 ('score', as trec_eval -c scores a run file of "
+           "blank lines)", _LOCAL, choices=("error", "score")),
     Option("glob", False, "read a file name holding * ? [ ] { }, or a folder, as a pattern of files read as one table "
            "(Parquet, CSV, TSV, JSON Lines, TREC text; hive partition keys such as day=2024-06-01/ become columns); "
            "without it such a name is one file",

@@ -448,7 +448,7 @@ def test_run_names_from_paths():
     assert unique_names(["x/bm25.run.gz", "y/dense.trec", "-", "db.duckdb:tbl"]) == ["bm25", "dense", "stdin", "tbl"]
     assert unique_names(["a/results.test", "a/results.trunc"]) == ["results.test", "results.trunc"]
     assert unique_names(["a/run.txt", "b/run.txt"]) == ["a/run.txt", "b/run.txt"]
-    assert unique_names(["run.txt", "run.txt"]) == ["run.txt", "run.txt#2"]
+    assert unique_names(["run.txt", "run.txt"]) == ["run", "run#2"]  # one file twice keeps its stem
     assert unique_names([{"q": {}}, {"q": {}}]) == ["run1", "run2"]
 
 

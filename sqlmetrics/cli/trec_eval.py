@@ -157,9 +157,10 @@ def run(args) -> tuple:
     # 10.0 without -c (nor -J) evaluates every judged query too, to stop where 10.0 does (_stop_as_10_does).
     stop_as_10 = args.compat == "trec_eval-10.0" and not args.complete_rel_info_wanted
     every_judged = args.complete_rel_info_wanted or (stop_as_10 and not args.Judged_docs_only)
+    # A run of blank lines only is trec_eval's run with no results (-c scores it 0); an empty file stops it, below.
     options = dict(queries="qrels" if every_judged else "intersection",
                    relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only,
-                   qrels_format=args.Rel_info_format)
+                   qrels_format=args.Rel_info_format, empty_run="score")
     if args.Rel_info_format in ("prefs", "qrels_prefs"):
         options["ties"] = "docid_asc"  # trec_eval's preference code orders equal scores by ascending docno
     if args.Max_retrieved_per_topic is not None:

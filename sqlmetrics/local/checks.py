@@ -4,9 +4,8 @@ A failed check looks up the first offending line or row so the message can name 
 """
 from __future__ import annotations
 
-import warnings
 
-from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..errors import SqlmetricsError, warn
 from ..identifiers import quote_identifier as _q
 from ..catalogue.templates import STATEMENTS_OF
 from ..options import BY_NAME
@@ -33,7 +32,7 @@ MAX_FLOAT32 = 3.4028234663852886e38
 
 
 def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role: str = "score",
-          float32: bool = False, groups: tuple = (), whole_grades: bool = True) -> int:
+          float32: bool = False, groups: tuple = (), whole_grades: bool = True, empty_run: str = "error") -> int:
     """Empty input, missing ids, values that are not numbers, repeated documents: an error naming the line.
     Returns the input's number of rows (counted on the way, for the command line's progress line).
 
@@ -43,6 +42,7 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
     run, which also rules out a hash collision. groups: the qrels' judgment-group roles, within which a
     document may be judged once (qrels_format='qrels_jg', ...); their values must not be empty either.
     whole_grades: a TREC grade must be an integer (trec_eval reads it so; its preferences' levels are any number).
+    empty_run: 'error' refuses a run of no rows; 'score' lets it score every judged query 0.
     """
     BY_NAME["duplicates"].check(duplicates)
     q, d = _col(loaded, "query_id"), _col(loaded, "doc_id")
@@ -80,9 +80,13 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
     if counts[0] == 0:
         if kind == "qrels":
             raise SqlmetricsError(f"{loaded.label}: has no rows. Qrels are needed to evaluate: pass the judgments file.")
-        # An empty run is a run that retrieved nothing: every judged query scores 0 (trec_eval -c, ir_measures),
-        # or, averaging only the queries in both, there is nothing to average; the usual warning says which.
-        return 0
+        if empty_run == "score":
+            return 0
+        # A run without a single ranked document is almost always a pipeline that broke before writing (trec_eval
+        # refuses an empty file too): scoring it 0 on every query would hide that behind a plausible table.
+        raise SqlmetricsError(f"{loaded.label}: has no rows, not one ranked document. A run that retrieved nothing is "
+                              "almost always a step that failed before writing it: check the input, and the step that "
+                              "made it (empty_run='score' scores such a run 0 on every judged query).")
     for (problem, condition), count in zip(problems.items(), counts[1:]):
         if not count:
             continue
@@ -97,16 +101,17 @@ def check(con, loaded: Loaded, kind: str, duplicates: str = "error", order_role:
                 "score": "a finite number" + (" within the 32-bit float range (score_precision='float32')"
                                               if float32 else ""),
                 "rank_position": "a whole number below 2^63 (a position)"}[problem]
+        shown = loaded.missing_as.get(column, "None") if value is None else repr(value)
         raise SqlmetricsError(
-            f"{loaded.at(line_no)}: column {column!r} holds {value!r}, which is not {what} "
+            f"{loaded.at(line_no)}: column {column!r} holds {shown}, which is not {what} "
             f"({count} such {'row' if count == 1 else 'rows'}). Fix the value or map another column."
         )
     if repeated:
         _report_duplicate(con, loaded, kind, ids, groups)
     if kind == "run" and order_role == "score" and all_equal and counts[0] > 1:
-        warnings.warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
+        warn(f"{loaded.label}: every score is {_shown(only_score)}, so the order of each list is decided "
                       "by the tie rule alone (document id descending). If the rows are in rank order, pass "
-                      "ties='rank' to use the rank column.", SqlmetricsWarning, stacklevel=5)
+                      "ties='rank' to use the rank column.")
     return counts[0]
 
 

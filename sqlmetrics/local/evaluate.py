@@ -16,9 +16,9 @@ from ..options import QRELS_ROLES, Settings
 from ..plan import output_columns, plan_measures
 from ..results import Results
 from ..statement import ONE_PIPELINE, RAG_ROWS, READ, build_statement
-from .collect import _check_finite, _collect, fetch_arrow
+from .collect import _check_finite, _collect, _keep_in_range, fetch_arrow
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
-from .inputs import _load_qrels, _other_inputs
+from .inputs import _load_qrels, _other_inputs, warn_outside_catalogue
 from .job import _Job, _prepare, _table_columns
 from .readers.loaded import _first_line, own_names
 from .runs import _check_runs, _is_run_dict, _load_runs, _named_ranx, _warn
@@ -64,9 +64,9 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
                                   "whose columns are fixed.")
-        # The checks and warnings are called from here, not deeper: their warnings' stacklevel counts the frames.
         checked = _check_runs(con, runs, job, o, step)
         _warn(con, q, checked, job, o)
+        warn_outside_catalogue(con, others["items"], checked, job.calls)
         # One named run is evaluated as a plain run (no run_name in the list key, no scan for run names)
         # and its results are labelled afterwards: the same numbers, a cheaper statement.
         multi = _is_run_dict(run) or "run_name" in run_columns
@@ -82,6 +82,7 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
             step("computing measures")
             _compute(con, sqls, job, o)
         _check_finite(con, job)
+        _keep_in_range(con, job)
         step("collecting results")
         return _collect(con, job, [name for name, _ in runs] + [name for name, _ in fused], multi, union,
                         fetch or fetch_arrow)

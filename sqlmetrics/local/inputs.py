@@ -4,9 +4,8 @@ embeddings (embeddings=, embed= giving the vectors), each read as its own kind (
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
-from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..errors import SqlmetricsError, warn
 from ..identifiers import quote_identifier as _q
 from ..options import ITEM_ROLES, VERDICT_COLUMNS, Settings
 from ..statement import Embeddings, Source
@@ -108,14 +107,13 @@ def _warn_unmatched(con, q: Loaded | None, rag: Loaded, measures: list) -> None:
     total = con.execute(f"SELECT COUNT(*) FROM ({judged})").fetchall()[0][0]
     if len(missing) == total:
         theirs = [r[0] for r in con.execute(f"SELECT id FROM ({given}) ORDER BY id LIMIT 3").fetchall()]
-        warnings.warn(f"{rag.label} matches none of the {total} judged queries by query id (its ids: "
+        warn(f"{rag.label} matches none of the {total} judged queries by query id (its ids: "
                       f"{', '.join(map(repr, theirs))}; the qrels': {', '.join(map(repr, missing[:3]))}): {measure} "
-                      f"{'is' if len(measures) == 1 else 'are'} empty (NULL). Ids are compared exactly, case included.",
-                      SqlmetricsWarning, stacklevel=6)
+                      f"{'is' if len(measures) == 1 else 'are'} empty (NULL). Ids are compared exactly, case included.")
     else:
-        warnings.warn(f"{rag.label} has no rows for {len(missing)} of the {total} judged queries "
+        warn(f"{rag.label} has no rows for {len(missing)} of the {total} judged queries "
                       f"({', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}); their {measure} "
-                      f"{'is' if len(measures) == 1 else 'are'} empty (NULL).", SqlmetricsWarning, stacklevel=6)
+                      f"{'is' if len(measures) == 1 else 'are'} empty (NULL).")
 
 
 def _items(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
@@ -133,6 +131,22 @@ def _items(con, o: Settings, qrels_columns: dict, inputs: list) -> Source:
     checks.check_items(con, i)
     return _source(i.view, i.columns)
 
+
+
+def warn_outside_catalogue(con, items: Source | None, runs: list, calls: tuple) -> None:
+    """With items= (the catalogue), the items a run recommends that it does not list: a catalogue share counts
+    none of them (CatalogCoverage), so say how many there are (a run and a catalogue of different id spellings
+    would otherwise just score low). runs: the checked runs, (name, Loaded, log view or None)."""
+    if items is None or not any("in_catalogue" in c.measure.body for c in calls):
+        return
+    catalogue = f"SELECT CAST({_q(items.columns['doc_id'])} AS VARCHAR) FROM {items.table}"
+    for _, loaded, _ in runs:
+        outside = con.execute(f"SELECT COUNT(*), MIN(d) FROM (SELECT CAST({_q(loaded.columns['doc_id'])} AS VARCHAR) "
+                              f"AS d FROM {loaded.view} EXCEPT {catalogue})").fetchall()[0]
+        if outside[0]:
+            total = con.execute(f"SELECT COUNT(DISTINCT {_q(loaded.columns['doc_id'])}) FROM {loaded.view}").fetchall()
+            warn(f"{loaded.label} recommends {outside[0]} of its {total[0][0]} items outside items= (the catalogue; "
+                 f"e.g. {outside[1]!r}): a share of the catalogue counts only the items it lists.")
 
 def _judged(con, loaded: Loaded, judge):
     """The verdicts= rows (an Arrow table) with the verdict judge= gives each (a list of row dicts -> 1 or 0 each)."""

@@ -2,12 +2,11 @@
 segments, with its labels or relevance= as the relevance, checked and de-duplicated by the whole list key."""
 from __future__ import annotations
 
-import warnings
 
 import duckdb
 
 from ..deferred import exp
-from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..errors import SqlmetricsError, warn
 from ..identifiers import quote_identifier as _q
 from ..relevance import relevance_expression
 from .readers import Loaded
@@ -102,6 +101,6 @@ def _relevance_sql(con, loaded: Loaded, relevance, present: list) -> str:
             f"{'row' if infinite == 1 else 'rows'}), not a grade: a division by zero? Guard it, e.g. "
             "CASE WHEN d > 0 THEN n / d ELSE 0 END, or NULLIF(d, 0) to leave those rows unjudged.")
     if null:
-        warnings.warn(f"{loaded.label}: relevance={relevance!r} is NULL in {null} of {total} rows; those documents "
-                      "are unjudged (no grade), as a NULL label is.", SqlmetricsWarning, stacklevel=6)
+        warn(f"{loaded.label}: relevance={relevance!r} is NULL in {null} of {total} rows; those documents "
+                      "are unjudged (no grade), as a NULL label is.")
     return expr

@@ -3,10 +3,9 @@ the duplicates= policy, and what the caller should know about them warned of."""
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from pathlib import Path
 
-from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..errors import SqlmetricsError, warn
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import Settings
@@ -96,11 +95,12 @@ def _check_runs(con, runs: list, job: _Job, o: Settings, step) -> list:
                 f"{loaded.label}: has no score column; map one, or pass ties='rank' to order by rank.")
         if job.log_mode:
             # Repeats are per list (segment + query), checked in _log_view; the rest of the checks here.
-            step.rows += checks.check(con, loaded, "run", "max", job.order_role, float32)
+            step.rows += checks.check(con, loaded, "run", "max", job.order_role, float32, empty_run=o.empty_run)
             view = _log_view(con, loaded, job.segments, o.label, o.relevance, job.order_role, o.duplicates)
             checked.append((name, loaded, view))
         else:
-            step.rows += checks.check(con, loaded, "run", o.duplicates, job.order_role, float32)
+            step.rows += checks.check(con, loaded, "run", o.duplicates, job.order_role, float32,
+                                      empty_run=o.empty_run)
             checked.append((name, _dedup(con, loaded, o.duplicates), None))
     return checked
 
@@ -147,16 +147,16 @@ def _warn_missing(con, qrels: Loaded, runs: list, queries: str) -> None:
         missing = sorted(j for j, r in unmatched if r is None)
         extra = sorted(r for j, r in unmatched if j is None)
         if missing and queries == "qrels":
-            warnings.warn(f"{label} has no ranking for {len(missing)} qrels "
+            warn(f"{label} has no ranking for {len(missing)} qrels "
                           f"quer{'y' if len(missing) == 1 else 'ies'} ({_few(missing)}); they score 0 "
-                          "(queries='intersection' averages only the queries in both).", SqlmetricsWarning, stacklevel=5)
+                          "(queries='intersection' averages only the queries in both).")
         if missing and queries == "intersection" and \
                 len(missing) == con.execute(f"SELECT COUNT(*) FROM ({judged})").fetchall()[0][0]:
-            warnings.warn(f"{label} ranks no judged query: with queries='intersection' there is nothing to average, "
-                          "and every measure is empty (NULL).", SqlmetricsWarning, stacklevel=5)
+            warn(f"{label} ranks no judged query: with queries='intersection' there is nothing to average, "
+                          "and every measure is empty (NULL).")
         if extra:
-            warnings.warn(f"{label} ranks {len(extra)} quer{'y' if len(extra) == 1 else 'ies'} with no judgments "
-                          f"({_few(extra)}); they are not averaged.", SqlmetricsWarning, stacklevel=5)
+            warn(f"{label} ranks {len(extra)} quer{'y' if len(extra) == 1 else 'ies'} with no judgments "
+                          f"({_few(extra)}); they are not averaged.")
 
 
 def _warn_grades_above(con, q: Loaded, calls: list) -> None:
@@ -170,9 +170,8 @@ def _warn_grades_above(con, q: Loaded, calls: list) -> None:
         return int(v) if float(v).is_integer() else v
     for call, name, value in capped:
         if top is not None and top > value:
-            warnings.warn(f"{call.text}: the qrels hold grades up to {shown(top)}, above {name}={shown(value)}; they "
-                          f"count as {shown(value)}. {call.measure.name}({name}='max') takes the qrels' largest grade.",
-                          SqlmetricsWarning, stacklevel=5)
+            warn(f"{call.text}: the qrels hold grades up to {shown(top)}, above {name}={shown(value)}; they "
+                          f"count as {shown(value)}. {call.measure.name}({name}='max') takes the qrels' largest grade.")
 
 
 def _few(ids: list) -> str:
@@ -206,16 +205,14 @@ def _warn_positions(con, view: str, key: list, label: str) -> None:
         f"AS from_zero FROM {view} GROUP BY {k})").fetchall()[0]
     total, repeated, gaps, bad, from_zero = row[0], row[1] or 0, row[2] or 0, row[3] or 0, row[4] or 0
     if bad and bad == from_zero:  # the usual logging convention: said once, plainly
-        warnings.warn(
+        warn(
             f"{label}: positions count from 0 in {'all ' if bad == total else ''}{bad} of {total} lists (0..n-1); "
-            "ties='rank' ranks position 0 first, and cutoffs count ranks from 1 (P@10 reads positions 0..9).",
-            SqlmetricsWarning, stacklevel=6)
+            "ties='rank' ranks position 0 first, and cutoffs count ranks from 1 (P@10 reads positions 0..9).")
     elif bad:
-        warnings.warn(
+        warn(
             f"{label}: {bad} of {total} lists have positions that are not 1..n ({gaps} with gaps or not starting "
             f"at 1, {repeated} with repeated positions); ties='rank' renumbers each list 1..n by position, then "
-            "by document id descending (byte order), and cutoffs apply to the new numbers.",
-            SqlmetricsWarning, stacklevel=6)
+            "by document id descending (byte order), and cutoffs apply to the new numbers.")
 
 
 def _warn_unlabelled(con, loaded_runs: list, seg_cols: list) -> None:
@@ -224,9 +221,8 @@ def _warn_unlabelled(con, loaded_runs: list, seg_cols: list) -> None:
         n = con.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {view} GROUP BY {key} "
                         "HAVING COUNT(relevance) = 0)").fetchall()[0][0]
         if n:
-            warnings.warn(f"{loaded.label}: {n} list{'s have' if n > 1 else ' has'} no labelled row (every "
-                          "label NULL); not averaged, like a query without judgments.",
-                          SqlmetricsWarning, stacklevel=5)
+            warn(f"{loaded.label}: {n} list{'s have' if n > 1 else ' has'} no labelled row (every "
+                          "label NULL); not averaged, like a query without judgments.")
 
 
 def run_name(obj, index: int) -> str:
@@ -252,14 +248,19 @@ def run_name(obj, index: int) -> str:
 
 
 def unique_names(objs) -> list[str]:
-    """Names for several runs: stems; where stems collide, whole file names; then paths; then #2, #3."""
+    """Names for several runs: stems; where different files' stems collide, their whole file names; then paths;
+    then #2, #3 (the same file given twice keeps its stem: runA, runA#2)."""
     objs = list(objs)
     names = [run_name(o, i) for i, o in enumerate(objs)]
     for fallback in (lambda o, i: Path(str(o)).name, lambda o, i: str(o)):
-        dup = {n for n in names if names.count(n) > 1}
-        if not dup:
+        files: dict = {}
+        for o, n in zip(objs, names):
+            files.setdefault(n, set()).add(str(o) if isinstance(o, (str, Path)) else id(o))
+        clash = {n for n, of in files.items() if len(of) > 1}
+        if not clash:
             break
-        names = [fallback(o, i) if n in dup and isinstance(o, (str, Path)) else n for i, (o, n) in enumerate(zip(objs, names))]
+        names = [fallback(o, i) if n in clash and isinstance(o, (str, Path)) else n
+                 for i, (o, n) in enumerate(zip(objs, names))]
     seen: dict = {}
     out = []
     for n in names:

@@ -27,10 +27,13 @@ _RECOMMENDATIONS = [
                       "catalogue_items FROM history_rows"),
     ("rec_items", "SELECT {c_k_}c.doc_id, c.item_recs, SUM(c.item_recs) OVER ({part}) AS num_recs, "
                   "ROW_NUMBER() OVER ({part_}ORDER BY c.item_recs, c.doc_id) AS exposure_rank, c.list_weight, "
-                  "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items, s.catalogue_items "
-                  "FROM rec_counts AS c "
-                  "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"),
+                  "c.list_weight_sq, n.run_lists, h.hist_count, s.hist_rows, s.hist_items, s.catalogue_items, "
+                  "{in_catalogue} AS in_catalogue FROM rec_counts AS c "
+                  "{join_n} LEFT JOIN history_items AS h ON h.doc_id = c.doc_id CROSS JOIN history_stats AS s"
+                  "{join_catalogue}"),
 ]
+# With items= the catalogue's own items, to tell a recommended item outside it (CatalogCoverage counts none such).
+_CATALOGUE_IDS = ("catalogue_ids", "SELECT DISTINCT doc_id FROM catalogue_rows")
 
 
 def _recommendation_ctes(options: Shape, catalogue: bool) -> list:
@@ -45,8 +48,12 @@ def _recommendation_ctes(options: Shape, catalogue: bool) -> list:
             "join_n": f"JOIN rec_run_lists AS n ON {on('n', 'c', run_key)}" if run_key else
                       "CROSS JOIN rec_run_lists AS n",
             "part": partition, "part_": partition + " " if partition else "",
-            "catalogue": "(SELECT COUNT(DISTINCT doc_id) FROM catalogue_rows)" if catalogue else "COUNT(DISTINCT doc_id)"}
-    return [(name, _parse_ours(sql.format(**fill))) for name, sql in _RECOMMENDATIONS]
+            "catalogue": "(SELECT COUNT(DISTINCT doc_id) FROM catalogue_rows)" if catalogue else "COUNT(DISTINCT doc_id)",
+            # Without items= the catalogue is the training items and any other the run recommends: all are in it.
+            "in_catalogue": "CASE WHEN k.doc_id IS NULL THEN 0 ELSE 1 END" if catalogue else "1",
+            "join_catalogue": " LEFT JOIN catalogue_ids AS k ON k.doc_id = c.doc_id" if catalogue else ""}
+    ctes = [_CATALOGUE_IDS] if catalogue else []
+    return [(name, _parse_ours(sql.format(**fill))) for name, sql in [*ctes, *_RECOMMENDATIONS]]
 
 
 # The run's rated pairs (rows: ratings, sql/_shared.sql lists their columns): each run row with a grade, its

@@ -5,13 +5,12 @@ logs and engines too); paired tests run on the queries present in all runs, unpa
 from __future__ import annotations
 
 import math
-import warnings
 from itertools import combinations
 from pathlib import Path
 from statistics import NormalDist
 
 from ..catalogue import parse_all
-from ..errors import SqlmetricsError, SqlmetricsWarning
+from ..errors import SqlmetricsError, warn
 from ..engines import as_text
 from ..evaluation import engine_options, evaluate
 from ..local.collect import python_rows
@@ -498,7 +497,7 @@ def sample_ratio(lists: dict, split, of: str = "lists") -> dict | None:
              "p_value": chi2_sf(statistic, len(lists) - 1)}
     ratio["mismatch"] = ratio["p_value"] < SAMPLE_RATIO_P
     if ratio["mismatch"]:
-        warnings.warn(SqlmetricsWarning(sample_ratio_message(ratio)), stacklevel=3)
+        warn(sample_ratio_message(ratio))
     return ratio
 
 

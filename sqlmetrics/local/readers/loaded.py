@@ -7,7 +7,7 @@ import contextvars
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 
@@ -35,6 +35,9 @@ class Loaded:
     # A lazily read file (Parquet: read where the statement needs it) may turn out damaged in any later
     # query: after a DuckDB error, this query reads its every value, to tell whether the file is to blame.
     read_all: str | None = None
+    # How the caller wrote a value the view holds as NULL, by column: a pandas frame's float columns hold NaN
+    # (pandas' missing value; Arrow and DuckDB read it as NULL), which a message then names as NaN, not None.
+    missing_as: dict = field(default_factory=dict)
 
     def at(self, *numbers: int) -> str:
         """'<label>, line 7': where a row of `numbered` is, for an error message."""

@@ -53,7 +53,10 @@ def _object_view(con, obj, kind: str, what: str, columns: dict | None) -> Loaded
         )
     if table is None:
         return Loaded(view, _map_columns(con, view, kind, label, columns), label, "row", _numbered(view, 0))
-    return _registered(con, table, kind, label, columns)
+    loaded = _registered(con, table, kind, label, columns)
+    if label.endswith("(pandas DataFrame)"):
+        loaded.missing_as = {str(name): "NaN" for name, dtype in obj.dtypes.items() if dtype.kind == "f"}
+    return loaded
 
 
 def _registered(con, table, kind: str, label: str, columns: dict | None) -> Loaded:
