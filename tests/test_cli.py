@@ -325,7 +325,7 @@ BAD = [
     (["eval", "nope.txt", "a.run"], "qrels file 'nope.txt': no such file"),
     (["eval", "qrels.txt", "nope.run"], "run 'nope' file 'nope.run': no such file"),
     (["eval", "qrels.txt", "a.run", "-m", "foo"], "unknown measure 'foo'"),
-    (["eval", "qrels.txt", "a.run", "-m", "P"], "needs a cutoff"),
+    (["eval", "qrels.txt", "a.run", "-m", "P(rel=2)"], "needs a cutoff"),  # -m P alone is trec_eval's P_5..P_1000
     (["eval", "qrels.txt", "a.run", "-m", "P@0"], "positive integer"),
     (["eval", "qrels.txt", "a.run", "-m", "RBP(p=2)"], "strictly between 0 and 1"),
     (["eval", "qrels.txt", "qrels.txt"], "is this a qrels file passed as a run?"),

@@ -91,11 +91,20 @@ def _aliases() -> list:
     return [(_alias_regex(a, m), a.fixed, m) for m in measures().values() for a in m.aliases]
 
 
+# A value each type of parameter takes, to spell an alias as a suggestion that works (`iprec_at_recall_0.50`, not
+# `iprec_at_recall_10`, which a fraction refuses).
+_EXAMPLE_VALUE = {"cutoff": "10", "level": "1", "count": "10", "prob": "0.5", "fraction": "0.50", "number": "1",
+                  "real": "1", "grade": "1", "gains": "1=3"}
+
+
 def _all_spellings() -> list[str]:
     names = []
     for m in measures().values():
         names.append(f"{m.name}@k" if m.at and m.params[m.at].required else m.name)
-        names.extend(re.sub(r"\{\w+(?::[^}]*)?\}", "10", a.text) for a in m.aliases)
+        for a in m.aliases:
+            params = {**m.params, **m.absent_params}
+            names.append(re.sub(r"\{(\w+)(?::[^}]*)?\}", lambda g: _EXAMPLE_VALUE.get(params[g[1]].type, "10")
+                                if g[1] in params else "10", a.text))
     return list(dict.fromkeys(names))  # once each: a measure and its alias may be spelled alike
 
 

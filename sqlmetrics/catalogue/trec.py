@@ -4,6 +4,7 @@ prints with it; `sqlmetrics eval -m` reads trec_eval's nicknames and parameter l
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -148,14 +149,33 @@ def requested(values: list, compat: str) -> dict:
                 requested.setdefault(member, None)
             continue
         if name not in BY_TREC_NAME:
-            known = ", ".join([*NICKNAMES[compat], *BY_TREC_NAME])
-            raise SqlmetricsError(f"-m {value}: {name!r} is not a trec_eval measure sqlmetrics computes. Known: "
-                                  f"{known}. (`sqlmetrics eval` takes every spelling, e.g. -m nDCG@10.)")
+            raise SqlmetricsError(f"-m {value}: {name!r} is not a trec_eval measure sqlmetrics computes."
+                                  f"{_did_you_mean(value, compat)} `sqlmetrics trec_eval -h -m all_trec` describes "
+                                  "the measures it computes; `sqlmetrics eval` takes every spelling (-m nDCG@10).")
         if dot:
             requested[name] = tuple(p for p in params.split(",") if p != "") or None
         else:
             requested.setdefault(name, None)
     return requested
+
+
+def _did_you_mean(value: str, compat: str) -> str:
+    """The -m spellings nearest to a mistyped one: a measure name, or a name and its parameters as trec_eval writes
+    them (`ndcg_cut10` and `ndcg_cut_10` are `ndcg_cut.10`)."""
+    glued = re.fullmatch(r"(?P<name>\w+?)_?(?P<params>\d[\d.,]*)", value)
+    close = [f"{glued['name']}.{glued['params']}"] if glued and glued["name"] in BY_TREC_NAME else []
+    close += difflib.get_close_matches(value.partition(".")[0], [*NICKNAMES[compat], *BY_TREC_NAME], n=3, cutoff=0.6)
+    close = list(dict.fromkeys(close))[:3]
+    return f" Did you mean {', '.join(f'-m {c}' for c in close)}?" if close else ""
+
+
+def family(value: str) -> list | None:
+    """A trec_eval measure of cutoffs or points named bare (`iprec_at_recall`, `ndcg_cut`, `P`): our measure strings
+    for all of its default parameters, as trec_eval's -m reads it; None for any other value."""
+    measure = BY_TREC_NAME.get(value)
+    if measure is None or measure.kind not in ("cutoffs", "points"):
+        return None
+    return [spelling for _, spelling in measure.printed_names(None)]
 
 
 def relstring_names(params: tuple | None) -> list:

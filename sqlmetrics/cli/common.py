@@ -19,8 +19,10 @@ import duckdb
 
 from ..catalogue import split_measure_list
 from ..catalogue.fusion import DEFAULT_NORM, normalisations
-from ..catalogue.names import COMPAT
+from ..catalogue.names import COMPAT, parse
 from ..catalogue.trec import expand as trec_eval_measures
+from ..catalogue.trec import family as trec_eval_family
+from ..errors import SqlmetricsError
 from ..local.databases import _split_duckdb_target
 from ..local.output import database_target, output_format, process_folder, replace_file, writable_target, write_table
 from ..local.readers.files import file_format
@@ -88,12 +90,23 @@ def measures_from(args, default) -> list:
     measures = []
     for value in args.measure:  # trec_eval's nicknames and parameter lists first: `-m P.5,10` is one request
         expanded = trec_eval_measures(value.strip(), getattr(args, "compat", COMPAT))
+        if expanded is None and not _a_measure(value.strip()):
+            expanded = trec_eval_family(value.strip())  # `-m iprec_at_recall`: its 11 points, as trec_eval reads it
         # trec_eval merges what its nicknames and lists repeat (`-m official -m P.5,10`); so does this
         measures += split_measure_list([value]) if expanded is None else [m for m in expanded if m not in measures]
     if not measures:
         raise UsageError("-m/--measure was given without a measure; name one (e.g. -m nDCG@10) or leave -m out "
                          "for the default set.")
     return measures
+
+
+def _a_measure(text: str) -> bool:
+    """Whether the text is a measure of the catalogue in its own right (`recall` is SetR, not trec_eval's family)."""
+    try:
+        parse(text)
+    except SqlmetricsError:
+        return False
+    return True
 
 
 def add_fusion_flags(p, method_flags=("--method",), required=True) -> None:

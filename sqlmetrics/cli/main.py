@@ -86,6 +86,8 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    args._accepted = _Accepted(commands[args.command]._option_string_actions, args.command)
     with _Signals() as signals:
         return _run(args, signals)
 
@@ -111,7 +113,8 @@ def _run(args, signals: _Signals) -> int:
             _flush_warnings(caught, stdin_names, args)
             if debug:
                 raise
-            print(f"sqlmetrics {args.command}: error: {_clean(str(e), stdin_names)}", file=sys.stderr)
+            print(f"sqlmetrics {args.command}: error: {_clean(str(e), stdin_names, args._accepted)}",
+                  file=sys.stderr)
             return getattr(e, "exit_status", 2)
         except BrokenPipeError:  # `sqlmetrics eval ... | head`: the reader left; that is fine
             _quiet_broken_pipe()
@@ -181,7 +184,7 @@ def _flush_warnings(caught: list, stdin_names: dict, args) -> None:
         return
     seen = set()
     for w in caught:
-        text = _clean(str(w.message), stdin_names)
+        text = _clean(str(w.message), stdin_names, args._accepted)
         if text in seen:
             continue
         seen.add(text)
@@ -190,41 +193,75 @@ def _flush_warnings(caught: list, stdin_names: dict, args) -> None:
     caught.clear()
 
 
-# The core's messages name Python keyword arguments; on the command line the options are spelled as flags.
-# A keyword is matched whole (not inside qrels_columns=, nor a measure's own parameter: AP(judged_only=True)).
-_KEYWORD = r"(?<![\w-])(?<!\w\(){}="
+# The core's messages name Python keyword arguments; on the command line the options are spelled as flags: one
+# pass over the message (a flag written for one keyword is never read again as another: `--qrels-column
+# relevance=X` once became `--qrels-column --relevance X`). A keyword is matched whole (not inside qrels_columns=,
+# nor a measure's own parameter: AP(judged_only=True)), with the value it is given: 'text', a mapping
+# {'role': 'name'} / {'role': ...} / {role: name}, or a bare value after it.
+_KEYWORD = re.compile(r"(?<![\w-])(?<!\w\()(?P<keyword>[a-z][a-z_]*)=(?:(?P<mapping>\{'(?P<role>\w+)': "
+                      r"(?:'(?P<name>[^']*)'|\.\.\.)\})|(?P<any_role>\{role: name\})|'(?P<text>[^']*)')?")
 
 
 @functools.cache
-def _spellings() -> tuple:
-    """(pattern, replacement) for each keyword: compiled when a message is first printed, not on every call (122
-    patterns: 8 ms of a `sqlmetrics trec_eval` that prints none)."""
-    columns = tuple((re.compile(r"(?<![\w-])" + name + "=" + pattern), replacement.format(flag=flag))
-                    for name, flag in (("qrels_columns", "--qrels-column"), ("columns", "--column"))
-                    for pattern, replacement in ((r"\{'(\w+)': '([^']*)'\}", r"{flag} \1=\2"),
-                                                 (r"\{'(\w+)': \.\.\.\}", r"{flag} \1=..."),
-                                                 (r"\{role: name\}", "{flag} ROLE=NAME"), ("", "{flag}")))
-    options = tuple((re.compile(_KEYWORD.format(o.name) + pattern), replacement)
-                    for o in OPTIONS if o.cli_flags and o.kind not in ("mapping", "object")
-                    for pattern, replacement in ((r"'([^']*)'", _flag_value(o.cli_flags[-1])),
-                                                 (r"(?=[\s,.)])", o.cli_flags[-1]), ("", o.cli_flags[-1] + " ")))
-    return columns + options
+def _options() -> dict:
+    """{keyword: Option} of the options that have a command-line flag."""
+    return {o.name: o for o in OPTIONS if o.cli_flags and o.kind != "object"}
 
 
-def _flag_value(flag: str):
-    """`name='value'` as `--flag value`, quoted where the value has spaces (an expression)."""
-    return lambda m: f"{flag} {m.group(1)}" if re.fullmatch(r"[\w.:/-]*", m.group(1)) else f"{flag} '{m.group(1)}'"
+def _flag(keyword: str, accepted: frozenset) -> str | None:
+    """The flag the command spells the option of `keyword` with; None when it takes no such option."""
+    flag = next((f for f in reversed(_options()[keyword].cli_flags) if f in accepted), None)
+    if flag is None and keyword == "qrels_columns":  # a command of one input (convert) maps it with --column
+        return _flag("columns", accepted)
+    return flag
 
 
+def _flagged(text: str, accepted: frozenset) -> str:
+    """The message's keywords as the flags of a command that accepts `accepted` (its option strings). A hint never
+    names a flag the command would refuse: a parenthesis naming an option the command does not take is left out
+    (the hints are written so: "they score 0 (queries='intersection' averages only the queries in both)"), and
+    such a keyword elsewhere stays a keyword, said to be Python's."""
+    foreign = [m for m in _KEYWORD.finditer(text) if m["keyword"] in _options() and _flag(m["keyword"], accepted) is None]
+    for m in reversed(foreign):
+        opened = text.rfind("(", 0, m.start())
+        closed = text.find(")", m.end())
+        if opened >= 0 and closed >= 0 and ")" not in text[opened:m.start()] and "(" not in text[m.end():closed]:
+            text = text[:opened].rstrip() + text[closed + 1:]
 
-def _clean(text: str, stdin_names: dict) -> str:
-    """A message as the command line prints it: spooled standard input by its name, keywords as flags, URLs
-    without their secrets, on one line."""
+    def spelled(m: re.Match) -> str:
+        if m["keyword"] not in _options():  # not an option's keyword (a measure's parameter, an example's text)
+            return m[0]
+        option, flag = _options()[m["keyword"]], _flag(m["keyword"], accepted)
+        if flag is None:
+            return f"{m[0]} (in Python; `sqlmetrics {accepted.command}` takes no such option)"
+        if option.kind == "mapping":
+            value = f" {m['role']}={m['name'] if m['name'] is not None else '...'}" if m["mapping"] else \
+                " ROLE=NAME" if m["any_role"] else ""
+            return flag + value
+        if m["text"] is not None:  # `name='value'` as `--flag value`, quoted where the value has spaces
+            value = m["text"] if re.fullmatch(r"[\w.:/-]*", m["text"]) else f"'{m['text']}'"
+            return f"{flag} {value}"
+        following = m.string[m.end():m.end() + 1]
+        return flag if following in ("", " ", ",", ".", ")", ";", "\n") else flag + " "
+
+    return _KEYWORD.sub(spelled, text)
+
+
+class _Accepted(frozenset):
+    """A command's option strings, and its name (for a message about an option it lacks)."""
+
+    def __new__(cls, flags, command: str):
+        accepted = super().__new__(cls, flags)
+        accepted.command = command
+        return accepted
+
+
+def _clean(text: str, stdin_names: dict, accepted: frozenset) -> str:
+    """A message as the command line prints it: spooled standard input by its name, keywords as the command's flags,
+    URLs without their secrets, on one line."""
     for tmp, name in stdin_names.items():
         text = text.replace(repr(tmp), name).replace(tmp, name)
-    for pattern, replacement in _spellings():
-        text = pattern.sub(replacement, text)
-    return " ".join(redacted(text).split())
+    return " ".join(redacted(_flagged(text, accepted)).split())
 
 
 def _quiet_broken_pipe() -> None:

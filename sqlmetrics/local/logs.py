@@ -23,7 +23,7 @@ def _resolve_column(name: str, present: list, label: str, what: str) -> str:
     folded = [c for c in present if c.lower() == name.lower()]
     if len(folded) == 1:
         return folded[0]
-    raise SqlmetricsError(f"{label}: {what} {name!r} is not a column (columns: {', '.join(present)}).")
+    raise SqlmetricsError(f"{label}: {what}={name!r} is not a column (columns: {', '.join(present)}).")
 
 
 def _log_view(con, loaded: Loaded, segs: tuple, label, relevance, order_role: str, duplicates: str) -> str:

@@ -72,12 +72,11 @@ def _check(plan: Plan, options: Shape, qrels, history, items, verdicts, embeddin
     check_rag(plan, options, verdicts, embeddings)
     if (plan.recommendations or plan.item_columns & ITEM_HISTORY_COLUMNS) and history is None:
         raise SqlmetricsError("the measures of a run's recommendations (catalog coverage, novelty, serendipity, "
-                              "diversity by co-occurrence, ...) read the training interactions: pass history= "
-                              "(--history on the command line), a table of user and item read as qrels are.")
+                              "diversity by co-occurrence, ...) read the training interactions: pass history=, a table "
+                              "of user and item read as qrels are.")
     if plan.item_columns & ITEM_FEATURE_COLUMNS and items is None:
-        raise SqlmetricsError("similarity='features' compares items by their features: pass items= (--items on the "
-                              "command line), a table of the item and a vector, a category, or dimension and value "
-                              "columns; or take similarity='cooccurrence' (the training interactions, history=).")
+        raise SqlmetricsError("similarity='features' compares items by their features: pass items=, a table of the "
+                              "item and a vector, a category, or dimension and value columns; or take similarity='cooccurrence' (the training interactions, history=).")
     if (plan.recommendations or plan.ratings or plan.user_ratings or plan.items) and options.judgment_groups:
         raise SqlmetricsError("the measures of a whole run (recommendations, ratings) take qrels_format='qrels', "
                               "not 'qrels_jg'.")

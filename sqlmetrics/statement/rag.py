@@ -17,11 +17,10 @@ def check_rag(plan: Plan, options: Shape, verdicts: Source | None, embeddings: E
         return
     if plan.verdicts and verdicts is None:
         raise SqlmetricsError("the RAG measures (Faithfulness, ContextRecall, ContextRelevancy) read judged statements: "
-                              "pass verdicts= (--verdicts on the command line), a table of query_id, statement, "
+                              "pass verdicts=, a table of query_id, statement, "
                               "statement_of ('answer', 'reference' or 'context') and verdict (1 or 0).")
     if plan.embeddings and embeddings is None:
-        raise SqlmetricsError("AnswerRelevancy reads question embeddings: pass embeddings= (--embeddings on the command "
-                              "line), a table of query_id, generated (0: the question asked; 1, 2, ...: the questions "
+        raise SqlmetricsError("AnswerRelevancy reads question embeddings: pass embeddings=, a table of query_id, generated (0: the question asked; 1, 2, ...: the questions "
                               "generated from the answer), embedding (a list of numbers; or dimension and value, one "
                               "row per dimension) and noncommittal (1 or 0).")
     if options.run_key or options.labels or options.judgment_groups:

@@ -510,7 +510,7 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
     names = list(rows[0]) if rows else []
     missing = [c for c in (*COLUMNS, "measure", *SETTINGS) if c != "segment" and c not in names]
     if missing:
-        raise SqlmetricsError(f"decide() reads the rows of render_compare()'s statement (sqlmetrics sql --compare); "
+        raise SqlmetricsError(f"decide() reads the rows of render_compare()'s statement (`sqlmetrics sql --compare`); "
                               f"{'these rows have' if rows else 'there are'} no {', '.join(missing)} column"
                               f"{'s' if len(missing) > 1 else ''}" + ("" if rows else " (no rows at all)") + ".")
     segs = names[names.index("ry") + 1:names.index("m")]

@@ -425,7 +425,8 @@ def sample_ratio_message(ratio: dict) -> str:
     return (f"sample ratio mismatch: the arms have {counts} {'lists' if of == 'lists' else f'units ({of})'} where a "
             f"{split} split was expected (chi-square "
             f"p = {ratio['p_value']:.2g} < {SAMPLE_RATIO_P}). The assignment or the logging is broken, and every other "
-            "number of this comparison is suspect: find why before reading them (or pass the intended split=).")
+            "number of this comparison is suspect: find why before reading them (or, if the arms were meant "
+            "to be unequal, give their shares with the split option).")
 
 
 # The tests whose report gives an interval of each difference, and how it is made.

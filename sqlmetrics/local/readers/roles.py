@@ -97,8 +97,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
     if missing:
         raise SqlmetricsError(
             f"{label}: no column for {', '.join(map(repr, missing))} (columns: {', '.join(present)}). "
-            f"Rename it or map it, e.g. {'qrels_columns' if kind == 'qrels' else 'columns'}={{{missing[0]!r}: "
-            "'<your column>'}."
+            f"Rename it (or map it: {'qrels_columns' if kind == 'qrels' else 'columns'}={{{missing[0]!r}: "
+            "'<your column>'})."
         )
     if kind == "embeddings":
         _vector_roles(mapping, types, label)
