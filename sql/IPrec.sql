@@ -1,8 +1,8 @@
 -- measure: IPrec
 -- description: Interpolated precision at recall r: the best precision at any rank where at least floor(r*R + 0.9) relevant documents have been seen (trec_eval 10.0: r*R rounded to the nearest).
--- reference: trec_eval iprec_at_recall_r (9.0.8 rounding; 10.0's with compat)
+-- reference: trec_eval iprec_at_recall_r (10.0's rounding; 9.0.8's, which pytrec_eval reproduces, with compat='trec_eval-9.0.8')
 -- param r: fraction
--- param compat: choice = trec_eval-9.0.8
+-- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0.9
 --   trec_eval-10.0: 0.5
 -- param rel: level
@@ -12,8 +12,8 @@
 -- range: 0..1
 -- example: @0.5 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
 -- example: @1 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 0
--- example: @0.4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
--- example: (compat='trec_eval-10.0')@0.4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
+-- example: (compat='trec_eval-9.0.8')@0.4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/2
+-- example: @0.4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
 -- example: @0 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1
 -- note: The best precision is always reached at a relevant document, so ranks without one never win; a
 --   threshold that no rank reaches leaves NULL, which the renderer turns into the empty value 0.

@@ -1,15 +1,15 @@
 -- measure: IPrec11pt
 -- description: 11-point average: the mean of the interpolated precision (IPrec) at recall 0.0, 0.1, ..., 1.0.
--- reference: trec_eval 11pt_avg (default recall points; 9.0.8 rounding, 10.0's with compat)
--- param compat: choice = trec_eval-9.0.8
+-- reference: trec_eval 11pt_avg (default recall points; 10.0's rounding, 9.0.8's with compat='trec_eval-9.0.8')
+-- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0.9
 --   trec_eval-10.0: 0.5
 -- param rel: level
 -- aliases: 11pt_avg (trec_eval)
 -- aggregate: mean
 -- range: 0..1
--- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 6/11
--- example: (compat='trec_eval-10.0') qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 7/11
+-- example: (compat='trec_eval-9.0.8') qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 6/11
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 7/11
 -- example: qrels: q1 d1 0, q1 d2 1 run: q1 d1 0.9, q1 d2 0.8 => 1/2
 -- example: (rel=2) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1/4
 -- note: Each term is IPrec.sql's expression at one recall point r: the best precision at a rank where at

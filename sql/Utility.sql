@@ -6,7 +6,7 @@
 -- param c: real = 0
 -- param d: real = 0
 -- param N: count = 0
--- param compat: choice = trec_eval-9.0.8
+-- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0
 --   trec_eval-10.0: (CAST(:c AS DOUBLE) - CAST(:d AS DOUBLE)) * num_rel + CAST(:d AS DOUBLE) * :N
 -- param rel: level
@@ -15,8 +15,8 @@
 -- range: ..
 -- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => -1
 -- example: (a=2,b=-1,c=3,d=0.5) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 1
--- example: (c=3) qrels: q1 d1 1, q2 d1 1 run: q1 d1 0.9 => 1/2
--- example: (c=3,compat='trec_eval-10.0') qrels: q1 d1 1, q2 d1 1 run: q1 d1 0.9 => 2
+-- example: (c=3,compat='trec_eval-9.0.8') qrels: q1 d1 1, q2 d1 1 run: q1 d1 0.9 => 1/2
+-- example: (c=3) qrels: q1 d1 1, q2 d1 1 run: q1 d1 0.9 => 2
 -- example: (d=0.5,N=100) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1, q1 d6 -1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d6 0.65, q1 d3 0.6 => 46
 -- example: (d=0.5,N=100,compat='trec_eval-10.0') qrels: q1 d1 1, q2 d1 1 run: q1 d1 0.9 => 50
 -- note: First examples: 2 of R = 3 relevant documents among 5 retrieved: 1*2 - 1*3 = -1, and with 2,-1,3,0.5:

@@ -1,7 +1,7 @@
 -- measure: YAAP
 -- description: Yet another AP (trec_eval yaap): ln((1 + S) / (1 + R - S)), where S is the sum of the precisions at the relevant retrieved documents (AP * R); positive when S > R/2.
 -- reference: trec_eval yaap (experimental; not in all_trec), same in 9.0.8 and 10.0
--- param compat: choice = trec_eval-9.0.8
+-- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0
 --   trec_eval-10.0: -LN(1 + num_rel)
 -- param rel: level

@@ -129,8 +129,9 @@ OPTIONS = (
            "the run's own rank_position column ('rank')", _EVERYWHERE, choices=("docid_desc", "docid_asc", "rank")),
     Option("relevance_level", 1, "grades >= this are relevant (trec_eval -l)", _EVERYWHERE, kind="int",
            flags=("-l", "--relevance-level"), metavar="N"),
-    Option("compat", "trec_eval-9.0.8", "which trec_eval's definitions where its versions differ (interpolated "
-           "precision's recall rounding): 9.0.8, which pytrec_eval and ir_measures reproduce, or 10.0",
+    Option("compat", "trec_eval-10.0", "which trec_eval's definitions where its versions differ (interpolated "
+           "precision's recall rounding, a judged query the run misses in utility and yaap): 10.0, the current "
+           "release, or 9.0.8, which pytrec_eval and ir_measures reproduce",
            _EVERYWHERE, choices=("trec_eval-9.0.8", "trec_eval-10.0")),
     Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M)",
            _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N", minimum=1),

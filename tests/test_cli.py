@@ -51,7 +51,8 @@ GOLDEN_CASES = {
     "eval_trec_q.txt": ["eval", "qrels.txt", "a.run", "b.run", "-f", "trec", "-q"],
     "eval_csv_q.csv": ["eval", "qrels.txt", "a.run", "b.run", "-m", FEW, "-q", "-f", "csv"],
     "eval_tsv.tsv": ["eval", "qrels.txt", "a.run", "b.run", "-m", FEW, "-f", "tsv"],
-    "eval_json_q.json": ["eval", "qrels.txt", "a.run", "b.run", "-q", "-f", "json"],
+    # pytrec_eval (9.0.8) checks its values below: at 9.0.8's definitions
+    "eval_json_q.json": ["eval", "qrels.txt", "a.run", "b.run", "-q", "-f", "json", "--compat", "trec_eval-9.0.8"],
     "eval_jsonl_q.jsonl": ["eval", "qrels.txt", "a.run", "b.run", "-m", FEW, "-q", "-f", "jsonl"],
     "eval_markdown.md": ["eval", "qrels.txt", "a.run", "b.run", "-m", FEW, "-f", "markdown"],
     "eval_markdown_q.md": ["eval", "qrels.txt", "a.run", "-m", FEW, "-q", "-f", "markdown"],
@@ -191,17 +192,23 @@ def _all_block_order(path: Path) -> list:
     ("out.test.aql", "qrels.rel_level", "results.test", ["-l", "2"]),
     ("out.test", "qrels.test", "results.test", None),  # the default measures, no -q
 ])
-def test_trec_format_equals_trec_eval_line_by_line(trec_eval_dir, capsys, expected, qrels, results, extra):
+@pytest.mark.parametrize("suite", ["10.0", "9.0.8"])
+def test_trec_format_equals_trec_eval_line_by_line(trec_eval_dir, trec_eval_10_dir, capsys, suite, expected, qrels,
+                                                   results, extra):
+    """`eval -f trec` prints trec_eval's lines: 10.0's (its own test suite's outputs) by default, 9.0.8's with
+    --compat trec_eval-9.0.8 (the interpolated precisions differ between the two)."""
+    folder, compat = (trec_eval_10_dir, []) if suite == "10.0" else (trec_eval_dir, ["--compat", "trec_eval-9.0.8"])
+    trec_eval_dir = folder
     exp_path = trec_eval_dir / expected
     if extra is None:  # the default set: trec_eval's official measures (+ nDCG@10, which it does not print)
-        code, out, err = run_cli(capsys, "eval", trec_eval_dir / qrels, trec_eval_dir / results, "-f", "trec")
+        code, out, err = run_cli(capsys, "eval", trec_eval_dir / qrels, trec_eval_dir / results, "-f", "trec", *compat)
         ours = [line for line in out.splitlines(keepends=True) if not line.startswith("ndcg_cut_10 ")]
         assert ours == exp_path.read_text().splitlines(keepends=True)
         return
     names = _all_block_order(exp_path)
     assert len(names) >= 60
     code, out, err = run_cli(capsys, "eval", trec_eval_dir / qrels, trec_eval_dir / results, "-q", "-f", "trec",
-                             "-m", ",".join(names), *extra)
+                             "-m", ",".join(names), *extra, *compat)
     assert code == 0, err
     keep = set(names) | {"runid"}
     want = [line for line in exp_path.read_text().splitlines(keepends=True) if line.split("\t")[0].strip() in keep]

@@ -125,7 +125,9 @@ def as_input(nested, kind, value_name):
 
 
 def ours(qrels, run, measures, *, kinds=("dict", "dict"), **options):
-    """sqlmetrics' per-query values as {qid: {measure: value}}, and its aggregate."""
+    """sqlmetrics' per-query values as {qid: {measure: value}}, and its aggregate; at trec_eval 9.0.8's definitions
+    unless told otherwise, which are pytrec_eval's."""
+    options.setdefault("compat", "trec_eval-9.0.8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing-query warnings are expected here
         res = sqlmetrics.evaluate(as_input(qrels, kinds[0], "relevance"), as_input(run, kinds[1], "score"),

@@ -64,7 +64,7 @@ def evaluated(trec_eval_dir):
         if key not in cache:
             options = {k: v for k, v in args.items() if k not in ("qrels", "run")}
             cache[key] = sqlmetrics.evaluate(trec_eval_dir / args["qrels"], trec_eval_dir / args["run"],
-                                             ALL_TREC, **options)
+                                             ALL_TREC, compat="trec_eval-9.0.8", **options)  # 9.0.8's suite
         return cache[key]
 
     return get
@@ -111,7 +111,7 @@ def test_parameterised_measures(trec_eval_dir):
     printed = trec_eval_printed(trec_eval_dir / "out.test.meas_params")
     assert set(MEAS_PARAMS) <= set(printed)
     res = sqlmetrics.evaluate(trec_eval_dir / "qrels.test", trec_eval_dir / "results.test", MEAS_PARAMS,
-                              queries="intersection")
+                              queries="intersection", compat="trec_eval-9.0.8")
     rows = {r["query_id"]: r for r in res.per_query.to_pylist()}
     for measure in MEAS_PARAMS:
         for qid, text in printed[measure].items():
