@@ -6,12 +6,14 @@ control). tests/test_outputs.py's test_sql_dbt_carries_no_jinja_but_the_referenc
 import contextlib
 import io
 
+import duckdb
 import jinja2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlmetrics.cli import main
+from sqlmetrics.identifiers import quote_identifier
 
 PIECES = ["{{", "}}", "{%", "%}", "{#", "#}", "{", "}", "%", "#", "-", "'", '"', "raw", "endraw", " ", "x", "7*7",
           "\\", "\n", "do run_query('x')"]
@@ -51,3 +53,83 @@ def test_any_text_is_inert_in_the_model(text, where):
     assert code == plain_code, (err, plain_err)
     if code == 0:
         assert _compile_as_dbt(model) == plain.rstrip().removesuffix(";") + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- incremental
+# `sqlmetrics sql --dbt --incremental` built again and again as dbt-duckdb builds it, reduced to its SQL (the first
+# build creates the table; a later one evaluates the model with is_incremental() into a temporary table and merges
+# it on the unique_key, pasted unquoted: ON (DBT_INTERNAL_SOURCE.key = DBT_INTERNAL_DEST.key), UPDATE / INSERT BY
+# NAME). tests/test_dbt.py builds such models with dbt itself, on DuckDB and PostgreSQL.
+
+def _dbt_duckdb_build(con, model: str, first: bool) -> None:
+    config = {}
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    sql = env.from_string(model).render(config=lambda **kw: config.update(kw) or "", ref=lambda name: name,
+                                        this="daily", is_incremental=lambda: not first)
+    assert config["materialized"] == "incremental" and config["incremental_strategy"] == "merge"
+    if first:
+        con.execute(f"CREATE TABLE daily AS {sql}")
+        return
+    keys = config["unique_key"] if isinstance(config["unique_key"], list) else [config["unique_key"]]
+    on = " AND ".join(f"(DBT_INTERNAL_SOURCE.{k} = DBT_INTERNAL_DEST.{k})" for k in keys)
+    con.execute(f"CREATE TEMP TABLE daily__dbt_tmp AS {sql}")
+    con.execute(f"MERGE INTO daily AS DBT_INTERNAL_DEST USING daily__dbt_tmp AS DBT_INTERNAL_SOURCE ON {on} "
+                "WHEN MATCHED THEN UPDATE BY NAME WHEN NOT MATCHED THEN INSERT BY NAME")
+    con.execute("DROP TABLE daily__dbt_tmp")
+
+
+def _load_log(con, names: list, rows: list) -> None:
+    """The log table `log`: (segment values..., session, doc, position, clicked) under `names`, then its four."""
+    columns = ", ".join(f'{quote_identifier(n)} VARCHAR' for n in names)
+    con.execute(f"CREATE OR REPLACE TABLE log ({columns}, session VARCHAR, doc VARCHAR, position INTEGER, "
+                "clicked INTEGER)")
+    if rows:
+        con.executemany(f"INSERT INTO log VALUES ({', '.join('?' * (len(names) + 4))})", rows)
+
+
+def _incremental_model(segments: list, per_query: bool = False) -> str:
+    code, model, err = _run("sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--ties", "rank", "--run",
+                            "{{ ref('log') }}", "--column", "query_id=session", "--column", "doc_id=doc", "--column",
+                            "rank_position=position", *(f"--group-by={s}" for s in segments), "--dbt",
+                            f"--incremental={segments[0]}", *(["-q"] if per_query else []))
+    assert code == 0, err
+    return model
+
+
+def _table(con, names: list, *values) -> list:
+    cur = con.execute("SELECT * FROM daily")
+    columns = [c[0] for c in cur.description]
+    at = [columns.index(n) for n in [*names, *values]]
+    return sorted((tuple(round(v, 12) if isinstance(v, float) else v for v in (row[i] for i in at))
+                   for row in cur.fetchall()), key=repr)
+
+
+def test_incremental_builds_keep_one_row_per_segment():
+    """Three builds of a log whose segments a key must tell apart (a NULL market and the text 'NULL', ('a|', 'b')
+    and ('a', '|b'), no day), under a day column whose name holds Jinja: the first build has only rows without a
+    day, so the table has no last day and the second build reads every row; the third reads day 1 (the last) and
+    the new day 2, and the rows without a day. RR by hand: 1 / the first clicked rank."""
+    names = ["d {{ this }}", 'm "k"; --', "order"]  # the day, the market, the shop
+    d1, d2 = "2026-03-01", "2026-03-02"
+    v1 = [(None, "x", "s", "q1", "a", 1, 1)]
+    v2 = [(None, "x", "s", "q1", "a", 1, 0), (None, "x", "s", "q1", "b", 2, 1),
+          (d1, None, "s", "q2", "a", 1, 1),
+          (d1, "NULL", "s", "q3", "a", 1, 0), (d1, "NULL", "s", "q3", "b", 2, 1),
+          (d1, "a|", "b", "q4", "a", 1, 1),
+          (d1, "a", "|b", "q5", "a", 1, 0), (d1, "a", "|b", "q5", "b", 2, 1)]
+    v3 = [*v2[:2], (d1, None, "s", "q2", "a", 1, 0), (d1, None, "s", "q2", "b", 2, 1), *v2[3:],
+          *((d2, None, None, "q6", doc, i, int(i == 3)) for i, doc in enumerate("abc", 1))]
+    model = _incremental_model(names)
+    con = duckdb.connect()
+    for log, first in ((v1, True), (v2, False)):
+        _load_log(con, names, log)
+        _dbt_duckdb_build(con, model, first)
+    assert _table(con, names, "rr", "num_lists") == sorted([
+        (None, "x", "s", 0.5, 1), (d1, None, "s", 1.0, 1), (d1, "NULL", "s", 0.5, 1), (d1, "a|", "b", 1.0, 1),
+        (d1, "a", "|b", 0.5, 1)], key=repr)
+    _load_log(con, names, v3)
+    _dbt_duckdb_build(con, model, False)
+    assert _table(con, names, "rr", "num_lists") == sorted([
+        (None, "x", "s", 0.5, 1), (d1, None, "s", 0.5, 1), (d1, "NULL", "s", 0.5, 1), (d1, "a|", "b", 1.0, 1),
+        (d1, "a", "|b", 0.5, 1), (d2, None, None, round(1 / 3, 12), 1)], key=repr)
+
