@@ -133,3 +133,81 @@ def test_incremental_builds_keep_one_row_per_segment():
         (None, "x", "s", 0.5, 1), (d1, None, "s", 0.5, 1), (d1, "NULL", "s", 0.5, 1), (d1, "a|", "b", 1.0, 1),
         (d1, "a", "|b", 0.5, 1), (d2, None, None, round(1 / 3, 12), 1)], key=repr)
 
+
+NAME_PIECES = ['"', "'", ";", "--", " ", "é", "日本", "select", "order", "|", "x", "{{", "}}", "{%", "#}", "\\", "NULL",
+               "\n"]
+# The log's own columns and the model's: a segment cannot be named so (case aside: DuckDB's names are not)
+TAKEN = {"session", "doc", "position", "clicked", "rr", "num_lists", "run_name", "query_id", "sqlmetrics_key"}
+# A name in quotes is the name inside them; argparse reads `--group-by=--` as no value (before Python 3.12).
+SEGMENT_NAME = st.lists(st.sampled_from(NAME_PIECES), min_size=1, max_size=4).map("".join).filter(
+    lambda n: n[0] not in '"`[' and n.lower() not in TAKEN and n != "--")
+VALUE = st.sampled_from([None, "", "NULL", "n", "v", "|", "a|", "|a", "a", "||", "v|n", "'", "é"])
+DAY = st.sampled_from([None, "1", "2", "3"])
+
+
+def _lists(segments: int):
+    """A log's lists: {(segment values..., session): (documents, the clicked rank or 0)}."""
+    key = st.tuples(DAY, *[VALUE] * (segments - 1), st.sampled_from(["q1", "q2"]))
+    return st.dictionaries(key, st.tuples(st.integers(1, 3), st.integers(0, 3)), max_size=8)
+
+
+def _rows(lists: dict) -> list:
+    return [(*key, f"d{i}", i, int(i == clicked)) for key, (n, clicked) in lists.items() for i in range(1, n + 1)]
+
+
+def _decoded(key: str) -> tuple:
+    """A row key split back into its values: 'n' a NULL, 'v' and the text with '||' for '|', joined by '|'."""
+    values, i = [], 0
+    while True:
+        tag, i = key[i], i + 1
+        text = []
+        while tag == "v" and i < len(key) and (key[i] != "|" or key[i + 1:i + 2] == "|"):
+            text.append(key[i])
+            i += 2 if key[i] == "|" else 1
+        values.append(None if tag == "n" else "".join(text))
+        if i == len(key):
+            return tuple(values)
+        assert key[i] == "|" and tag in "nv", key
+        i += 1
+
+
+@pytest.mark.slow  # hypothesis, 60 logs built twice
+@SETTINGS
+@given(st.lists(SEGMENT_NAME, min_size=1, max_size=3, unique_by=str.lower).flatmap(
+    lambda names: st.tuples(st.just(names), _lists(len(names)), _lists(len(names)), st.booleans())))
+def test_incremental_builds_merge_what_they_read(drawn):
+    """Whatever the segment names and values (NULLs, 'NULL', the key's tags and separator), a second build leaves
+    the first build's rows, replaced by those the second evaluates (the log's rows from the table's last day on and
+    those without a day; every row when the table has no day), one row per segment (and query, with -q), each with
+    a key that is never NULL and splits back into its segment values. The evaluations are the plain statement's
+    (`sqlmetrics sql` without --dbt) over the rows each build reads, merged here in Python."""
+    names, v1, v2, per_query = drawn
+    keys = [*names, *(["query_id"] if per_query else [])]
+    values = ["rr"] if per_query else ["rr", "num_lists"]
+    plain_code, plain, err = _run("sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--ties", "rank",
+                                  "--run", "log", "--column", "query_id=session", "--column", "doc_id=doc",
+                                  "--column", "rank_position=position", *(f"--group-by={n}" for n in names),
+                                  *(["-q"] if per_query else []))
+    assert plain_code == 0, err
+    model = _incremental_model(names, per_query)
+    con = duckdb.connect()
+
+    def table(sql):  # the rows as (key, values, row key); a name as DuckDB reads it, case aside (NULL is "null")
+        cur = con.execute(sql)
+        at = {c[0].lower(): i for i, c in enumerate(cur.description)}
+        return [(tuple(row[at[k.lower()]] for k in keys), tuple(row[at[v]] for v in values),
+                 row[at["sqlmetrics_key"]] if "sqlmetrics_key" in at else None) for row in cur.fetchall()]
+
+    def evaluated(lists):  # {key: values} of the plain statement over these lists
+        _load_log(con, names, _rows(lists))
+        return {k: v for k, v, _ in table(plain)}
+
+    last = max((key[0] for key in v1 if key[0] is not None), default=None)
+    read = {key: v for key, v in v2.items() if key[0] is None or last is None or key[0] >= last}
+    want = {**evaluated(v1), **evaluated(read)}
+    for lists, first in ((v1, True), (v2, False)):
+        _load_log(con, names, _rows(lists))
+        _dbt_duckdb_build(con, model, first)
+    got = table("SELECT * FROM daily")
+    assert sorted(((k, v) for k, v, _ in got), key=repr) == sorted(want.items(), key=repr)
+    assert all(_decoded(row_key) == k for k, _, row_key in got)
