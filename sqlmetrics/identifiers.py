@@ -64,7 +64,7 @@ def _bare_identifier(name: str, dialect: str, normalize: bool = True) -> exp.Ide
     engine's case folding (same meaning, valid syntax); anything else is quoted exactly."""
     if not isinstance(name, str) or not name:
         raise SqlmetricsError(f"a table or column name must be a non-empty string, got {name!r}.")
-    if exp.SAFE_IDENTIFIER_RE.match(name):
+    if exp.SAFE_IDENTIFIER_RE.fullmatch(name):  # not match(): its $ matches before a last line break too
         if _is_keyword(name, dialect):  # quoted, after the case folding the engine would have applied
             ident = exp.to_identifier(name, quoted=False)
             if normalize:

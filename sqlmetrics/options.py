@@ -262,6 +262,10 @@ OPTIONS = (
            "REPLACE TABLE and 'merge' as MERGE INTO where the dialect has them",
            frozenset({RENDER, SQL_CMD, EVALUATE, EVAL_CMD, CONVERT_CMD}),
            choices=("create", "replace", "append", "merge"), group="output"),
+    Option("row_key", None, "one more column of this name: each row's key (the run, the segments and, per query, "
+           "the query) as one text, never NULL, different for any two keys (a NULL and the text 'NULL' too); what a "
+           "dbt incremental model's unique_key compares with =, which never matches NULL "
+           "(`sqlmetrics sql --dbt --incremental` names it sqlmetrics_key)", frozenset({RENDER}), group="output"),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 

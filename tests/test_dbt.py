@@ -206,36 +206,87 @@ def test_each_adapter_macro_is_the_rendered_statement(adapter, name, k, per_quer
 
 # ---------------------------------------------------------------------------------------------- incremental
 
-# A click log of three days: q1 (day 1) clicks rank 1 (RR 1), q2 (day 2) rank 2 (RR 1/2). The second version
-# changes day 1 (q1's click moves to rank 2), corrects day 2 (q2's click at rank 1) and adds day 3 (q3, rank 3).
-LOG_V1 = "day,session,doc,position,clicked\n2026-03-02,q1,a,1,1\n2026-03-02,q1,b,2,0\n2026-03-10,q2,a,1,0\n" \
-         "2026-03-10,q2,b,2,1\n"
-LOG_V2 = "day,session,doc,position,clicked\n2026-03-02,q1,a,1,0\n2026-03-02,q1,b,2,1\n2026-03-10,q2,a,1,1\n" \
-         "2026-03-10,q2,b,2,0\n2026-03-11,q3,a,1,0\n2026-03-11,q3,b,2,0\n2026-03-11,q3,c,3,1\n"
+# The log's columns: names a model breaks on where it pastes them unquoted (a reserved word, quotes, a semicolon and
+# a comment, spaces, unicode). A double quote on DuckDB only: dbt-postgres' merge pastes a column's name between
+# double quotes without doubling those inside it, so `sqlmetrics sql` refuses such a name for other dialects.
+DAY, SHOP, ARM = "select", "Märkt ünï 2", "système"
+MARKETS = {"duckdb": 'my "mkt"; --x', "postgres": "my 'mkt'; --x"}
+SESSION, DOC, POSITION, CLICKED = "séance; --", "order", "rank position", "clicked?"
+# (arm, day, market, shop, session, doc, position, clicked). Segments that a key must tell apart: a NULL market and
+# the text 'NULL', ('a|', 'b') and ('a', '|b'), a NULL day; RR is 1 / the first clicked rank. The second version
+# changes day 1 (q1's click moves to rank 2: kept, day 1 is before the table's last day), days 2 (q2's and q5's
+# clicks move to rank 1) and NULL (q7's click moves to rank 2), and adds day 3 (q6, with a NULL market and shop).
+D1, D2, D3 = "2026-03-02", "2026-03-10", "2026-03-11"
+LOG_V1 = [("A", D1, None, "x", "q1", "a", 1, 1), ("A", D1, None, "x", "q1", "b", 2, 0),
+          ("A", D2, None, "x", "q2", "a", 1, 0), ("A", D2, None, "x", "q2", "b", 2, 1),
+          *(("A", D2, None, "x", "q8", d, i, int(i == 4)) for i, d in enumerate("abcd", 1)),
+          *(("A", D2, "NULL", "x", "q3", d, i, int(i == 3)) for i, d in enumerate("abc", 1)),
+          ("A", D2, "a|", "b", "q4", "a", 1, 1),
+          ("B", D2, "a", "|b", "q5", "a", 1, 0), ("B", D2, "a", "|b", "q5", "b", 2, 1),
+          ("A", None, "eu", "x", "q7", "a", 1, 1), ("A", None, "eu", "x", "q7", "b", 2, 0)]
+LOG_V2 = [("A", D1, None, "x", "q1", "a", 1, 0), ("A", D1, None, "x", "q1", "b", 2, 1),
+          ("A", D2, None, "x", "q2", "a", 1, 1), ("A", D2, None, "x", "q2", "b", 2, 0),
+          *(("A", D2, None, "x", "q8", d, i, int(i == 4)) for i, d in enumerate("abcd", 1)),
+          *(("A", D2, "NULL", "x", "q3", d, i, int(i == 3)) for i, d in enumerate("abc", 1)),
+          ("A", D2, "a|", "b", "q4", "a", 1, 1),
+          ("B", D2, "a", "|b", "q5", "a", 1, 1), ("B", D2, "a", "|b", "q5", "b", 2, 0),
+          ("A", D3, None, None, "q6", "a", 1, 0), ("A", D3, None, None, "q6", "b", 2, 1),
+          ("A", None, "eu", "x", "q7", "a", 1, 0), ("A", None, "eu", "x", "q7", "b", 2, 1)]
+# The tables after each build, by hand: (day, market, shop, RR, num_lists) and (arm, day, market, shop, query, RR).
+DAILY_V1 = [(D1, None, "x", 1.0, 1), (D2, None, "x", (1 / 2 + 1 / 4) / 2, 2), (D2, "NULL", "x", 1 / 3, 1),
+            (D2, "a|", "b", 1.0, 1), (D2, "a", "|b", 1 / 2, 1), (None, "eu", "x", 1.0, 1)]
+DAILY_V2 = [(D1, None, "x", 1.0, 1), (D2, None, "x", (1 + 1 / 4) / 2, 2), (D2, "NULL", "x", 1 / 3, 1),
+            (D2, "a|", "b", 1.0, 1), (D2, "a", "|b", 1.0, 1), (D3, None, None, 1 / 2, 1), (None, "eu", "x", 1 / 2, 1)]
+LISTS_V1 = [("A", D1, None, "x", "q1", 1.0), ("A", D2, None, "x", "q2", 1 / 2), ("A", D2, None, "x", "q8", 1 / 4),
+            ("A", D2, "NULL", "x", "q3", 1 / 3), ("A", D2, "a|", "b", "q4", 1.0), ("B", D2, "a", "|b", "q5", 1 / 2),
+            ("A", None, "eu", "x", "q7", 1.0)]
+LISTS_V2 = [("A", D1, None, "x", "q1", 1.0), ("A", D2, None, "x", "q2", 1.0), ("A", D2, None, "x", "q8", 1 / 4),
+            ("A", D2, "NULL", "x", "q3", 1 / 3), ("A", D2, "a|", "b", "q4", 1.0), ("B", D2, "a", "|b", "q5", 1.0),
+            ("A", D3, None, None, "q6", 1 / 2), ("A", None, "eu", "x", "q7", 1 / 2)]
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value, sql_type: str) -> str:
+    text = "NULL" if value is None else str(value) if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
+    return f"CAST({text} AS {sql_type})"
+
+
+def _log_model(rows, market: str) -> str:
+    """The log as a dbt model: its rows as VALUES, typed, under the hostile names."""
+    types = ("VARCHAR", "DATE", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "INTEGER", "INTEGER")
+    names = (ARM, DAY, market, SHOP, SESSION, DOC, POSITION, CLICKED)
+    values = ",\n  ".join("(" + ", ".join(_literal(v, t) for v, t in zip(row, types)) + ")" for row in rows)
+    return f"SELECT * FROM (VALUES\n  {values}\n) AS log({', '.join(map(_quoted, names))})\n"
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
-def test_incremental_model_replaces_the_days_from_the_last_one_on(target, tmp_path):
-    """`sqlmetrics sql --dbt --incremental day` built twice by dbt: the second run evaluates the log from the
-    table's last day on (day 2, whose rows are replaced, and the new day 3) and leaves day 1's row as it was,
-    although the log's day 1 changed (so an evaluation of the whole log would give another value)."""
+def test_incremental_model_replaces_each_segment_once(target, tmp_path):
+    """`sqlmetrics sql --dbt --incremental DAY` built twice by dbt, the means and the lists (-q, one row per run and
+    query): the second build evaluates the log from the table's last day on (day 2, whose rows are replaced, and the
+    new day 3) and the rows with no day, and leaves day 1's rows as they were although the log's day 1 changed.
+    Each segment has exactly one row: a NULL segment value is replaced like any other, the text 'NULL' and
+    values holding the key's separator are segments of their own, and no column name breaks dbt's merge."""
     from sqlmetrics.cli.main import main as cli_main
 
     dbt = os.environ.get("SQLMETRICS_DBT")
     if not dbt or not os.access(dbt, os.X_OK):
         unavailable("no dbt executable with dbt-duckdb and dbt-postgres: set SQLMETRICS_DBT (.ci/run makes one)")
+    market = MARKETS[target]
     project = tmp_path / "project"
     (project / "models").mkdir(parents=True)
-    (project / "seeds").mkdir()
     shutil.copy(PROJECT / "profiles.yml", project)
     (project / "dbt_project.yml").write_text("name: sqlmetrics_example\nversion: '1.0.0'\nconfig-version: 2\n"
-                                             "profile: sqlmetrics_example\nseed-paths: ['seeds']\n"
-                                             "model-paths: ['models']\n")
-    model = project / "models" / "daily.sql"
-    assert cli_main(["sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--ties", "rank", "--run",
-                     "{{ ref('log') }}", "--column", "query_id=session", "--column", "doc_id=doc", "--column",
-                     "rank_position=position", "--group-by", "day", "--dbt", "--incremental", "day",
-                     "--dialect", target, "-o", str(model)]) == 0
+                                             "profile: sqlmetrics_example\nmodel-paths: ['models']\n")
+    common = ["-m", "RR", "--qrels", "none", "--label", CLICKED, "--ties", "rank", "--run", "{{ ref('log') }}",
+              f"--column=query_id={SESSION}", f"--column=doc_id={DOC}", f"--column=rank_position={POSITION}",
+              f"--group-by={DAY}", f"--group-by={market}", f"--group-by={SHOP}", "--dbt", f"--incremental={DAY}",
+              "--dialect", target]
+    assert cli_main(["sql", *common, "-o", str(project / "models" / "daily.sql")]) == 0
+    assert cli_main(["sql", *common, f"--column=run_name={ARM}", "-q",
+                     "-o", str(project / "models" / "lists.sql")]) == 0
     database, schema = tmp_path / "daily.duckdb", f"sqlmetrics_dbt_inc_{os.getpid()}"
     env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_VERSION_CHECK": "false",
            "DBT_PARTIAL_PARSE": "false", "SQLMETRICS_DBT_DATABASE": str(database), "SQLMETRICS_DBT_PG_SCHEMA": schema}
@@ -245,30 +296,45 @@ def test_incremental_model_replaces_the_days_from_the_last_one_on(target, tmp_pa
         env.update({f"SQLMETRICS_DBT_PG_{key.upper()}": dsn[key]
                     for key in ("host", "port", "user", "password", "dbname") if key in dsn})
 
-    def build(log: str):
-        (project / "seeds" / "log.csv").write_text(log)
-        for command in (["seed", "--full-refresh"], ["run"]):
-            done = subprocess.run([dbt, *command, "--target", target, "--project-dir", str(project),
-                                   "--profiles-dir", str(project)], cwd=project, env=env, capture_output=True,
-                                  text=True, timeout=600)
-            assert done.returncode == 0, f"dbt {command[0]} failed:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+    def build(log):
+        (project / "models" / "log.sql").write_text(_log_model(log, market))
+        done = subprocess.run([dbt, "run", "--target", target, "--project-dir", str(project), "--profiles-dir",
+                               str(project)], cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"dbt run failed:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
 
-    def rows():
-        sql = "SELECT CAST(day AS VARCHAR), rr, num_lists FROM {}.daily ORDER BY 1"
+    def rows(model, columns):
+        """The model's table as sorted tuples of the named columns (a day as text, a number rounded)."""
+        sql = f"SELECT * FROM {'main' if target == 'duckdb' else schema}.{model}"
         if target == "duckdb":
             with duckdb.connect(str(database), read_only=True) as con:
-                return con.execute(sql.format("main")).fetchall()
-        with postgres_connection() as con:
-            return con.execute(sql.format(schema)).fetchall()
+                cur = con.execute(sql)
+                names, got = [c[0] for c in cur.description], cur.fetchall()
+        else:
+            with postgres_connection() as con:
+                cur = con.execute(sql)
+                names, got = [c.name for c in cur.description], cur.fetchall()
+        at = [names.index(c) for c in columns]
+        return sorted((tuple(_plain(row[i]) for i in at) for row in got), key=repr)
 
+    def expected(table):
+        return sorted((tuple(round(v, 12) if isinstance(v, float) else v for v in row) for row in table), key=repr)
+
+    daily, lists = (DAY, market, SHOP, "rr", "num_lists"), ("run_name", DAY, market, SHOP, "query_id", "rr")
     try:
         build(LOG_V1)
-        assert rows() == [("2026-03-02", 1.0, 1), ("2026-03-10", 0.5, 1)]
+        assert rows("daily", daily) == expected(DAILY_V1)
+        assert rows("lists", lists) == expected(LISTS_V1)
         build(LOG_V2)
-        got = rows()
-        assert [(d, round(v, 12), n) for d, v, n in got] == [("2026-03-02", 1.0, 1), ("2026-03-10", 1.0, 1),
-                                                               ("2026-03-11", round(1 / 3, 12), 1)]
+        assert rows("daily", daily) == expected(DAILY_V2)
+        assert rows("lists", lists) == expected(LISTS_V2)
     finally:
         if target == "postgres":
             with postgres_connection(autocommit=True) as con:
                 con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _plain(value):
+    """A value read back as the expected tables write it: a date as ISO text, a number rounded."""
+    if isinstance(value, float):
+        return round(value, 12)
+    return value if value is None or isinstance(value, (str, int)) else str(value)

@@ -2,6 +2,7 @@
 shown positions, writing results back; executed on DuckDB and on every engine of test_engines.py."""
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import sqlite3
@@ -388,6 +389,34 @@ def test_render_into_refuses_what_is_not_one_statement_there(mode, dialect):
     with pytest.raises(SqlmetricsError, match="into_mode='merge' replaces the rows with the same key .* these rows have "
                                               "none"):
         render(["AP"], into="t", into_mode="merge")
+
+
+def test_render_row_key_is_one_text_per_key():
+    """row_key: each value tagged n (NULL) or v (its text, '|' doubled), joined by '|'; by hand. A NULL and 'NULL',
+    a value holding the separator or a tag: each key its own text, never NULL."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE log AS SELECT * FROM (VALUES (DATE '2026-03-02', NULL, 'a|'), (DATE '2026-03-02', 9, "
+                "NULL), (NULL, 9, 'NULL'), (NULL, 9, '|n'), (NULL, NULL, '')) t(day, page, tag)")
+    con.execute("CREATE TABLE run AS SELECT *, 'q1' AS query_id, 'd1' AS doc_id, 1.0 AS score, 1 AS clicked "
+                "FROM log")
+    sql = render(["RR"], qrels=None, run="run", label="clicked", group_by=["day", "page", "tag"], row_key="k")
+    assert sorted(con.execute(sql).fetchall(), key=repr) == sorted([
+        (datetime.date(2026, 3, 2), None, "a|", 1.0, 1, "v2026-03-02|n|va||"),
+        (datetime.date(2026, 3, 2), 9, None, 1.0, 1, "v2026-03-02|v9|n"),
+        (None, 9, "NULL", 1.0, 1, "n|v9|vNULL"), (None, 9, "|n", 1.0, 1, "n|v9|v||n"),
+        (None, None, "", 1.0, 1, "n|n|v")], key=repr)
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"row_key": ""}, "row_key='': give the name of the key column"),
+    ({"row_key": 3}, "row_key=3: give the name"),
+    ({"row_key": "RR"}, "row_key='RR' is the name of another column of the results"),
+    ({"row_key": "Day", "group_by": "day"}, "row_key='Day' is the name of another column"),
+    ({"row_key": "k", "group_by": None}, "row_key= is the rows' key .* these rows have none"),
+])
+def test_render_row_key_refusals(kw, message):
+    with pytest.raises(SqlmetricsError, match=message):
+        render(["RR"], qrels=None, run="log", label="clicked", **{"group_by": ["day"], **kw})
 
 
 def _daily(log: pa.Table, day) -> pa.Table:

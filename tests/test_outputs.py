@@ -483,6 +483,12 @@ def test_sql_dbt_keeps_references_and_drops_the_semicolon(capsys, dialect):
                                      "add --group-by day"),
     (["--dbt", "--group-by", "day", "--compare", "welch", "--column", "run_name=arm"],
      "--compare's statistics are over every row"),
+    # dbt-postgres' merge would paste it as "my "mkt"": the model's second build fails
+    (["--dbt", "--group-by", "day", "--group-by", 'my "mkt"', "--dialect", "postgres"],
+     "--group-by my \"mkt\": dbt's incremental merge on postgres pastes a column's name between quotes"),
+    (["--dbt", "--group-by", "day", "--group-by", "a`b", "--dialect", "bigquery"], "--group-by a`b: dbt's"),
+    (["--dbt", "--group-by", "day", "--group-by", "SQLMETRICS_KEY"],
+     "--group-by sqlmetrics_key: the incremental model adds a column of that name"),
 ])
 def test_sql_incremental_refusals(capsys, extra, message):
     code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", REF,
@@ -490,19 +496,26 @@ def test_sql_incremental_refusals(capsys, extra, message):
     assert code == 2 and message in err and not out
 
 
-def test_sql_incremental_needs_a_reference_and_keys_by_run_segments_and_query(capsys):
+def test_sql_incremental_needs_a_reference_and_keys_by_one_column(capsys):
     code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", "logs",
                              "--group-by", "day", "--dbt", "--incremental", "day")
     assert code == 2 and "--run 'logs' must be a dbt reference" in err
     code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", REF,
-                             "--group-by", "day", "--group-by", "market", "--column", "run_name=arm", "-q", "--dbt", "--incremental",
-                             "day", "--dialect", "oracle")
+                             "--group-by", "day", "--group-by", "market", "--column", "run_name=arm", "-q", "--dbt",
+                             "--incremental", "day", "--dialect", "oracle")
     assert code == 0, err
-    assert out.startswith("{{ config(materialized='incremental', unique_key=['run_name', 'day', 'market', "
-                          "'query_id'], incremental_strategy='merge') }}\n")
-    # Oracle takes no AS before a table's alias
-    assert (f"FROM (SELECT * FROM {REF}{{% if is_incremental() %}} WHERE day >= (SELECT MAX(day) FROM {{{{ this }}}})"
-            "{% endif %}) sqlm_run") in out
+    # one key column, a plain name (dbt pastes unique_key unquoted and compares it with =, never true for NULL)
+    assert out.startswith("{{ config(materialized='incremental', unique_key='sqlmetrics_key', "
+                          "incremental_strategy='merge') }}\n")
+    assert "one row per run_name and day and market and query_id: run_name, day, market, query_id, rr, " \
+           "sqlmetrics_key\n" in out
+    # the rows from the table's last day on, and those without a day; Oracle takes no AS before a table's alias
+    assert (f"FROM (SELECT * FROM {REF}{{% if is_incremental() %}} WHERE day IS NULL OR day >= COALESCE((SELECT "
+            "MAX(day) FROM {{ this }}), day){% endif %}) sqlm_run") in out
+    # a segment named in quotes is the name inside them: the table's column has no quote
+    code, out, err = run_cli(capsys, "sql", "-m", "RR", "--qrels", "none", "--label", "clicked", "--run", REF,
+                             "--group-by", '"Day"', "--dbt", "--incremental", '"Day"', "--dialect", "postgres")
+    assert code == 0 and 'WHERE "Day" IS NULL OR "Day" >= ' in out, err
 
 
 def test_sql_dbt_compiles_to_the_evaluation(files, capsys):

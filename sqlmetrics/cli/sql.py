@@ -37,8 +37,9 @@ def add_parser(sub, parents) -> None:
                         "\"{{ source('raw', 'run') }}\" or \"{{ ref('stg_run') }}\", kept as they are")
     p.add_argument("--incremental", metavar="COLUMN",
                    help="with --dbt: an incremental model on this --group-by segment (a date): each run evaluates "
-                        "the log's rows from the table's last COLUMN value on, and replaces those segments' rows "
-                        "(unique_key: the run, the segments and, with -q, the query)")
+                        "the log's rows from the table's last COLUMN value on (and those without one), and replaces "
+                        "those segments' rows (unique_key: sqlmetrics_key, a column of the run, the segments and, "
+                        "with -q, the query, NULL-safe)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     add_option_flags(p, SQL_CMD)
     fusion = p.add_argument_group("fusion (--fuse prints the fused run's statement instead of an evaluation)")
@@ -55,6 +56,8 @@ _ARG = r"""\s*(?:'[^'{}%#\\]*'|"[^"{}%#\\]*")\s*"""
 _REFERENCE = re.compile(r"\{\{\s*(?:ref|source)\s*\(" + _ARG + "(?:," + _ARG + r")?(?:,\s*(?:v|version)\s*=" +
                         r"""\s*(?:\d+|'[\w.]*'|"[\w.]*")\s*)?\)\s*\}\}""")
 _JINJA = re.compile(r"\{[{%#]")  # what opens Jinja: an expression, a statement, a comment
+# The incremental model's key column (render()'s row_key), its unique_key: a plain name, which dbt pastes unquoted.
+ROW_KEY = "sqlmetrics_key"
 # What stands for it while the statement is rendered: a plain name, which no dialect quotes or folds apart from
 # case (Snowflake upper-cases), bracketed (T-SQL) or backquoted (MySQL) at most.
 _STAND_IN = "sqlmetrics_dbt_{}"
@@ -94,10 +97,12 @@ def run(args) -> tuple:
         sql = render_compare(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                              test=args.compare, **test_settings, **options)
         return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
+    if args.incremental is not None:
+        options["row_key"] = ROW_KEY
     sql = render(measures_from(args, ()), dialect=args.dialect, qrels=tables["qrels"], run=tables["run"],
                  per_query=args.per_query, header=not args.no_header, **options)
     if args.incremental is not None:
-        return _incremental(_for_dbt(sql, references), args, options), args.output
+        return _incremental(_for_dbt(sql, references), args), args.output
     return (_for_dbt(sql, references) if args.dbt else sql + ";\n"), args.output
 
 
@@ -111,22 +116,32 @@ def _check_incremental(args, options: dict) -> None:
     if args.incremental not in segments:
         raise UsageError(f"--incremental {args.incremental}: the model's rows are keyed by the --group-by segments; "
                          f"add --group-by {args.incremental}.")
+    info = dialect_info(args.dialect)
+    names = [column_identifier(s, info.sqlglot, info.fold_case).name for s in segments]  # as the table has them
+    quoted = [s for s, name in zip(segments, names) if set('"`') & set(name)]
+    if quoted and info.name != "duckdb":
+        raise UsageError(f"--group-by {quoted[0]}: dbt's incremental merge on {info.name} pastes a column's name "
+                         "between quotes without doubling the quotes in it, so the model's second build would fail; "
+                         "rename the column (in a staging model, say). dbt-duckdb merges by name and takes it.")
+    if ROW_KEY in (name.lower() for name in names):
+        raise UsageError(f"--group-by {ROW_KEY}: the incremental model adds a column of that name, its rows' key "
+                         "(unique_key); rename the segment column (in a staging model, say).")
     if not _REFERENCE.fullmatch(args.run.strip()):
         raise UsageError(f"--incremental: --run {args.run!r} must be a dbt reference, \"{{{{ ref('model') }}}}\" or "
                          "\"{{ source('source', 'table') }}\", which the model filters to the new rows.")
 
 
-def _incremental(model: str, args, options: dict) -> str:
-    """The dbt model made incremental on a segment: its config (unique_key: the rows' key), and the run read from
-    the table's last value of the segment on (that value again: its rows may have grown since), so that dbt
-    replaces those segments' rows and keeps the others."""
+def _incremental(model: str, args) -> str:
+    """The dbt model made incremental on a segment: its config (unique_key: the row key the statement computes,
+    never NULL, which dbt's merge can compare with = and paste unquoted), and the run read from the table's last
+    value of the segment on (that value again: its rows may have grown since; every value when the table has
+    none), and the rows without one (NULL is before no value), so that dbt replaces those segments' rows and
+    keeps the others."""
     info = dialect_info(args.dialect)
-    segments = options.get("group_by") or []
-    keys = [*(["run_name"] if "run_name" in (options.get("columns") or {}) else []), *segments,
-            *(["query_id"] if args.per_query else [])]
-    column = column_identifier(args.incremental, info.sqlglot, info.fold_case).sql(info.sqlglot)
-    rows = (f"(SELECT * FROM {args.run.strip()}{{% if is_incremental() %}} WHERE {column} >= "
-            f"(SELECT MAX({column}) FROM {{{{ this }}}}){{% endif %}})")
+    column = _inert(column_identifier(args.incremental, info.sqlglot, info.fold_case).sql(info.sqlglot))
+    last = f"(SELECT MAX({column}) FROM {{{{ this }}}})"
+    rows = (f"(SELECT * FROM {args.run.strip()}{{% if is_incremental() %}} WHERE {column} IS NULL OR {column} >= "
+            f"COALESCE({last}, {column}){{% endif %}})")
     alias = "" if info.name == "oracle" else "AS "
 
     def filtered(m):  # the run's reference, as a derived table under the name it had (or its own alias)
@@ -134,7 +149,7 @@ def _incremental(model: str, args, options: dict) -> str:
 
     reference = re.compile(re.escape(args.run.strip()) + r"(\s+AS\s+\w+)?")
     model = "\n".join(line if line.startswith("--") else reference.sub(filtered, line) for line in model.split("\n"))
-    config = (f"{{{{ config(materialized='incremental', unique_key={keys!r}, incremental_strategy='merge') }}}}\n")
+    config = f"{{{{ config(materialized='incremental', unique_key='{ROW_KEY}', incremental_strategy='merge') }}}}\n"
     return config + model
 
 
@@ -155,9 +170,13 @@ def _references(tables: dict, dbt: bool, flag: str | None = None) -> dict:
     return references
 
 
+def _inert(text: str) -> str:
+    """Text for a dbt model: every Jinja opener in it printed by Jinja as text, so that compiling runs nothing."""
+    return _JINJA.sub(lambda m: "{{ '%s' }}" % m.group(0), text)
+
+
 def _for_dbt(sql: str, references: dict) -> str:
     """The statement as a dbt model: every Jinja opener in it (in a column name, a literal, a comment: what the
     user typed) printed by Jinja as text, so that compiling the model runs nothing; then the references put in
     for their stand-ins; no trailing ';'."""
-    sql = _JINJA.sub(lambda m: "{{ '%s' }}" % m.group(0), sql)
-    return _STAND_INS.sub(lambda m: references.get(m.group(1).lower(), m.group(0)), sql) + "\n"
+    return _STAND_INS.sub(lambda m: references.get(m.group(1).lower(), m.group(0)), _inert(sql)) + "\n"

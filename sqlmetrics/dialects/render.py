@@ -52,15 +52,19 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
     and polars (whose SQLContext has no INSERT) accepts only into_mode="create". into_mode="replace" is CREATE OR
     REPLACE TABLE, and "merge" one MERGE INTO keyed on the run, the segments (and the query, per query): a day's
     rows re-evaluated replace that day's; each is refused, naming the dialect, where it is not one statement.
+    row_key="k" adds a column k, that key as one text, never NULL and different for any two keys (what a dbt
+    incremental model's unique_key compares with =).
     """
     o = resolve(RENDER, options)
     info = dialect_info(dialect)
     tree, calls = _statement(measures, info, qrels, run, per_query, o)
+    # A row's key, its first columns: the run, the segments and, per query, the query (what into_mode='merge' and
+    # row_key match on); then the measures, and num_lists in a row per segment.
+    key_columns = len(tree.expressions) - len(calls) - (0 if per_query or not o.group_by else 1)
+    if o.row_key is not None:
+        tree = _with_row_key(tree, key_columns, o.row_key, info)
     if o.into is not None:
-        # A row's key: the run, the segments and, per query, the query (what into_mode='merge' matches on).
-        named = [c.alias_or_name for c in tree.expressions]
-        keys = named[:len(named) - len(calls) - (0 if per_query or not o.group_by else 1)]
-        tree = _into(tree, o.into, o.into_mode, info, len(keys))
+        tree = _into(tree, o.into, o.into_mode, info, key_columns)
     # The tree was built for this call alone: generated in place, not copied first (a tenth of a render).
     sql = tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
     if not header:
@@ -85,7 +89,7 @@ def render(measures, dialect="duckdb", qrels="qrels", run="run", per_query=False
         f"-- options: queries={o.queries!r}, ties={o.ties!r}, relevance_level={o.relevance_level!r}, "
         f"score_precision={o.score_precision!r}",
         f"-- one row per {' and '.join(keys) if keys else 'evaluation'}: "
-        f"{', '.join([*keys, *outs, *(['num_lists'] if segs and not per_query else [])])}",
+        f"{', '.join([*keys, *outs, *(['num_lists'] if segs and not per_query else []), *filter(None, [o.row_key])])}",
     ]
     if o.into is not None:
         lines.append(f"-- into: {table_reference(o.into, d, info.fold_case).sql(d)} ({o.into_mode})")
@@ -175,6 +179,34 @@ def _merge(tree: exp.Select, target: exp.Table, keys: int, info) -> exp.Merge:
     if ctes is not None:
         merge.set("with_", ctes)
     return merge
+
+
+def _with_row_key(tree: exp.Select, keys: int, name, info) -> exp.Select:
+    """The rows with one more column, `name`: their key (the first `keys` columns) as one text, never NULL, that
+    differs for any two keys. Each key value is tagged, 'n' for NULL, 'v' before the value's text with its '|'
+    doubled, and the tagged values are joined by '|'. A separator is always followed by a tag, never by another
+    '|', so a key's text splits back into its values one way only: NULL and 'NULL', ('a|', 'b') and ('a', '|b')
+    are different keys."""
+    if not isinstance(name, str) or not name.strip():
+        raise SqlmetricsError(f"row_key={name!r}: give the name of the key column, e.g. row_key='sqlmetrics_key'.")
+    if not keys:
+        raise SqlmetricsError("row_key= is the rows' key (run_name, the group_by segments, and query_id with "
+                              "per_query): these rows have none. Give group_by or per_query.")
+    if name.lower() in (c.alias_or_name.lower() for c in tree.expressions):
+        raise SqlmetricsError(f"row_key={name!r} is the name of another column of the results; name the key "
+                              "column otherwise.")
+
+    def tagged(value: exp.Expression) -> exp.Expression:
+        text = exp.func("REPLACE", exp.cast(value.copy(), "text"), exp.Literal.string("|"), exp.Literal.string("||"))
+        return exp.case().when(exp.Is(this=value.copy(), expression=exp.null()), exp.Literal.string("n")) \
+            .else_(exp.DPipe(this=exp.Literal.string("v"), expression=text))
+
+    key = None
+    for column in tree.expressions[:keys]:
+        part = tagged(column.unalias())
+        key = part if key is None else exp.DPipe(this=exp.DPipe(this=key, expression=exp.Literal.string("|")),
+                                                 expression=part)
+    return tree.select(exp.alias_(key, column_identifier(name, info.sqlglot, info.fold_case)), copy=False)
 
 
 def _label_text(label, relevance, dialect) -> str:
