@@ -118,14 +118,14 @@ class Report:
     def comparison(self, measure: str, run_a: str, run_b: str, segment: tuple = ()) -> Comparison:
         """The comparison of two runs on a measure (in a segment), in either order."""
         for c in self.comparisons:
-            if c.measure == measure and c.segment == tuple(segment) and {c.run, c.baseline} == {run_a, run_b}:
+            if c.measure == measure and c.segment == segment_key(segment) and {c.run, c.baseline} == {run_a, run_b}:
                 return c
         raise KeyError((measure, run_a, run_b, segment))
 
     def beats(self, run: str, measure: str, segment: tuple = ()) -> list:
         """The runs that `run` beats significantly on `measure` (in a segment), in report order."""
         out = [c.baseline if c.winner == c.run else c.run for c in self.comparisons
-               if c.measure == measure and c.segment == tuple(segment) and c.winner == run]
+               if c.measure == measure and c.segment == segment_key(segment) and c.winner == run]
         return [r for r in self.runs if r in out]
 
     def markers(self, run: str, measure: str, segment: tuple = ()) -> str:
@@ -141,7 +141,7 @@ class Report:
 
     def best(self, measure: str, digits: int = 4, segment: tuple = ()) -> set:
         """The runs with the best mean on a measure (in a segment), compared as displayed (ties are all best)."""
-        means = self.segment_means[tuple(segment)]
+        means = self.segment_means[segment_key(segment)]
         shown = {r: _number(means[r][measure], self.aggregate[measure], digits) for r in self.runs
                  if means[r][measure] is not None}
         if not shown:
@@ -432,6 +432,13 @@ def sample_ratio_message(ratio: dict) -> str:
 _INTERVALS = {"student": "Student's t interval of the mean difference", "welch": "Welch's t interval",
               "bootstrap": "the bootstrap's percentile interval"}
 _ALWAYS_VALID = "the always-valid interval (an asymptotic confidence sequence), valid at every look"
+
+def segment_key(values) -> tuple:
+    """A segment's values as the report's key: every NaN as the one object math.nan. NaN equals nothing, itself
+    included, so each NaN a row brings would make a segment of its own; a tuple compares its items by identity
+    first, and one object is one key: one segment, as DuckDB's GROUP BY (and so evaluate()'s per_group) makes it."""
+    return tuple(math.nan if isinstance(v, float) and v != v else v for v in values)
+
 
 def _label(i: int) -> str:
     letters = "abcdefghijklmnopqrstuvwxyz"
