@@ -113,6 +113,157 @@ def json_segments(records: list) -> set:
 EXPECTED_JSON = {tuple(as_json(v, c) for v, c in zip(seg, SEGS)) for seg in SEGMENTS}
 
 
+# ---------------------------------------------------------------------------------------------- the reported case
+
+def test_compare_json_takes_typed_segments(log, capsys):
+    """`compare ... --group-by day --baseline A -f json` exited 1 with "Object of type date is not JSON serializable".
+    Its report is strict JSON, each segment written as json_value() says, the means those counted by hand."""
+    report = strict_json(cli(capsys, "compare", "none", log, *LOG_FLAGS, "--baseline", "control", "-f", "json"))
+    assert json_segments([s["segment"] for s in report["segments"]]) == EXPECTED_JSON
+    for s in report["segments"]:
+        assert s["means"]["P@1"] == pytest.approx(MEANS[s["run"]])
+    assert len(report["comparisons"]) == 3  # one per segment: the NaN segment is one
+
+
+@pytest.fixture(scope="module")
+def stats(log, tmp_path_factory) -> str:
+    """compare's statistics for decide: `sqlmetrics sql --compare welch` run on DuckDB where the log is, its rows
+    saved as Parquet."""
+    import contextlib
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["sql", "--compare", "welch", "--qrels", "none", "--run", "log", *LOG_FLAGS]) == 0
+    path = tmp_path_factory.mktemp("stats") / "stats.parquet"
+    con = duckdb.connect(log.rsplit(":", 1)[0], read_only=True)
+    con.execute(f"COPY ({text.getvalue().strip().rstrip(';')}) TO '{path}'")
+    con.close()
+    return str(path)
+
+
+# ---------------------------------------------------------------------------------------------- strict JSON
+
+def test_json_is_written_only_by_the_one_helper():
+    """Every JSON the package writes goes through results.json_text() (non-finite numbers as null, dates as ISO
+    text, never NaN or Infinity): no other module of the package calls json's encoder."""
+    import ast
+    import pathlib
+
+    import sqlmetrics
+
+    root = pathlib.Path(sqlmetrics.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "json" \
+                    and node.attr in ("dumps", "dump", "JSONEncoder") and path.name != "results.py":
+                found.append(f"{path.relative_to(root)}:{node.lineno} json.{node.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module == "json":
+                found.append(f"{path.relative_to(root)}:{node.lineno} from json import ...")
+    assert not found
+
+
+ODD_FLAGS = [*LOG_FLAGS[:LOG_FLAGS.index("--group-by")], "--group-by", "odd", "-m", "P@1"]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> dict:
+    """Inputs that lead each JSON writer to a value JSON cannot spell as Python would: ips logs whose rankers never
+    agree (SNIPS NaN), an interleaving log, two runs to fuse and convert."""
+    import pyarrow as pa
+
+    folder = tmp_path_factory.mktemp("hostile")
+    pq.write_table(pa.table({"action": ["a", "b"], "click": [1, 0], "propensity": [0.5, 0.5],
+                             "new_action": ["z", "z"]}), folder / "ips.parquet")
+    pq.write_table(pa.table({"impression": [1, 1], "position": [1, 2], "action": ["a", "b"], "click": [1, 0],
+                             "propensity": [0.5, 0.5], "new_action": ["a", "z"]}), folder / "pbm.parquet")
+    pq.write_table(pa.table({"impression": [1, 1], "team": ["A", "B"], "click": [1, 0]}), folder / "il.parquet")
+    (folder / "a.run").write_text("q1 Q0 d1 1 2.5 a\nq1 Q0 d2 2 1e-300 a\n")
+    (folder / "b.run").write_text("q1 Q0 d2 1 1e300 b\nq1 Q0 d3 2 -0.0 b\n")
+    return {name: str(folder / name) for name in ("ips.parquet", "pbm.parquet", "il.parquet", "a.run", "b.run")}
+
+
+def json_writers(log, stats, hostile) -> dict:
+    """(command, format) -> its arguments, for every command that writes JSON or JSON Lines."""
+    runs = [hostile["a.run"], hostile["b.run"]]
+    return {
+        ("eval", "json"): ["eval", "none", log, *ODD_FLAGS, "-f", "json"],
+        ("eval", "jsonl"): ["eval", "none", log, *ODD_FLAGS, "-q", "-f", "jsonl"],
+        ("compare", "json"): ["compare", "none", log, *ODD_FLAGS, "-f", "json"],
+        ("compare", "jsonl"): ["compare", "none", log, *ODD_FLAGS, "-f", "jsonl"],
+        ("decide", "json"): ["decide", stats, "-f", "json"],
+        ("decide", "jsonl"): ["decide", stats, "-f", "jsonl"],
+        ("demo", "json"): ["demo", "-f", "json", "-m", "AP"],
+        ("demo", "jsonl"): ["demo", "-f", "jsonl", "-m", "AP", "-q"],
+        ("list", "json"): ["list", "-f", "json"],
+        ("ips", "json"): ["ips", hostile["ips.parquet"], "-f", "json"],
+        ("pbm-ips", "json"): ["pbm-ips", hostile["pbm.parquet"], "-f", "json"],
+        ("interleaving", "json"): ["interleaving", hostile["il.parquet"], "-f", "json"],
+        ("fuse", "json"): ["fuse", "--method", "combsum", "--norm", "zmuv", *runs, "-o", "{out}.json"],
+        ("fuse", "jsonl"): ["fuse", "--method", "rrf", *runs, "-o", "{out}.jsonl"],
+        ("convert", "jsonl"): ["convert", "run", runs[1], "-o", "{out}.jsonl"],
+    }
+
+
+def test_every_command_writing_json_is_walked(log, tmp_path):
+    """The commands whose --format or --output takes JSON are exactly those json_writers() runs."""
+    import argparse
+
+    from sqlmetrics.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    found = set()
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            formats = set(action.choices or ()) if "--format" in action.option_strings else set()
+            said = action.help or "" if "--output" in action.option_strings else ""
+            found |= {(name, f) for f in ("json", "jsonl") if f in formats or f".{f}," in said or f".{f};" in said}
+    assert found == set(json_writers(log, "", {k: "" for k in ("a.run", "b.run", "ips.parquet", "pbm.parquet",
+                                                                  "il.parquet")}))
+
+
+STRICT_FAST = {("eval", "json"), ("ips", "json")}
+
+
+@pytest.mark.parametrize("writer", [
+    pytest.param(w, marks=() if w in STRICT_FAST else pytest.mark.slow, id="-".join(w)) for w in [
+        ("eval", "json"), ("eval", "jsonl"), ("compare", "json"), ("compare", "jsonl"), ("decide", "json"),
+        ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
+        ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl")]])
+def test_every_json_the_commands_write_is_strict(writer, log, stats, hostile, capsys, tmp_path):
+    """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
+    not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and
+    holds null where the value was not finite."""
+    argv = [a.replace("{out}", str(tmp_path / "out")) if isinstance(a, str) else a
+            for a in json_writers(log, stats, hostile)[writer]]
+    out = cli(capsys, *argv)
+    if "-o" in argv:
+        out = pathlib_text(argv[argv.index("-o") + 1])
+    values = [strict_json(line) for line in out.splitlines()] if writer[1] == "jsonl" else [strict_json(out)]
+    if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json")):
+        assert "null" in out  # the NaN and -inf segments; SNIPS
+    assert values
+
+
+def pathlib_text(path: str) -> str:
+    import pathlib
+    return pathlib.Path(path).read_text()
+
+
+def test_python_json_outputs_are_strict(log, tmp_path):
+    """evaluate(output=...) as JSON and JSON Lines, by DuckDB (doubles, text) and by Python (timestamps, decimals,
+    with NaN and -inf beside them), and Report.to_json()."""
+    from sqlmetrics import compare, evaluate
+
+    for suffix in (".json", ".jsonl"):
+        for group_by in (["odd"], ["odd", "stamp_tz", "amount"]):
+            evaluate(None, log, ["P@1"], output=tmp_path / f"out{suffix}", **{**ODD_KW, "group_by": group_by})
+            text = (tmp_path / f"out{suffix}").read_text()
+            rows = [strict_json(line) for line in text.splitlines()] if suffix == ".jsonl" else strict_json(text)
+            assert len(rows) == 18 and {r["odd"] for r in rows} == {None}  # NaN, -inf and NULL: 3 x 6 lists
+    strict_json(compare(None, log, ["P@1"], **ODD_KW).to_json())
+
+
 # ---------------------------------------------------------------------------------------------- NaN is one segment
 
 ODD_KW = dict(columns={"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"},
@@ -153,3 +304,4 @@ def test_a_report_finds_a_nan_segment_by_any_nan(log):
     nan = float("nan")  # another NaN object than the report's
     assert report.comparison("P@1", "treatment", "control", (nan,)).n == 3
     assert report.best("P@1", segment=(nan,)) == {"treatment"}
+

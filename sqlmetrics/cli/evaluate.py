@@ -5,14 +5,13 @@ from __future__ import annotations
 import csv
 import html as _html
 import io
-import json
 import math
 
 from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.collect import python_rows
 from ..options import EVAL_CMD
-from ..results import fixed
+from ..results import fixed, json_text
 from ..stats.report import aligned, html, markdown
 from .common import (Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format, command_runs,
                      measures_from, option_values, trec_line, trec_tag)
@@ -109,8 +108,8 @@ def _rows(table: tuple, fmt: str) -> str:
     records = [dict(zip(names, row)) for row in rows]
     if fmt in ("json", "jsonl"):
         if fmt == "jsonl":
-            return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
-        return json.dumps(records, indent=2, ensure_ascii=False, default=str) + "\n"  # default: dates as ISO text
+            return "".join(json_text(r) + "\n" for r in records)
+        return json_text(records, indent=2) + "\n"
     if fmt in ("csv", "tsv"):
         buf = io.StringIO()
         writer = csv.writer(buf, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
@@ -242,7 +241,7 @@ class EvalTable:
         return self._delimited(per_query, "\t")
 
     def jsonl(self, per_query: bool) -> str:
-        return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in self.records(per_query))
+        return "".join(json_text(rec) + "\n" for rec in self.records(per_query))
 
     def json(self, per_query: bool) -> str:
         runs = {}
@@ -252,6 +251,6 @@ class EvalTable:
                 entry["per_query"] = {q: {m: self._value(m, v[m]) for m in self.measures}
                                       for q, v in sorted(self.per_query[r].items())}
             runs[r] = entry
-        return json.dumps({"measures": self.measures, "runs": runs}, indent=2, ensure_ascii=False) + "\n"
+        return json_text({"measures": self.measures, "runs": runs}, indent=2) + "\n"
 
 

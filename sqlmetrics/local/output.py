@@ -6,7 +6,6 @@ memory limit."""
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import re
 import secrets
@@ -22,6 +21,7 @@ from .. import embedded
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
+from ..results import json_text
 from .databases import _split_duckdb_target
 
 # The format each extension of an output file names. A command takes those it can write (FORMATS of
@@ -232,8 +232,9 @@ def _delimited(delimiter: str):
 
 
 def _json(lines: bool):
-    """JSON (an array of objects, json.dump(rows, indent=2)'s layout) or JSON Lines: numbers as numbers (Python's
-    repr), NaN as null, dates as ISO text. The lines are made by DuckDB (_json_in_sql), which formats a double as
+    """JSON (an array of objects, json.dump(rows, indent=2)'s layout) or JSON Lines, each value as json_text()
+    writes it: numbers as numbers (Python's repr), NaN and +-inf as null, dates and times as ISO text, decimals as
+    their digits in text. The lines are made by DuckDB (_json_in_sql), which formats a double as
     Python's repr does (checked on half a million values, random bit patterns among them) and a string as json
     does, and written from its buffers: millions of rows without a Python loop. What it would spell otherwise (a
     control character DuckDB escapes in capitals, a type without its formatting here) is written by Python's json
@@ -249,15 +250,13 @@ _CAPITAL_ESCAPES = "[\x0b\x0e\x0f\x1a-\x1f]"
 
 
 def _json_value(name: str, arrow_type) -> str | None:
-    """SQL: the column's value as json.dumps() spells it (default=str; NaN as null), or None for a type not
-    formatted here."""
+    """SQL: the column's value as json_text() spells it, or None for a type not formatted here."""
     import pyarrow as pa
 
     c = _q(name)
     if pa.types.is_floating(arrow_type):  # a float32 as the double Python widens it to
         x = f"CAST({c} AS DOUBLE)"
-        return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN 'null' WHEN {x} = 'inf'::DOUBLE THEN 'Infinity' "
-                f"WHEN {x} = '-inf'::DOUBLE THEN '-Infinity' ELSE CAST({x} AS VARCHAR) END")
+        return f"CASE WHEN isfinite({x}) THEN CAST({x} AS VARCHAR) ELSE 'null' END"  # NULL is not finite either
     if pa.types.is_integer(arrow_type):
         return f"COALESCE(CAST({c} AS VARCHAR), 'null')"
     if pa.types.is_boolean(arrow_type):
@@ -286,7 +285,7 @@ def _json_in_sql(table, tmp: str, lines: bool) -> bool:
         if texts and con.execute("SELECT COUNT(*) FROM sqlm_rows WHERE " + " OR ".join(
                 f"regexp_matches({c}, {_lit(_CAPITAL_ESCAPES)})" for c in texts)).fetchall()[0][0]:
             return False
-        fields = [f"{_lit(json.dumps(n, ensure_ascii=False) + ': ')} || {v}" for n, v in zip(names, values)]
+        fields = [f"{_lit(json_text(n) + ': ')} || {v}" for n, v in zip(names, values)]
         if lines:
             row = "'{' || " + " || ', ' || ".join(fields) + " || '}' || chr(10)"
         else:  # each object indented inside the array, after a ",\n" (the first one's becomes "[\n")
@@ -320,12 +319,12 @@ def _string_bytes(array) -> memoryview:
 def _json_in_python(table, tmp: str, lines: bool) -> None:
     """_json()'s bytes by Python's json encoder, a batch of rows at a time (millions of rows as dicts at once
     took gigabytes)."""
-    encode = json.JSONEncoder(ensure_ascii=False, default=str, indent=None if lines else 2).encode
+    indent = None if lines else 2
     with open(tmp, "w", encoding="utf-8") as f:
         first = True
         for batch in table.to_batches(max_chunksize=65536):
             for row in batch.to_pylist():
-                text = encode({k: None if isinstance(v, float) and v != v else v for k, v in row.items()})
+                text = json_text(row, indent)
                 # json.dump(rows, indent=2)'s layout, one object at a time: each indented inside the array
                 f.write(text + "\n" if lines else ("[\n  " if first else ",\n  ") + text.replace("\n", "\n  "))
                 first = False

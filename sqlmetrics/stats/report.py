@@ -5,12 +5,11 @@ Also the small table-rendering helpers the command line shares (aligned text, Ma
 from __future__ import annotations
 
 import html as _html
-import json
 import math
 from dataclasses import dataclass, field
 
 from ..options import CORRECTIONS, TESTS
-from ..results import fixed
+from ..results import fixed, json_text
 
 _SUPERSCRIPT = dict(zip("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"))
 
@@ -394,7 +393,8 @@ class Report:
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        """to_dict() as strict JSON: segment values as json_text() writes them (a date as ISO text, NaN as null)."""
+        return json_text(self.to_dict(), indent=indent)
 
     def to_pandas(self, pairs: bool = False):
         """The means (runs x measures) as a pandas DataFrame, or with pairs=True one row per comparison."""
