@@ -125,6 +125,162 @@ def test_compare_json_takes_typed_segments(log, capsys):
     assert len(report["comparisons"]) == 3  # one per segment: the NaN segment is one
 
 
+# ---------------------------------------------------------------------------------------------- format x type
+
+def finite_only(segment: tuple) -> tuple:
+    """A segment as JSON can hold it: a NaN or an infinity is null."""
+    return tuple(None if isinstance(v, float) and not math.isfinite(v) else v for v in segment)
+
+
+def identity(value):
+    return value
+
+
+def check_segments(rows: list, parse: dict, segments=SEGMENTS, per_run=2) -> None:
+    """Each segment's values back from `rows` ({column: the value as the file has it}, `parse` turning it back
+    into the column's value), `per_run` rows each; each row's mean (P@1, or a pair's run_mean) the hand-counted
+    one of its run."""
+    got = []
+    for r in rows:
+        got.append(tuple(None if r[c] is None else parse.get(c, identity)(r[c]) for c in SEGS))
+        if "P@1" in r:
+            assert float(r["P@1"]) == pytest.approx(MEANS[r["run"]]), r
+        else:  # a pair of runs
+            assert [float(r["run_mean"]), float(r["baseline_mean"])] == pytest.approx(
+                [MEANS[r["run"]], MEANS[r["baseline"]]]), r
+    assert len(got) == len(segments) * per_run
+    for want in segments:
+        assert sum(all(same(g, w) for g, w in zip(values, want)) for values in got) == per_run, (want, got)
+
+
+def same(got, want) -> bool:
+    """The value back is the value in: the same type (a HUGEINT may come back as DECIMAL(38, 0), which it is in
+    the results), the same value, NaN as NaN."""
+    if isinstance(want, float) and math.isnan(want):
+        return isinstance(got, float) and math.isnan(got)
+    if isinstance(want, int) and not isinstance(want, bool) and isinstance(got, decimal.Decimal):
+        return got == want
+    return type(got) is type(want) and got == want
+
+
+# Text back to a column's value (CSV, TSV; and JSON's text values: dates and times in ISO 8601, decimals).
+FROM_TEXT = {"day": datetime.date.fromisoformat, "stamp": datetime.datetime.fromisoformat,
+             "stamp_tz": datetime.datetime.fromisoformat, "amount": decimal.Decimal,
+             "flag": {"true": True, "false": False}.__getitem__, "small": int, "huge": int, "ubig": int,
+             "ratio": float, "odd": float, "words": str}
+FROM_JSON = {c: FROM_TEXT[c] for c in ("day", "stamp", "stamp_tz", "amount", "huge")}
+
+
+def json_rows(text: str, lines: bool) -> list:
+    if lines:
+        return [strict_json(line) for line in text.splitlines()]
+    data = strict_json(text)
+    if isinstance(data, dict):  # compare's and decide's report: one row per segment and run
+        return [{**s["segment"], "run": s["run"], "P@1": s["means"]["P@1"]} for s in data["segments"]]
+    return data
+
+
+def csv_rows(path, delimiter: str) -> list:
+    """Read by DuckDB, which tells an empty field (NULL) from a quoted empty one ('')."""
+    rel = duckdb.read_csv(str(path), all_varchar=True, delimiter=delimiter, header=True, quotechar='"',
+                          allow_quoted_nulls=False)
+    return [dict(zip(rel.columns, row)) for row in rel.fetchall()]
+
+
+# The DuckDB type of each column in a typed file: the log's own (a HUGEINT, read from a DuckDB file, is a
+# DECIMAL(38, 0) in the results); compare's rows have the Python values' types, of the same kind.
+TYPES = {"day": "DATE", "stamp": "TIMESTAMP", "stamp_tz": "TIMESTAMP WITH TIME ZONE", "amount": "DECIMAL",
+         "flag": "BOOLEAN", "small": "INT", "huge": "DECIMAL", "ubig": "UBIGINT", "ratio": "DOUBLE",
+         "odd": "DOUBLE", "words": "VARCHAR"}
+
+
+def typed_rows(target: str) -> list:
+    con = duckdb.connect()
+    if target.endswith(".parquet"):
+        source = f"read_parquet('{target}')"
+    else:
+        con.execute(f"ATTACH '{target.rsplit(':', 1)[0]}' AS out (READ_ONLY)")
+        source = "out.res"
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+    for c in SEGS:
+        assert types[c].startswith(TYPES[c]) or TYPES[c] == "INT" and types[c].endswith("INT"), (c, types[c])
+    rel = con.sql(f"SELECT * FROM {source}")
+    rows = [dict(zip(rel.columns, row)) for row in rel.fetchall()]
+    con.close()
+    return rows
+
+
+def check_text(text: str, fmt: str) -> None:
+    """Each segment value shown as its text: a double as Python prints it (1e+300, nan, -inf; not 1e300's 301
+    digits with four decimals), NULL as –, HTML-escaped in HTML."""
+    import html as _html
+
+    escape = _html.escape if fmt == "html" else identity
+    for want in SEGMENTS:
+        for c, v in zip(SEGS, want):
+            shown = "–" if v is None else str(v.astimezone() if c == "stamp_tz" else v)
+            assert escape(shown) in text, (c, shown)
+    assert "10000000000000000" not in text
+
+
+def check_output(fmt: str, out: str, target, per_run=2) -> None:
+    """The output of one format, read back with a reader of its own, checked."""
+    if fmt in ("json", "jsonl"):
+        check_segments(json_rows(out, fmt == "jsonl"), FROM_JSON, [finite_only(s) for s in SEGMENTS], per_run)
+    elif fmt in ("csv", "tsv"):
+        target.write_text(out)
+        check_segments(csv_rows(target, "," if fmt == "csv" else "\t"), FROM_TEXT, per_run=per_run)
+    elif fmt in ("parquet", "duckdb"):
+        check_segments(typed_rows(str(target)), {}, per_run=per_run)
+    else:
+        check_text(out, fmt)
+
+
+SUFFIX = {"parquet": ".parquet", "duckdb": ".duckdb:res", "csv": ".csv", "tsv": ".tsv"}
+EVAL_FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown", "html", "parquet", "duckdb")
+COMPARE_FORMATS = ("table", "markdown", "latex", "html", "json", "csv", "tsv", "jsonl", "parquet", "duckdb")
+# The fast tier's covering sample, every type in each (the log's columns are all segments): a text table, the
+# table writer's text (CSV), a typed file of compare's Python values, compare's HTML; with the JSON ones below.
+FAST = {("eval", "table"), ("eval", "csv"), ("compare", "parquet"), ("compare", "html")}
+CASES = [pytest.param(cmd, fmt, marks=() if (cmd, fmt) in FAST else pytest.mark.slow, id=f"{cmd}-{fmt}")
+         for cmd, formats in (("eval", EVAL_FORMATS), ("compare", COMPARE_FORMATS)) for fmt in formats]
+
+
+def run_format(capsys, tmp_path, argv: list, fmt: str) -> tuple:
+    """The command's output in `fmt`: standard output, or (Parquet, DuckDB) the file -o wrote."""
+    target = tmp_path / f"out{SUFFIX.get(fmt, '.txt')}"
+    if fmt in ("parquet", "duckdb"):
+        cli(capsys, *argv, "-o", target)
+        return "", target
+    return cli(capsys, *argv, "-f", fmt), target
+
+
+@pytest.mark.parametrize("command, fmt", CASES)
+def test_every_format_takes_every_segment_type(command, fmt, log, capsys, tmp_path):
+    argv = [command, "none", log, *LOG_FLAGS] + (["--baseline", "control"] if command == "compare" else [])
+    out, target = run_format(capsys, tmp_path, argv, fmt)
+    pairs = command == "compare" and fmt in ("csv", "tsv", "jsonl", "parquet", "duckdb")  # a row per pair of runs
+    check_output(fmt, out, target, per_run=1 if pairs else 2)
+
+
+@pytest.mark.slow  # the rows of each list, in each format that writes rows
+@pytest.mark.parametrize("command, fmt", [(c, f) for c in ("eval", "compare") for f in ("csv", "tsv", "jsonl", "parquet",
+                                                                                         "duckdb")])
+def test_every_per_list_format_takes_every_segment_type(command, fmt, log, capsys, tmp_path):
+    """-q: a row per list (eval) or per list both runs have (compare: the paired lists' differences)."""
+    argv = [command, "none", log, *LOG_FLAGS, "-q"] + (["--baseline", "control"] if command == "compare" else [])
+    out, target = run_format(capsys, tmp_path, argv, fmt)
+    if fmt in ("csv", "tsv"):
+        target.write_text(out)
+        rows = csv_rows(target, "," if fmt == "csv" else "\t")
+    elif fmt == "jsonl":
+        rows = json_rows(out, True)
+    else:
+        rows = typed_rows(str(target))
+    segments = {tuple(r[c] for c in SEGS) for r in rows}
+    assert len(rows) == 3 * (6 if command == "eval" else 3) and len(segments) >= 3
+
+
 @pytest.fixture(scope="module")
 def stats(log, tmp_path_factory) -> str:
     """compare's statistics for decide: `sqlmetrics sql --compare welch` run on DuckDB where the log is, its rows
@@ -139,6 +295,56 @@ def stats(log, tmp_path_factory) -> str:
     con.execute(f"COPY ({text.getvalue().strip().rstrip(';')}) TO '{path}'")
     con.close()
     return str(path)
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=() if f == "json" else pytest.mark.slow) for f in COMPARE_FORMATS])
+def test_decide_takes_every_segment_type(fmt, stats, capsys, tmp_path):
+    """decide reads the segments as text (compare.analyse_aggregates, as for an engine's rows); each format writes
+    them, JSON strict. A HUGEINT is a DOUBLE in the Parquet file (DuckDB writes it so)."""
+    out, target = run_format(capsys, tmp_path, ["decide", stats, "--baseline", "control"], fmt)
+    shown = {str(v) for seg in SEGMENTS[:2] for c, v in zip(SEGS, seg) if c not in ("huge", "stamp_tz", "words")}
+    if fmt in ("json", "jsonl", "csv", "tsv", "parquet", "duckdb"):
+        if fmt in ("csv", "tsv"):
+            target.write_text(out)
+            rows = csv_rows(target, "," if fmt == "csv" else "\t")
+        else:
+            rows = json_rows(out, fmt == "jsonl") if fmt in ("json", "jsonl") else typed_rows_as_text(str(target))
+        got = {tuple(r[c] for c in SEGS) for r in rows}
+        assert len(got) == 3 and (None,) * len(SEGS) in got  # the NULL segment, and the NaN one is one
+        assert shown <= {v for seg in got for v in seg if v is not None}
+    else:
+        for value in shown:
+            assert value in text_of(out, fmt)
+
+
+def typed_rows_as_text(target: str) -> list:
+    con = duckdb.connect()
+    if target.endswith(".parquet"):
+        source = f"read_parquet('{target}')"
+    else:
+        con.execute(f"ATTACH '{target.rsplit(':', 1)[0]}' AS out (READ_ONLY)")
+        source = "out.res"
+    rel = con.sql(f"SELECT * FROM {source}")
+    assert all(t == "VARCHAR" for c, t in zip(rel.columns, map(str, rel.types)) if c in SEGS)
+    rows = [dict(zip(rel.columns, row)) for row in rel.fetchall()]
+    con.close()
+    return rows
+
+
+def text_of(out: str, fmt: str) -> str:
+    import html as _html
+    return _html.unescape(out) if fmt == "html" else out
+
+
+@pytest.mark.slow  # matplotlib draws the page's charts
+def test_the_html_report_takes_every_segment_type(log, capsys, tmp_path):
+    """The page's per-segment table: each value as its text (HTML-escaped), the NaN segment one row per run."""
+    page_path = tmp_path / "page.html"
+    cli(capsys, "report", "none", log, *LOG_FLAGS, "--baseline", "control", "-o", page_path)
+    page = page_path.read_text()
+    check_text(page, "html")
+    section = page[page.index('id="segments"'):]
+    assert section.count("<tr>") == 1 + 6 + 1 + 3  # a header, 3 segments x 2 arms; a header, a test per segment
 
 
 # ---------------------------------------------------------------------------------------------- strict JSON

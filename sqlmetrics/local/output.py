@@ -6,6 +6,7 @@ memory limit."""
 from __future__ import annotations
 
 import atexit
+import decimal
 import os
 import re
 import secrets
@@ -214,6 +215,27 @@ def write_table(table, output, fmt: str, name: str, into_mode: str = "create", k
         replace_file(output, name, lambda tmp: _WRITERS[fmt](table, tmp))
     except OSError as e:
         raise SqlmetricsError(f"{name}: cannot be written ({e.strerror or e}).") from None
+
+
+def arrow_column(values: list, type_name: str | None = None):
+    """A pyarrow array of Python values, for a typed file: of pyarrow's type `type_name` ('float64', 'string'),
+    else of the values' own, as pyarrow infers it, except where that fails or DuckDB could not read it back:
+    integers past int64 (a UBIGINT, a HUGEINT segment) are uint64 when none is negative, else DECIMAL(38, 0),
+    DuckDB's own Arrow type for a HUGEINT; a decimal of 39 digits (a HUGEINT read as DECIMAL(38, 0), near its
+    ends) stays DECIMAL(38, 0) too, not the decimal256 that pyarrow infers and DuckDB cannot read."""
+    import pyarrow as pa
+
+    if type_name is not None:
+        return pa.array(values, getattr(pa, type_name)())
+    ints = [v for v in values if type(v) is int]
+    if ints and not -2 ** 63 <= min(ints) <= max(ints) < 2 ** 63:
+        if min(ints) >= 0 and max(ints) < 2 ** 64:
+            return pa.array(values, pa.uint64())
+        values = [None if v is None else decimal.Decimal(v) for v in values]
+    array = pa.array(values)
+    if pa.types.is_decimal256(array.type):  # a HUGEINT's 128 bits hold it: DuckDB's export does the same
+        return array.cast(pa.decimal128(38, array.type.scale), safe=False)
+    return array
 
 
 def _parquet(table, tmp: str) -> None:

@@ -293,9 +293,10 @@ class Report:
     def to_html(self, digits: int = 4) -> str:
         """An HTML table (best value per measure in bold, superscript letters) and the footnote."""
         rows = self._rows(digits, lambda s: f"<sup>{s}</sup>" if s else "", bold=lambda t: f"<b>{t}</b>")
-        header = ["", "run", *map(_html.escape, self.measures)]
-        return html([header, *[[a, _html.escape(b), *rest] for a, b, *rest in rows]],
-                    ["l", "l"] + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
+        k = len(self.segment_names)  # the segment columns first, as in every other format
+        return html([list(map(_html.escape, self._header())),
+                     *[[*map(_html.escape, row[:k + 2]), *row[k + 2:]] for row in rows]],
+                    ["l"] * (k + 2) + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
 
     def to_latex(self, digits: int = 4, caption: str | None = None, label: str = "tab:results") -> str:
         """A booktabs table: best value per measure in bold, superscript letters, caption naming the test."""
@@ -449,8 +450,12 @@ _LATEX_MARKS = {"▲": "\\blacktriangle", "▼": "\\blacktriangledown"}
 
 
 def _cell(v) -> str:
-    """A segment value as shown: NULL as –."""
-    return "–" if v is None else str(v)
+    """A segment value as the text formats show it: NULL as –, a control character as its escape (\\n, \\x1b): a
+    newline would break the row, an escape sequence would reach the terminal."""
+    if v is None:
+        return "–"
+    text = str(v)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _g(x: float) -> str:
