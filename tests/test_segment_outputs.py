@@ -511,3 +511,61 @@ def test_a_report_finds_a_nan_segment_by_any_nan(log):
     assert report.comparison("P@1", "treatment", "control", (nan,)).n == 3
     assert report.best("P@1", segment=(nan,)) == {"treatment"}
 
+
+
+# ---------------------------------------------------------------------------------------------- hostile values
+
+@pytest.fixture(scope="module")
+def hostile_log(tmp_path_factory) -> str:
+    """A log whose text segment holds a newline, a terminal escape sequence and Markdown's own characters, and
+    whose HUGEINT segment holds the ends of its range (39 digits, past DECIMAL(38)'s)."""
+    path = tmp_path_factory.mktemp("hostile_log") / "log.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE log (words VARCHAR, huge HUGEINT, arm VARCHAR, session VARCHAR, doc VARCHAR, "
+                "position INTEGER, clicked INTEGER)")
+    for words, huge in (("two\nlines", 2 ** 127 - 1), ("\x1b[31mred", -(2 ** 127 - 1)), ("a|b*c_d", 0)):
+        for arm in ("control", "treatment"):
+            for s in range(2):
+                con.executemany("INSERT INTO log VALUES (?, CAST(? AS HUGEINT), ?, ?, ?, ?, ?)",
+                                [(words, str(huge), arm, f"s{s}", f"d{p}", p, int(p == 1)) for p in (1, 2)])
+    con.close()
+    return f"{path}:log"
+
+
+HOSTILE_FLAGS = [*LOG_FLAGS[:LOG_FLAGS.index("--group-by")], "--group-by", "words", "--group-by", "huge", "-m", "P@1"]
+
+
+def test_control_characters_in_a_segment_are_shown_escaped(hostile_log, capsys):
+    """A newline in a segment value would break the table's row, an escape sequence would reach the terminal: the
+    text formats show them escaped (\\n, \\x1b), one line per row; Markdown escapes its own characters."""
+    table = cli(capsys, "eval", "none", hostile_log, *HOSTILE_FLAGS)
+    assert "two\\nlines" in table and "\\x1b[31mred" in table and "\x1b" not in table
+    assert len(table.splitlines()) == 1 + 6  # the header, 3 segments x 2 runs
+    md = cli(capsys, "compare", "none", hostile_log, *HOSTILE_FLAGS, "--baseline", "control", "-f", "markdown")
+    assert "a\\|b\\*c\\_d" in md and "\x1b" not in md
+
+
+def test_hugeint_at_its_ends_reaches_typed_files_exactly(hostile_log, capsys, tmp_path):
+    """+-(2^127 - 1): 39 digits, held as DECIMAL(38, 0) (as DuckDB exports a HUGEINT to Arrow), read back exactly;
+    pyarrow alone would infer a decimal256, which DuckDB cannot read."""
+    want = {2 ** 127 - 1, -(2 ** 127 - 1), 0}
+    for target in (tmp_path / "pairs.parquet", f"{tmp_path / 'pairs.duckdb'}:res"):
+        cli(capsys, "compare", "none", hostile_log, *HOSTILE_FLAGS, "--baseline", "control", "-o", target)
+        con = duckdb.connect()
+        source = (f"read_parquet('{target}')" if str(target).endswith(".parquet") else
+                  (con.execute(f"ATTACH '{str(target)[:-4]}' AS out (READ_ONLY)"), "out.res")[1])
+        assert {int(v) for (v,) in con.execute(f"SELECT huge FROM {source}").fetchall()} == want
+        con.close()
+
+
+def test_arrow_columns_of_python_values_past_int64():
+    import pyarrow as pa
+
+    from sqlmetrics.local.output import arrow_column
+
+    assert arrow_column([2 ** 64 - 1, None, 0]).type == pa.uint64()
+    column = arrow_column([-1, 2 ** 63, None])
+    assert column.type == pa.decimal128(38, 0) and column.to_pylist() == [-1, 2 ** 63, None]
+    column = arrow_column([decimal.Decimal(2 ** 127 - 1), decimal.Decimal(-5)])  # a HUGEINT read as a decimal
+    assert column.type == pa.decimal128(38, 0) and column.to_pylist() == [2 ** 127 - 1, -5]
+    assert arrow_column([1.5, None], "float64").type == pa.float64()

@@ -232,10 +232,17 @@ def arrow_column(values: list, type_name: str | None = None):
         if min(ints) >= 0 and max(ints) < 2 ** 64:
             return pa.array(values, pa.uint64())
         values = [None if v is None else decimal.Decimal(v) for v in values]
+        return _decimal128(pa.array(values), 0)
     array = pa.array(values)
-    if pa.types.is_decimal256(array.type):  # a HUGEINT's 128 bits hold it: DuckDB's export does the same
-        return array.cast(pa.decimal128(38, array.type.scale), safe=False)
-    return array
+    return _decimal128(array, array.type.scale) if pa.types.is_decimal256(array.type) else array
+
+
+def _decimal128(array, scale: int):
+    """DECIMAL(38, scale) of a decimal array: unchecked, as DuckDB exports a HUGEINT (its 39 digits past 38 too):
+    128 bits hold every HUGEINT."""
+    import pyarrow as pa
+
+    return array.cast(pa.decimal128(38, scale), safe=False)
 
 
 def _parquet(table, tmp: str) -> None:
