@@ -7,24 +7,35 @@ as their digits in text), typed formats (Parquet, a DuckDB table) keep the type 
 The values expected are the ones the log was built from and means counted by hand: in every segment, each arm
 has three sessions (the same three ids: paired lists) of two documents; control's click is at position 1 in one
 session of three (P@1 = 1/3), treatment's in two (P@1 = 2/3)."""
-import csv
+import argparse
+import ast
+import contextlib
 import datetime
 import decimal
+import html
 import io
 import json
 import math
+import pathlib
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import sqlmetrics
+from sqlmetrics import compare, evaluate
 from sqlmetrics.cli import main
+from sqlmetrics.cli.main import build_parser
+from sqlmetrics.local.output import arrow_column
+from sqlmetrics.stats.html import build_report
 
 NAN = math.nan
 # column -> (DuckDB type, [value of segment 0, value of segment 1]); segment 2 is NULL in every column.
 COLUMNS = {
     "day": ("DATE", [datetime.date(2024, 6, 1), datetime.date(2024, 6, 2)]),
-    "stamp": ("TIMESTAMP", [datetime.datetime(2024, 6, 1, 12, 34, 56, 789000), datetime.datetime(1999, 12, 31, 23, 59, 59)]),
+    "stamp": ("TIMESTAMP", [datetime.datetime(2024, 6, 1, 12, 34, 56, 789000),
+                            datetime.datetime(1999, 12, 31, 23, 59, 59)]),
     "stamp_tz": ("TIMESTAMPTZ", [datetime.datetime(2024, 6, 1, 10, 34, 56, tzinfo=datetime.timezone.utc),
                               datetime.datetime(2024, 6, 2, tzinfo=datetime.timezone.utc)]),
     "amount": ("DECIMAL(12,2)", [decimal.Decimal("1.50"), decimal.Decimal("12345678.99")]),
@@ -40,7 +51,8 @@ SEGS = list(COLUMNS)
 SEGMENTS = [tuple(values[i] for _, values in COLUMNS.values()) for i in range(2)] + [(None,) * len(SEGS)]
 MEANS = {"control": 1 / 3, "treatment": 2 / 3}
 LOG_FLAGS = ["--column", "query_id=session", "--column", "doc_id=doc", "--column", "rank_position=position",
-             "--column", "run_name=arm", "--label", "clicked", "--ties", "rank", *(f for c in SEGS for f in ("--group-by", c)), "-m", "P@1"]
+             "--column", "run_name=arm", "--label", "clicked", "--ties", "rank",
+             *(f for c in SEGS for f in ("--group-by", c)), "-m", "P@1"]
 
 
 def _literal(value, sql_type: str) -> str:
@@ -136,13 +148,15 @@ def identity(value):
     return value
 
 
-def check_segments(rows: list, parse: dict, segments=SEGMENTS, per_run=2) -> None:
+def check_segments(rows: list, parse: dict, segments=SEGMENTS, per_run=2, means=True) -> None:
     """Each segment's values back from `rows` ({column: the value as the file has it}, `parse` turning it back
-    into the column's value), `per_run` rows each; each row's mean (P@1, or a pair's run_mean) the hand-counted
-    one of its run."""
+    into the column's value), `per_run` rows each; with `means`, each row's mean (P@1, or a pair's run_mean) the
+    hand-counted one of its run."""
     got = []
     for r in rows:
         got.append(tuple(None if r[c] is None else parse.get(c, identity)(r[c]) for c in SEGS))
+        if not means:
+            continue
         if "P@1" in r:
             assert float(r["P@1"]) == pytest.approx(MEANS[r["run"]]), r
         else:  # a pair of runs
@@ -213,9 +227,7 @@ def typed_rows(target: str) -> list:
 def check_text(text: str, fmt: str) -> None:
     """Each segment value shown as its text: a double as Python prints it (1e+300, nan, -inf; not 1e300's 301
     digits with four decimals), NULL as –, HTML-escaped in HTML."""
-    import html as _html
-
-    escape = _html.escape if fmt == "html" else identity
+    escape = html.escape if fmt == "html" else identity
     for want in SEGMENTS:
         for c, v in zip(SEGS, want):
             shown = "–" if v is None else str(v.astimezone() if c == "stamp_tz" else v)
@@ -223,17 +235,23 @@ def check_text(text: str, fmt: str) -> None:
     assert "10000000000000000" not in text
 
 
+def read_back(fmt: str, out: str, target) -> tuple:
+    """(rows, how a column's value there turns back into the log's, the segments expected) of a table format's
+    output: `out` (text) or `target` (the file written)."""
+    if fmt in ("json", "jsonl"):
+        return json_rows(out, fmt == "jsonl"), FROM_JSON, [finite_only(s) for s in SEGMENTS]
+    if fmt in ("csv", "tsv"):
+        target.write_text(out)
+        return csv_rows(target, "," if fmt == "csv" else "\t"), FROM_TEXT, SEGMENTS
+    return typed_rows(str(target)), {}, SEGMENTS
+
+
 def check_output(fmt: str, out: str, target, per_run=2) -> None:
     """The output of one format, read back with a reader of its own, checked."""
-    if fmt in ("json", "jsonl"):
-        check_segments(json_rows(out, fmt == "jsonl"), FROM_JSON, [finite_only(s) for s in SEGMENTS], per_run)
-    elif fmt in ("csv", "tsv"):
-        target.write_text(out)
-        check_segments(csv_rows(target, "," if fmt == "csv" else "\t"), FROM_TEXT, per_run=per_run)
-    elif fmt in ("parquet", "duckdb"):
-        check_segments(typed_rows(str(target)), {}, per_run=per_run)
-    else:
+    if fmt in ("table", "markdown", "latex", "html"):
         check_text(out, fmt)
+    else:
+        check_segments(*read_back(fmt, out, target), per_run=per_run)
 
 
 SUFFIX = {"parquet": ".parquet", "duckdb": ".duckdb:res", "csv": ".csv", "tsv": ".tsv"}
@@ -263,30 +281,32 @@ def test_every_format_takes_every_segment_type(command, fmt, log, capsys, tmp_pa
     check_output(fmt, out, target, per_run=1 if pairs else 2)
 
 
+@pytest.mark.slow  # the same writer as eval's segment tables (eval-csv, eval-parquet in the fast tier)
+@pytest.mark.parametrize("suffix", [".parquet", ".duckdb:res", ".csv", ".tsv", ".json", ".jsonl"])
+def test_python_output_takes_every_segment_type(suffix, log, tmp_path):
+    """evaluate(output=...): a row per list (3 segments x 2 runs x 3 lists), each segment's values back."""
+    target = tmp_path / f"out{suffix}"
+    evaluate(None, log, ["P@1"], output=str(target), group_by=SEGS, label="clicked", ties="rank",
+             columns={"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"})
+    fmt = {".duckdb:res": "duckdb"}.get(suffix, suffix[1:])
+    out = "" if fmt in ("parquet", "duckdb") else (tmp_path / f"out{suffix}").read_text()
+    check_segments(*read_back(fmt, out, target), per_run=6, means=False)
+
+
 @pytest.mark.slow  # the rows of each list, in each format that writes rows
-@pytest.mark.parametrize("command, fmt", [(c, f) for c in ("eval", "compare") for f in ("csv", "tsv", "jsonl", "parquet",
-                                                                                         "duckdb")])
+@pytest.mark.parametrize("command, fmt", [(c, f) for c in ("eval", "compare")
+                                          for f in ("csv", "tsv", "jsonl", "parquet", "duckdb")])
 def test_every_per_list_format_takes_every_segment_type(command, fmt, log, capsys, tmp_path):
-    """-q: a row per list (eval) or per list both runs have (compare: the paired lists' differences)."""
+    """-q: a row per list (eval: 2 runs x 3 lists a segment) or per list both runs have (compare: 3 a segment)."""
     argv = [command, "none", log, *LOG_FLAGS, "-q"] + (["--baseline", "control"] if command == "compare" else [])
     out, target = run_format(capsys, tmp_path, argv, fmt)
-    if fmt in ("csv", "tsv"):
-        target.write_text(out)
-        rows = csv_rows(target, "," if fmt == "csv" else "\t")
-    elif fmt == "jsonl":
-        rows = json_rows(out, True)
-    else:
-        rows = typed_rows(str(target))
-    segments = {tuple(r[c] for c in SEGS) for r in rows}
-    assert len(rows) == 3 * (6 if command == "eval" else 3) and len(segments) >= 3
+    check_segments(*read_back(fmt, out, target), per_run=6 if command == "eval" else 3, means=False)
 
 
 @pytest.fixture(scope="module")
 def stats(log, tmp_path_factory) -> str:
     """compare's statistics for decide: `sqlmetrics sql --compare welch` run on DuckDB where the log is, its rows
     saved as Parquet."""
-    import contextlib
-
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         assert main(["sql", "--compare", "welch", "--qrels", "none", "--run", "log", *LOG_FLAGS]) == 0
@@ -297,7 +317,8 @@ def stats(log, tmp_path_factory) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("fmt", [pytest.param(f, marks=() if f == "json" else pytest.mark.slow) for f in COMPARE_FORMATS])
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=() if f == "json" else pytest.mark.slow)
+                                 for f in COMPARE_FORMATS])
 def test_decide_takes_every_segment_type(fmt, stats, capsys, tmp_path):
     """decide reads the segments as text (compare.analyse_aggregates, as for an engine's rows); each format writes
     them, JSON strict. A HUGEINT is a DOUBLE in the Parquet file (DuckDB writes it so)."""
@@ -314,7 +335,7 @@ def test_decide_takes_every_segment_type(fmt, stats, capsys, tmp_path):
         assert shown <= {v for seg in got for v in seg if v is not None}
     else:
         for value in shown:
-            assert value in text_of(out, fmt)
+            assert value in (html.unescape(out) if fmt == "html" else out)
 
 
 def typed_rows_as_text(target: str) -> list:
@@ -329,11 +350,6 @@ def typed_rows_as_text(target: str) -> list:
     rows = [dict(zip(rel.columns, row)) for row in rel.fetchall()]
     con.close()
     return rows
-
-
-def text_of(out: str, fmt: str) -> str:
-    import html as _html
-    return _html.unescape(out) if fmt == "html" else out
 
 
 @pytest.mark.slow  # matplotlib draws the page's charts
@@ -352,10 +368,6 @@ def test_the_html_report_takes_every_segment_type(log, capsys, tmp_path):
 def test_json_is_written_only_by_the_one_helper():
     """Every JSON the package writes goes through results.json_text() (non-finite numbers as null, dates as ISO
     text, never NaN or Infinity): no other module of the package calls json's encoder."""
-    import ast
-    import pathlib
-
-    import sqlmetrics
 
     root = pathlib.Path(sqlmetrics.__file__).parent
     found = []
@@ -376,8 +388,6 @@ ODD_FLAGS = [*LOG_FLAGS[:LOG_FLAGS.index("--group-by")], "--group-by", "odd", "-
 def hostile(tmp_path_factory) -> dict:
     """Inputs that lead each JSON writer to a value JSON cannot spell as Python would: ips logs whose rankers never
     agree (SNIPS NaN), an interleaving log, two runs to fuse and convert."""
-    import pyarrow as pa
-
     folder = tmp_path_factory.mktemp("hostile")
     pq.write_table(pa.table({"action": ["a", "b"], "click": [1, 0], "propensity": [0.5, 0.5],
                              "new_action": ["z", "z"]}), folder / "ips.parquet")
@@ -413,9 +423,6 @@ def json_writers(log, stats, hostile) -> dict:
 
 def test_every_command_writing_json_is_walked(log, tmp_path):
     """The commands whose --format or --output takes JSON are exactly those json_writers() runs."""
-    import argparse
-
-    from sqlmetrics.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     found = set()
@@ -444,23 +451,16 @@ def test_every_json_the_commands_write_is_strict(writer, log, stats, hostile, ca
             for a in json_writers(log, stats, hostile)[writer]]
     out = cli(capsys, *argv)
     if "-o" in argv:
-        out = pathlib_text(argv[argv.index("-o") + 1])
+        out = pathlib.Path(argv[argv.index("-o") + 1]).read_text()
     values = [strict_json(line) for line in out.splitlines()] if writer[1] == "jsonl" else [strict_json(out)]
     if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json")):
         assert "null" in out  # the NaN and -inf segments; SNIPS
     assert values
 
 
-def pathlib_text(path: str) -> str:
-    import pathlib
-    return pathlib.Path(path).read_text()
-
-
 def test_python_json_outputs_are_strict(log, tmp_path):
     """evaluate(output=...) as JSON and JSON Lines, by DuckDB (doubles, text) and by Python (timestamps, decimals,
     with NaN and -inf beside them), and Report.to_json()."""
-    from sqlmetrics import compare, evaluate
-
     for suffix in (".json", ".jsonl"):
         for group_by in (["odd"], ["odd", "stamp_tz", "amount"]):
             evaluate(None, log, ["P@1"], output=tmp_path / f"out{suffix}", **{**ODD_KW, "group_by": group_by})
@@ -480,9 +480,6 @@ def test_a_nan_segment_is_one_segment_in_compare_and_report(log):
     """compare split a NaN segment into one segment per list (NaN != NaN as a dict key): six comparisons of one
     list each, where DuckDB's GROUP BY, and eval, have one. The column `odd` holds NaN, -inf and NULL: three
     segments of three paired lists each, the means those counted by hand."""
-    from sqlmetrics import compare
-    from sqlmetrics.stats.html import build_report
-
     report = compare(None, log, ["P@1"], baseline="control", **ODD_KW)
     assert len(report.comparisons) == 3 and [c.n for c in report.comparisons] == [3, 3, 3]
     assert sorted(map(repr, (c.segment[0] for c in report.comparisons))) == ["-inf", "None", "nan"]
@@ -495,8 +492,6 @@ def test_a_nan_segment_is_one_segment_in_compare_and_report(log):
 
 
 def test_a_nan_segment_is_one_segment_in_eval(log):
-    from sqlmetrics import evaluate
-
     res = evaluate(None, log, ["P@1"], **ODD_KW)
     rows = res.per_group.to_pylist()
     assert len(rows) == 6 and {r["num_lists"] for r in rows} == {3}
@@ -504,8 +499,6 @@ def test_a_nan_segment_is_one_segment_in_eval(log):
 
 
 def test_a_report_finds_a_nan_segment_by_any_nan(log):
-    from sqlmetrics import compare
-
     report = compare(None, log, ["P@1"], baseline="control", **ODD_KW)
     nan = float("nan")  # another NaN object than the report's
     assert report.comparison("P@1", "treatment", "control", (nan,)).n == 3
@@ -559,10 +552,6 @@ def test_hugeint_at_its_ends_reaches_typed_files_exactly(hostile_log, capsys, tm
 
 
 def test_arrow_columns_of_python_values_past_int64():
-    import pyarrow as pa
-
-    from sqlmetrics.local.output import arrow_column
-
     assert arrow_column([2 ** 64 - 1, None, 0]).type == pa.uint64()
     column = arrow_column([-1, 2 ** 63, None])
     assert column.type == pa.decimal128(38, 0) and column.to_pylist() == [-1, 2 ** 63, None]
