@@ -8,7 +8,6 @@ The values expected are the ones the log was built from and means counted by han
 has three sessions (the same three ids: paired lists) of two documents; control's click is at position 1 in one
 session of three (P@1 = 1/3), treatment's in two (P@1 = 2/3)."""
 import argparse
-import ast
 import contextlib
 import datetime
 import decimal
@@ -17,6 +16,7 @@ import io
 import json
 import math
 import pathlib
+import re
 
 import duckdb
 import pyarrow as pa
@@ -41,7 +41,7 @@ COLUMNS = {
     "amount": ("DECIMAL(12,2)", [decimal.Decimal("1.50"), decimal.Decimal("12345678.99")]),
     "flag": ("BOOLEAN", [True, False]),
     "small": ("INTEGER", [7, -3]),
-    "huge": ("HUGEINT", [2 ** 100 + 1, 2 ** 53 + 1]),
+    "huge": ("HUGEINT", [2 ** 127 - 1, 2 ** 53 + 1]),  # 39 digits: past DECIMAL(38, 0)'s, in its 128 bits
     "ubig": ("UBIGINT", [2 ** 64 - 1, 2 ** 53 + 1]),
     "ratio": ("DOUBLE", [0.1, 1e300]),
     "odd": ("DOUBLE", [NAN, -math.inf]),
@@ -257,9 +257,9 @@ def check_output(fmt: str, out: str, target, per_run=2) -> None:
 SUFFIX = {"parquet": ".parquet", "duckdb": ".duckdb:res", "csv": ".csv", "tsv": ".tsv"}
 EVAL_FORMATS = ("table", "csv", "tsv", "json", "jsonl", "markdown", "html", "parquet", "duckdb")
 COMPARE_FORMATS = ("table", "markdown", "latex", "html", "json", "csv", "tsv", "jsonl", "parquet", "duckdb")
-# The fast tier's covering sample, every type in each (the log's columns are all segments): a text table, the
-# table writer's text (CSV), a typed file of compare's Python values, compare's HTML; with the JSON ones below.
-FAST = {("eval", "table"), ("eval", "csv"), ("compare", "parquet"), ("compare", "html")}
+# The fast tier's covering sample, every type in each (the log's columns are all segments): the table writer's
+# text (CSV), a typed table of compare's Python values, compare's HTML; with the JSON and hostile ones below.
+FAST = {("eval", "csv"), ("compare", "duckdb"), ("compare", "html")}
 CASES = [pytest.param(cmd, fmt, marks=() if (cmd, fmt) in FAST else pytest.mark.slow, id=f"{cmd}-{fmt}")
          for cmd, formats in (("eval", EVAL_FORMATS), ("compare", COMPARE_FORMATS)) for fmt in formats]
 
@@ -317,8 +317,8 @@ def stats(log, tmp_path_factory) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("fmt", [pytest.param(f, marks=() if f == "json" else pytest.mark.slow)
-                                 for f in COMPARE_FORMATS])
+@pytest.mark.slow  # the output side is compare's, fast in test_every_format_takes_every_segment_type
+@pytest.mark.parametrize("fmt", COMPARE_FORMATS)
 def test_decide_takes_every_segment_type(fmt, stats, capsys, tmp_path):
     """decide reads the segments as text (compare.analyse_aggregates, as for an engine's rows); each format writes
     them, JSON strict. A HUGEINT is a DOUBLE in the Parquet file (DuckDB writes it so)."""
@@ -367,17 +367,12 @@ def test_the_html_report_takes_every_segment_type(log, capsys, tmp_path):
 
 def test_json_is_written_only_by_the_one_helper():
     """Every JSON the package writes goes through results.json_text() (non-finite numbers as null, dates as ISO
-    text, never NaN or Infinity): no other module of the package calls json's encoder."""
-
+    text, never NaN or Infinity): no other module of the package imports json (a reader of JSON would have to be
+    let in here by name)."""
     root = pathlib.Path(sqlmetrics.__file__).parent
-    found = []
-    for path in root.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "json" \
-                    and node.attr in ("dumps", "dump", "JSONEncoder") and path.name != "results.py":
-                found.append(f"{path.relative_to(root)}:{node.lineno} json.{node.attr}")
-            if isinstance(node, ast.ImportFrom) and node.module == "json":
-                found.append(f"{path.relative_to(root)}:{node.lineno} from json import ...")
+    imports = re.compile(r"^\s*(import json\b|from json import)", re.MULTILINE)
+    found = [str(path.relative_to(root)) for path in root.rglob("*.py")
+             if path.name != "results.py" and imports.search(path.read_text())]
     assert not found
 
 
@@ -403,7 +398,8 @@ def json_writers(log, stats, hostile) -> dict:
     """(command, format) -> its arguments, for every command that writes JSON or JSON Lines."""
     runs = [hostile["a.run"], hostile["b.run"]]
     return {
-        ("eval", "json"): ["eval", "none", log, *ODD_FLAGS, "-f", "json"],
+        # odd with a timestamp: written by Python's encoder; odd alone (-q), by DuckDB (local/output.py)
+        ("eval", "json"): ["eval", "none", log, *ODD_FLAGS, "--group-by", "stamp_tz", "-f", "json"],
         ("eval", "jsonl"): ["eval", "none", log, *ODD_FLAGS, "-q", "-f", "jsonl"],
         ("compare", "json"): ["compare", "none", log, *ODD_FLAGS, "-f", "json"],
         ("compare", "jsonl"): ["compare", "none", log, *ODD_FLAGS, "-f", "jsonl"],
@@ -435,7 +431,7 @@ def test_every_command_writing_json_is_walked(log, tmp_path):
                                                                   "il.parquet")}))
 
 
-STRICT_FAST = {("eval", "json"), ("ips", "json")}
+STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
 
 
 @pytest.mark.parametrize("writer", [
@@ -443,10 +439,11 @@ STRICT_FAST = {("eval", "json"), ("ips", "json")}
         ("eval", "json"), ("eval", "jsonl"), ("compare", "json"), ("compare", "jsonl"), ("decide", "json"),
         ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
         ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl")]])
-def test_every_json_the_commands_write_is_strict(writer, log, stats, hostile, capsys, tmp_path):
+def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, tmp_path, request):
     """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
     not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and
     holds null where the value was not finite."""
+    stats = request.getfixturevalue("stats") if writer[0] == "decide" else ""  # built only for decide
     argv = [a.replace("{out}", str(tmp_path / "out")) if isinstance(a, str) else a
             for a in json_writers(log, stats, hostile)[writer]]
     out = cli(capsys, *argv)
@@ -458,6 +455,7 @@ def test_every_json_the_commands_write_is_strict(writer, log, stats, hostile, ca
     assert values
 
 
+@pytest.mark.slow  # eval -f json and -f jsonl are the same writers in the fast tier
 def test_python_json_outputs_are_strict(log, tmp_path):
     """evaluate(output=...) as JSON and JSON Lines, by DuckDB (doubles, text) and by Python (timestamps, decimals,
     with NaN and -inf beside them), and Report.to_json()."""
@@ -476,6 +474,7 @@ ODD_KW = dict(columns={"query_id": "session", "doc_id": "doc", "rank_position": 
               label="clicked", ties="rank", group_by=["odd"])
 
 
+@pytest.mark.slow  # test_compare_json_takes_typed_segments counts the NaN segment once in the fast tier
 def test_a_nan_segment_is_one_segment_in_compare_and_report(log):
     """compare split a NaN segment into one segment per list (NaN != NaN as a dict key): six comparisons of one
     list each, where DuckDB's GROUP BY, and eval, have one. The column `odd` holds NaN, -inf and NULL: three
@@ -491,6 +490,7 @@ def test_a_nan_segment_is_one_segment_in_compare_and_report(log):
     assert len(page.segments["P@1"]) == 6 and {s.n for s in page.segments["P@1"]} == {3}
 
 
+@pytest.mark.slow  # evaluate() had it right: DuckDB's GROUP BY
 def test_a_nan_segment_is_one_segment_in_eval(log):
     res = evaluate(None, log, ["P@1"], **ODD_KW)
     rows = res.per_group.to_pylist()
@@ -510,34 +510,44 @@ def test_a_report_finds_a_nan_segment_by_any_nan(log):
 
 @pytest.fixture(scope="module")
 def hostile_log(tmp_path_factory) -> str:
-    """A log whose text segment holds a newline, a terminal escape sequence and Markdown's own characters, and
-    whose HUGEINT segment holds the ends of its range (39 digits, past DECIMAL(38)'s)."""
+    """A log whose text segment holds a newline, a terminal escape sequence and Markdown's own characters, whose
+    HUGEINT segment holds the ends of its range (39 digits, past DECIMAL(38)'s), and a DOUBLE segment 1e300."""
     path = tmp_path_factory.mktemp("hostile_log") / "log.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE log (words VARCHAR, huge HUGEINT, arm VARCHAR, session VARCHAR, doc VARCHAR, "
-                "position INTEGER, clicked INTEGER)")
+    con.execute("CREATE TABLE log (words VARCHAR, huge HUGEINT, ratio DOUBLE, arm VARCHAR, session VARCHAR, "
+                "doc VARCHAR, position INTEGER, clicked INTEGER)")
     for words, huge in (("two\nlines", 2 ** 127 - 1), ("\x1b[31mred", -(2 ** 127 - 1)), ("a|b*c_d", 0)):
         for arm in ("control", "treatment"):
             for s in range(2):
-                con.executemany("INSERT INTO log VALUES (?, CAST(? AS HUGEINT), ?, ?, ?, ?, ?)",
+                con.executemany("INSERT INTO log VALUES (?, CAST(? AS HUGEINT), 1e300, ?, ?, ?, ?, ?)",
                                 [(words, str(huge), arm, f"s{s}", f"d{p}", p, int(p == 1)) for p in (1, 2)])
     con.close()
     return f"{path}:log"
 
 
-HOSTILE_FLAGS = [*LOG_FLAGS[:LOG_FLAGS.index("--group-by")], "--group-by", "words", "--group-by", "huge", "-m", "P@1"]
+HOSTILE_FLAGS = [*LOG_FLAGS[:LOG_FLAGS.index("--group-by")], "--group-by", "words", "--group-by", "huge",
+                 "--group-by", "ratio", "-m", "P@1"]
 
 
 def test_control_characters_in_a_segment_are_shown_escaped(hostile_log, capsys):
     """A newline in a segment value would break the table's row, an escape sequence would reach the terminal: the
-    text formats show them escaped (\\n, \\x1b), one line per row; Markdown escapes its own characters."""
+    text formats show them escaped (\\n, \\x1b), one line per row. A DOUBLE segment is its value (1e+300), not
+    a measure's four decimals (301 digits)."""
     table = cli(capsys, "eval", "none", hostile_log, *HOSTILE_FLAGS)
     assert "two\\nlines" in table and "\\x1b[31mred" in table and "\x1b" not in table
     assert len(table.splitlines()) == 1 + 6  # the header, 3 segments x 2 runs
-    md = cli(capsys, "compare", "none", hostile_log, *HOSTILE_FLAGS, "--baseline", "control", "-f", "markdown")
-    assert "a\\|b\\*c\\_d" in md and "\x1b" not in md
+    assert "1e+300" in table and "100000000000000" not in table
 
 
+@pytest.mark.slow  # test_control_characters_in_a_segment_are_shown_escaped is the fast case
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_markdown_escapes_its_own_characters_in_a_segment(command, hostile_log, capsys):
+    md = cli(capsys, command, "none", hostile_log, *HOSTILE_FLAGS, "-f", "markdown",
+             *(["--baseline", "control"] if command == "compare" else []))
+    assert "a\\|b\\*c\\_d" in md and "\x1b" not in md and "two\\nlines" in md
+
+
+@pytest.mark.slow  # the fast tier's compare-duckdb case writes 2^127 - 1
 def test_hugeint_at_its_ends_reaches_typed_files_exactly(hostile_log, capsys, tmp_path):
     """+-(2^127 - 1): 39 digits, held as DECIMAL(38, 0) (as DuckDB exports a HUGEINT to Arrow), read back exactly;
     pyarrow alone would infer a decimal256, which DuckDB cannot read."""
