@@ -1,6 +1,12 @@
-"""What an evaluation returns, wherever it ran."""
+"""What an evaluation returns, wherever it ran; and how a value is written: fixed() in a table, json_text() in
+every JSON the package writes."""
 from __future__ import annotations
 
+import datetime
+import decimal
+import json
+import math
+import numbers
 from dataclasses import dataclass, field
 
 
@@ -9,6 +15,45 @@ def fixed(value: float, digits: int = 4) -> str:
     floating-point noise of an exact 0, as in Personalization of identical lists) prints as 0.0000."""
     text = f"{value:.{digits}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def json_value(value):
+    """A value as the package's JSON holds it, which any strict parser reads (RFC 8259): a number that is not
+    finite (NaN, +-inf, which JSON cannot spell) is null; a date, time or timestamp its ISO 8601 text
+    ("2024-06-01", "2024-06-01T12:34:56+00:00"); a decimal its exact digits as text ("1.50": as a JSON number
+    a reader would round it to a double); any other value JSON has no type for, its text. Integers stay numbers,
+    however large: JSON's numbers have no bound, and Python's parser reads them back exactly."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime.datetime is a date
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value) if value.is_finite() else None
+    if isinstance(value, numbers.Integral):  # numpy's integers too
+        return int(value)
+    if isinstance(value, numbers.Real):  # float, numpy's floats
+        return float(value) if math.isfinite(value) else None
+    return str(value)
+
+
+def _jsonable(value):
+    """`value` with json_value() applied to everything inside it that JSON does not take as it is."""
+    if value is None or type(value) in (str, int, bool):
+        return value
+    if type(value) is float:  # the common case first: millions of values in a per-query table
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):  # json writes a key of these types as text itself; any other, json_value()'s
+        return {k if k is None or isinstance(k, (str, int, float)) else str(json_value(k)): _jsonable(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return json_value(value)
+
+
+def json_text(value, indent: int | None = None) -> str:
+    """The one way the package writes JSON: json_value() for every value json cannot take as it is, UTF-8
+    text unescaped, and never NaN or Infinity (allow_nan=False would raise, not write them)."""
+    return json.dumps(_jsonable(value), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 @dataclass

@@ -229,7 +229,8 @@ def test_sign_test_equals_scipy_binomtest(k, n):
     ("ips", pa.table({"action": ["a"], "click": [1], "propensity": [0.0], "new_action": ["a"]}), "propensity outside"),
     ("ips", pa.table({"action": ["a"], "click": [None], "propensity": [0.5], "new_action": ["a"]}), "no click"),
     ("ips", pa.table({"action": ["a"], "click": [1], "propensity": [0.5]}), "no column 'new_action'"),
-    ("ips", pa.table({"action": ["a"], "click": [1], "propensity": ["x"], "new_action": ["a"]}), "do not fit"),
+    ("ips", pa.table({"action": ["a"], "click": [1], "propensity": ["x"], "new_action": ["a"]}),
+     r"column 'propensity' \(the role propensity\) of the log holds text: 'x' in row 1"),
     ("ips", {"a": 1}, "cannot read a dict"),
     ("ips", "nope.parquet", "no such file"),
     ("interleaving", pa.table({"impression": ["i"] * 3, "team": ["A", "B", "C"], "click": [1, 0, 0]}), "exactly two"),
@@ -251,6 +252,48 @@ def test_sign_test_equals_scipy_binomtest(k, n):
 def test_bad_logs_are_named(call, log, message):
     with pytest.raises(SqlmetricsError, match=message):
         getattr(sqlmetrics, call)(log)
+
+
+# Issue 42: a column of text where a role takes numbers gave DuckDB's Binder Error ("Cannot compare values of type
+# VARCHAR and type INTEGER_LITERAL"), naming no column. Each numeric role of ips() and pbm_ips() is checked.
+TEXT_CASES = [
+    ("ips", "action,click,propensity,new_action\na,1,0.5,a\nb,0,50%,a\n", "propensity", "'50%' in row 2",
+     "a probability in (0, 1]"),
+    ("ips", "action,click,propensity,new_action\na,0,0.5,a\na,yes,0.5,a\n", "click", "'yes' in row 2", "a number"),
+    ("ips", "action,click,propensity,new_propensity\na,1,0.5,half\n", "new_propensity", "'half' in row 1",
+     "a probability in [0, 1]"),
+    ("ips", "action,click,propensity,new_action,reward_hat,new_reward_hat\na,1,0.5,a,0.1,n/a\n", "new_reward_hat",
+     "'n/a' in row 1", "a number"),
+    ("ips", "action,click,propensity,new_action,reward_hat,new_reward_hat\na,1,0.5,a,high,0.2\n", "reward_hat",
+     "'high' in row 1", "a number"),
+    ("pbm_ips", "impression,position,action,click,propensity,new_action\n1,1,a,1,50%,a\n", "propensity",
+     "'50%' in row 1", "a probability in (0, 1]"),
+    ("pbm_ips", "impression,position,action,click,propensity,new_action\n1,1,a,1,0.5,a\n1,top,b,0,0.5,a\n",
+     "position", "'top' in row 2", "a position"),
+    ("pbm_ips", "impression,position,action,click,propensity,new_action\n1,1,a,none,0.5,a\n", "click",
+     "'none' in row 1", "a number"),
+    ("interleaving", "impression,team,click\n1,A,yes\n1,B,0\n", "click", "'yes' in row 1", "a number"),
+]
+
+
+@pytest.mark.parametrize("call, text, role, where, wanted", TEXT_CASES)
+def test_text_in_a_numeric_role_names_the_column_the_file_and_a_row(call, text, role, where, wanted, tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    with pytest.raises(SqlmetricsError) as e:
+        getattr(sqlmetrics, call)(str(path))
+    message = str(e.value)
+    assert f"column {role!r} (the role {role}) of {str(path)!r} holds text: {where}" in message, message
+    assert wanted in message and "Error:" not in message  # what the role takes; not DuckDB's words
+
+
+def test_text_in_a_numeric_role_on_the_command_line_is_one_line(tmp_path, capsys):
+    from sqlmetrics.cli.main import main
+
+    (tmp_path / "log.csv").write_text("action,click,propensity,new_action\na,1,50%,a\n")
+    assert main(["ips", str(tmp_path / "log.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'50%' in row 1" in err and "propensity" in err
 
 
 def test_bad_confidence_and_roles():

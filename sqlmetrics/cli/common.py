@@ -24,7 +24,8 @@ from ..catalogue.trec import expand as trec_eval_measures
 from ..catalogue.trec import family as trec_eval_family
 from ..errors import SqlmetricsError
 from ..local.databases import _split_duckdb_target
-from ..local.output import database_target, output_format, process_folder, replace_file, writable_target, write_table
+from ..local.output import (arrow_column, database_target, output_format, process_folder, replace_file, writable_target,
+                            write_table)
 from ..local.readers.files import file_format
 from ..local.readers.roles import KNOWN_NAMES
 from ..local.readers.text import first_bytes
@@ -219,8 +220,7 @@ class TableOutput:
     def arrow(self):
         import pyarrow as pa  # only on this path: the command line's text outputs never pay its import
 
-        return pa.table({n: pa.array([r[i] for r in self.rows], getattr(pa, self.types[n])() if n in self.types else None)
-                         for i, n in enumerate(self.names)})
+        return pa.table({n: arrow_column([r[i] for r in self.rows], self.types.get(n)) for i, n in enumerate(self.names)})
 
 
 @dataclass

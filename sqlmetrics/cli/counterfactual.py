@@ -2,10 +2,8 @@
 (stats.counterfactual), printed as a small table, or as JSON with -f json."""
 from __future__ import annotations
 
-import json
-import math
-
 from ..options import COUNTERFACTUAL_CMD
+from ..results import json_text
 from ..stats.counterfactual import INTERLEAVING_ROLES, IPS_ROLES, PBM_ROLES, interleaving, ips, pbm_ips
 from .common import add_option_flags, option_values, role_pairs
 
@@ -52,13 +50,9 @@ def _common_arguments(p, roles: tuple) -> None:
 
 
 def _json(out: dict) -> str:
-    """Valid JSON: a value that is not a number (SNIPS when the rankers never agree, a spread of one row) is
-    null, as in every JSON output of the package."""
-    def finite(v):
-        if isinstance(v, dict):
-            return {k: finite(x) for k, x in v.items()}
-        return None if isinstance(v, float) and not math.isfinite(v) else v
-    return json.dumps(finite(out), indent=2, allow_nan=False) + "\n"
+    """Strict JSON (json_text): a value that is not a number (SNIPS when the rankers never agree, a spread of one
+    row) is null."""
+    return json_text(out, indent=2) + "\n"
 
 
 def run_ips(args) -> tuple:

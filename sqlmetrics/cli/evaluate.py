@@ -3,19 +3,20 @@ JSON Lines or Markdown, or written typed to Parquet or a DuckDB table."""
 from __future__ import annotations
 
 import csv
+import decimal
 import html as _html
 import io
-import json
 import math
 
 from ..catalogue import parse_all, trec_name
 from ..evaluation import evaluate
 from ..local.collect import python_rows
+from ..local.output import TABLE_FORMATS
 from ..options import EVAL_CMD
-from ..results import fixed
-from ..stats.report import aligned, html, markdown
-from .common import (Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format, command_runs,
-                     measures_from, option_values, trec_line, trec_tag)
+from ..results import fixed, json_text
+from ..stats.report import _cell, _md_escape, aligned, html, markdown
+from .common import (ArrowOutput, Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format,
+                     command_runs, measures_from, option_values, trec_line, trec_tag)
 
 # trec_eval's default ("official") measures, in its order, plus nDCG@10.
 DEFAULT_MEASURES = (
@@ -77,22 +78,26 @@ def run(args) -> tuple:
     if by_column and len(runs) != 1:
         raise UsageError("--column run_name=COLUMN names the runs of one table: give one RUN.")
     label = "evaluating the runs of one table" if by_column else f"evaluating {len(runs)} run{'s' if len(runs) > 1 else ''}"
+    typed = fmt in ("parquet", "duckdb")
+    # Segments as a table (CSV, TSV, JSON, JSON Lines, Parquet, a DuckDB table): the evaluation's own Arrow tables,
+    # each column typed as DuckDB has it (a DECIMAL keeps its precision, a column of NULLs its type), written as
+    # evaluate(output=...) writes them. Else Python rows: the other formats never import pyarrow.
+    arrow = bool(args.group_by) and fmt in (*TABLE_FORMATS, "duckdb")
     with Progress(label, quiet=args.quiet) as progress:
-        res = evaluate(qrels, next(iter(runs.values())) if by_column else runs, wanted, **options, _fetch=python_rows,
-                       _progress=progress.listener)
+        res = evaluate(qrels, next(iter(runs.values())) if by_column else runs, wanted, **options,
+                       **({} if arrow else {"_fetch": python_rows}), _progress=progress.listener)
     if by_column:  # the table's run names, as the results have them
         runs = {name: name for name in res.aggregate}
-    typed = fmt in ("parquet", "duckdb")
-    types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}  # segments keep theirs
     if args.group_by:
-        names, rows = res.per_query if args.per_query else res.per_group
-        if typed:
-            key = tuple(n for n in names if n not in measures and n != "num_lists")
-            return TableOutput(names, rows, types, key, fmt, args.into_mode), args.output
-        return _rows((names, rows), fmt), args.output
+        rows = res.per_query if args.per_query else res.per_group
+        if arrow:
+            key = tuple(n for n in rows.column_names if n not in measures and n != "num_lists")
+            return ArrowOutput(rows, key, fmt, args.into_mode), args.output
+        return _rows(rows, fmt, measures), args.output
     table = EvalTable(res, list(runs), calls, judgment_groups=options.get("qrels_format") == "qrels_jg")
     if typed:
         records = table.records(args.per_query)
+        types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}
         return TableOutput(["run", "query_id", *measures], [list(r.values()) for r in records], types,
                            ("run", "query_id"), fmt, args.into_mode), args.output
     if fmt == "trec":
@@ -103,25 +108,24 @@ def run(args) -> tuple:
     return render(args.per_query), args.output
 
 
-def _rows(table: tuple, fmt: str) -> str:
-    """A results table (per segment, or per list with -q) as (column names, rows), in any format but trec."""
+def _rows(table: tuple, fmt: str, measures: list) -> str:
+    """A results table (per segment, or per list with -q) as (column names, rows): an aligned table, Markdown or
+    HTML. A measure's value has four decimals; any other value (a segment's: 0.1, 1e+300, a date) is shown as it
+    is (_cell)."""
     names, rows = table
-    records = [dict(zip(names, row)) for row in rows]
-    if fmt in ("json", "jsonl"):
-        if fmt == "jsonl":
-            return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in records)
-        return json.dumps(records, indent=2, ensure_ascii=False, default=str) + "\n"  # default: dates as ISO text
-    if fmt in ("csv", "tsv"):
-        buf = io.StringIO()
-        writer = csv.writer(buf, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
-        writer.writerow(names)
-        writer.writerows([["" if v is None else v for v in r.values()] for r in records])
-        return buf.getvalue()
-    cells = [[fixed(v) if isinstance(v, float) else "–" if v is None else str(v) for v in r.values()] for r in records]
-    align = ["r" if isinstance(v, (int, float)) else "l" for v in (records[0].values() if records else names)]
+    shown = [_measure_cell if n in measures else _cell for n in names]
+    cells = [["–" if v is None else show(v) for v, show in zip(row, shown)] for row in rows]
+    align = ["r" if any(isinstance(r[i], (int, float, decimal.Decimal)) and not isinstance(r[i], bool) for r in rows)
+             else "l" for i in range(len(names))]
     if fmt == "html":
-        return html([[_html.escape(str(c)) for c in row] for row in (names, *cells)], align) + "\n"
-    return (markdown if fmt == "markdown" else aligned)([names, *cells], align) + "\n"
+        return html([[_html.escape(c) for c in row] for row in (names, *cells)], align) + "\n"
+    if fmt == "markdown":
+        return markdown([[*map(_md_escape, row)] for row in (names, *cells)], align) + "\n"
+    return aligned([names, *cells], align) + "\n"
+
+
+def _measure_cell(v) -> str:
+    return fixed(v) if isinstance(v, float) else str(v)
 
 
 class EvalTable:
@@ -242,7 +246,7 @@ class EvalTable:
         return self._delimited(per_query, "\t")
 
     def jsonl(self, per_query: bool) -> str:
-        return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in self.records(per_query))
+        return "".join(json_text(rec) + "\n" for rec in self.records(per_query))
 
     def json(self, per_query: bool) -> str:
         runs = {}
@@ -252,6 +256,6 @@ class EvalTable:
                 entry["per_query"] = {q: {m: self._value(m, v[m]) for m in self.measures}
                                       for q, v in sorted(self.per_query[r].items())}
             runs[r] = entry
-        return json.dumps({"measures": self.measures, "runs": runs}, indent=2, ensure_ascii=False) + "\n"
+        return json_text({"measures": self.measures, "runs": runs}, indent=2) + "\n"
 
 

@@ -1,13 +1,13 @@
 """`sqlmetrics list`: the measure catalogue, or what given names resolve to."""
 from __future__ import annotations
 
-import json
 import textwrap
 
 from ..catalogue import measures, parse, trec_name
 from ..catalogue.fusion import fusion_methods
 from ..catalogue.reference import fusion_table
 from ..catalogue.reference import table as markdown_table
+from ..results import json_text
 
 
 def add_parser(sub, parents) -> None:
@@ -78,9 +78,9 @@ def run(args) -> tuple:
     if args.names:
         calls = [parse(n) for n in args.names]
         if args.format == "json":
-            text = json.dumps([{"name": c.text, "canonical": c.canonical, "trec_eval": _trec_name_or_none(c),
-                                "parameters": {k: v for k, v in c.params}, "measure": _measure_dict(c.measure)}
-                               for c in calls], indent=2, ensure_ascii=False) + "\n"
+            text = json_text([{"name": c.text, "canonical": c.canonical, "trec_eval": _trec_name_or_none(c),
+                               "parameters": {k: v for k, v in c.params}, "measure": _measure_dict(c.measure)}
+                              for c in calls], indent=2) + "\n"
         else:
             blocks = []
             for c in calls:
@@ -89,8 +89,8 @@ def run(args) -> tuple:
                               + _measure_text(c.measure))
             text = "\n\n".join(blocks) + "\n"
     elif args.format == "json":
-        text = json.dumps([_measure_dict(m) for m in catalogue.values()]
-                          + [_fusion_dict(m) for m in fusion_methods().values()], indent=2, ensure_ascii=False) + "\n"
+        text = json_text([_measure_dict(m) for m in catalogue.values()]
+                         + [_fusion_dict(m) for m in fusion_methods().values()], indent=2) + "\n"
     elif args.format == "markdown":
         text = markdown_table() + "\n\n" + fusion_table() + "\n"
     else:

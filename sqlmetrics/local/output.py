@@ -6,7 +6,7 @@ memory limit."""
 from __future__ import annotations
 
 import atexit
-import json
+import decimal
 import os
 import re
 import secrets
@@ -22,6 +22,7 @@ from .. import embedded
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
+from ..results import json_text
 from .databases import _split_duckdb_target
 
 # The format each extension of an output file names. A command takes those it can write (FORMATS of
@@ -216,6 +217,34 @@ def write_table(table, output, fmt: str, name: str, into_mode: str = "create", k
         raise SqlmetricsError(f"{name}: cannot be written ({e.strerror or e}).") from None
 
 
+def arrow_column(values: list, type_name: str | None = None):
+    """A pyarrow array of Python values, for a typed file: of pyarrow's type `type_name` ('float64', 'string'),
+    else of the values' own, as pyarrow infers it, except where that fails or DuckDB could not read it back:
+    integers past int64 (a UBIGINT, a HUGEINT segment) are uint64 when none is negative, else DECIMAL(38, 0),
+    DuckDB's own Arrow type for a HUGEINT; a decimal of 39 digits (a HUGEINT read as DECIMAL(38, 0), near its
+    ends) stays DECIMAL(38, 0) too, not the decimal256 that pyarrow infers and DuckDB cannot read."""
+    import pyarrow as pa
+
+    if type_name is not None:
+        return pa.array(values, getattr(pa, type_name)())
+    ints = [v for v in values if type(v) is int]
+    if ints and not -2 ** 63 <= min(ints) <= max(ints) < 2 ** 63:
+        if min(ints) >= 0 and max(ints) < 2 ** 64:
+            return pa.array(values, pa.uint64())
+        values = [None if v is None else decimal.Decimal(v) for v in values]
+        return _decimal128(pa.array(values), 0)
+    array = pa.array(values)
+    return _decimal128(array, array.type.scale) if pa.types.is_decimal256(array.type) else array
+
+
+def _decimal128(array, scale: int):
+    """DECIMAL(38, scale) of a decimal array: unchecked, as DuckDB exports a HUGEINT (its 39 digits past 38 too):
+    128 bits hold every HUGEINT."""
+    import pyarrow as pa
+
+    return array.cast(pa.decimal128(38, scale), safe=False)
+
+
 def _parquet(table, tmp: str) -> None:
     # pyarrow is imported where it is needed: the command line's text outputs never pay its ~0.15 s import.
     import pyarrow.parquet as pq
@@ -232,8 +261,9 @@ def _delimited(delimiter: str):
 
 
 def _json(lines: bool):
-    """JSON (an array of objects, json.dump(rows, indent=2)'s layout) or JSON Lines: numbers as numbers (Python's
-    repr), NaN as null, dates as ISO text. The lines are made by DuckDB (_json_in_sql), which formats a double as
+    """JSON (an array of objects, json.dump(rows, indent=2)'s layout) or JSON Lines, each value as json_text()
+    writes it: numbers as numbers (Python's repr), NaN and +-inf as null, dates and times as ISO text, decimals as
+    their digits in text. The lines are made by DuckDB (_json_in_sql), which formats a double as
     Python's repr does (checked on half a million values, random bit patterns among them) and a string as json
     does, and written from its buffers: millions of rows without a Python loop. What it would spell otherwise (a
     control character DuckDB escapes in capitals, a type without its formatting here) is written by Python's json
@@ -249,15 +279,13 @@ _CAPITAL_ESCAPES = "[\x0b\x0e\x0f\x1a-\x1f]"
 
 
 def _json_value(name: str, arrow_type) -> str | None:
-    """SQL: the column's value as json.dumps() spells it (default=str; NaN as null), or None for a type not
-    formatted here."""
+    """SQL: the column's value as json_text() spells it, or None for a type not formatted here."""
     import pyarrow as pa
 
     c = _q(name)
     if pa.types.is_floating(arrow_type):  # a float32 as the double Python widens it to
         x = f"CAST({c} AS DOUBLE)"
-        return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN 'null' WHEN {x} = 'inf'::DOUBLE THEN 'Infinity' "
-                f"WHEN {x} = '-inf'::DOUBLE THEN '-Infinity' ELSE CAST({x} AS VARCHAR) END")
+        return f"CASE WHEN isfinite({x}) THEN CAST({x} AS VARCHAR) ELSE 'null' END"  # NULL is not finite either
     if pa.types.is_integer(arrow_type):
         return f"COALESCE(CAST({c} AS VARCHAR), 'null')"
     if pa.types.is_boolean(arrow_type):
@@ -286,7 +314,7 @@ def _json_in_sql(table, tmp: str, lines: bool) -> bool:
         if texts and con.execute("SELECT COUNT(*) FROM sqlm_rows WHERE " + " OR ".join(
                 f"regexp_matches({c}, {_lit(_CAPITAL_ESCAPES)})" for c in texts)).fetchall()[0][0]:
             return False
-        fields = [f"{_lit(json.dumps(n, ensure_ascii=False) + ': ')} || {v}" for n, v in zip(names, values)]
+        fields = [f"{_lit(json_text(n) + ': ')} || {v}" for n, v in zip(names, values)]
         if lines:
             row = "'{' || " + " || ', ' || ".join(fields) + " || '}' || chr(10)"
         else:  # each object indented inside the array, after a ",\n" (the first one's becomes "[\n")
@@ -320,12 +348,12 @@ def _string_bytes(array) -> memoryview:
 def _json_in_python(table, tmp: str, lines: bool) -> None:
     """_json()'s bytes by Python's json encoder, a batch of rows at a time (millions of rows as dicts at once
     took gigabytes)."""
-    encode = json.JSONEncoder(ensure_ascii=False, default=str, indent=None if lines else 2).encode
+    indent = None if lines else 2
     with open(tmp, "w", encoding="utf-8") as f:
         first = True
         for batch in table.to_batches(max_chunksize=65536):
             for row in batch.to_pylist():
-                text = encode({k: None if isinstance(v, float) and v != v else v for k, v in row.items()})
+                text = json_text(row, indent)
                 # json.dump(rows, indent=2)'s layout, one object at a time: each indented inside the array
                 f.write(text + "\n" if lines else ("[\n  " if first else ",\n  ") + text.replace("\n", "\n  "))
                 first = False

@@ -23,7 +23,7 @@ from ..statement import GMAP_FLOOR
 from . import units
 from .aggregates import (COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks, check_covariate,
                          covariate_sql, unit_statistics)
-from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message
+from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message, segment_key
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
 
@@ -293,7 +293,8 @@ def _named_runs(runs) -> dict:
 
 def lists_by_segment(per_query: tuple, segment_names: tuple, measures: list):
     """(run names in order of appearance, {segment: {run: {query_id: [value per measure]}}}) from evaluate()'s
-    per-query rows (run, segment columns, query_id, measures); the segment is () without group_by."""
+    per-query rows (run, segment columns, query_id, measures); the segment is () without group_by, and its NaN
+    values are one (segment_key())."""
     names, rows = per_query
     at = {name: i for i, name in enumerate(names)}
     seg_at = [at[g] for g in segment_names]
@@ -304,7 +305,7 @@ def lists_by_segment(per_query: tuple, segment_names: tuple, measures: list):
         run = row[at["run"]]
         if run not in run_names:
             run_names.append(run)
-        segment = tuple(row[i] for i in seg_at)
+        segment = segment_key(row[i] for i in seg_at)
         lists.setdefault(segment, {}).setdefault(run, {})[row[at["query_id"]]] = [row[i] for i in m_at]
     return run_names, lists
 

@@ -30,6 +30,14 @@ PBM_ROLES = ("impression", "position", "action", "click", "propensity", "new_act
 # roles are found. action and new_action are needed only without new_propensity (_weight()).
 OPTIONAL_ROLES = ("action", "new_action", "new_propensity", "reward_hat", "new_reward_hat")
 INTERLEAVING_ROLES = ("impression", "team", "click")
+# The roles that take numbers, and what each takes: a log's column of another type (text: '50%', 'yes') there is
+# named before any SQL compares it with a number.
+NUMBERS = {"click": "a number (a click, 0 or 1, or a reward)",
+           "propensity": "a probability in (0, 1], such as 0.5 (not '50%')",
+           "new_propensity": "a probability in [0, 1], such as 0.5 (not '50%')", "reward_hat": "a number, the predicted reward",
+           "new_reward_hat": "a number, the expected reward", "position": "a position, a number (1, 2, ...)"}
+_NUMERIC_TYPES = ("BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                  "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "NULL", '"NULL"')  # NULL: a column of NULLs
 
 
 @dataclass
@@ -348,12 +356,29 @@ class _opened:
         else:
             raise SqlmetricsError(f"{self.what}: cannot read a {type(log).__name__}; pass a file path (Parquet, CSV, "
                                   "JSON Lines), a pyarrow Table or a pandas or polars DataFrame.")
-        self.present = [r[0] for r in self.con.execute("DESCRIBE sqlm_log").fetchall()]
+        types = dict(r[:2] for r in self.con.execute("DESCRIBE sqlm_log").fetchall())
+        self.present = list(types)
         out = {}
         for role in self.roles:
             name = self.columns.get(role, role)
             if name in self.present:
                 out[role] = quote_identifier(name)
+                if role in NUMBERS and not (types[name] in _NUMERIC_TYPES or types[name].startswith("DECIMAL")):
+                    raise self._not_numbers(role, name, types[name])
             elif role not in self.optional or role in self.columns:  # a mapped column is meant to be there
                 raise self.missing(role)
         return out
+
+    def _not_numbers(self, role: str, name: str, kind: str) -> SqlmetricsError:
+        """The error of a role taking numbers whose column holds text (or dates...): its first value that is not a
+        number, and its row (1, 2, ... in the log's order), else its first value."""
+        c = quote_identifier(name)
+        found = self.con.execute(f"""
+            SELECT v, r FROM (SELECT {c} AS v, row_number() OVER () AS r FROM sqlm_log) WHERE v IS NOT NULL
+            ORDER BY TRY_CAST(CAST(v AS VARCHAR) AS DOUBLE) IS NOT NULL, r LIMIT 1""").fetchone()
+        source = repr(str(self.log)) if isinstance(self.log, (str, Path)) else "the log"
+        holds = "text" if kind == "VARCHAR" else f"{kind} values"
+        example = f": {found[0]!r} in row {found[1]}" if found else ""
+        return SqlmetricsError(f"{self.what}: column {name!r} (the role {role}) of {source} holds {holds}{example}; "
+                               f"{role} takes {NUMBERS[role]}. Store the column as numbers, or map another column "
+                               f"with columns={{{role!r}: '<your column>'}}.")

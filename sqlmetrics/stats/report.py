@@ -5,12 +5,11 @@ Also the small table-rendering helpers the command line shares (aligned text, Ma
 from __future__ import annotations
 
 import html as _html
-import json
 import math
 from dataclasses import dataclass, field
 
 from ..options import CORRECTIONS, TESTS
-from ..results import fixed
+from ..results import fixed, json_text
 
 _SUPERSCRIPT = dict(zip("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"))
 
@@ -118,14 +117,14 @@ class Report:
     def comparison(self, measure: str, run_a: str, run_b: str, segment: tuple = ()) -> Comparison:
         """The comparison of two runs on a measure (in a segment), in either order."""
         for c in self.comparisons:
-            if c.measure == measure and c.segment == tuple(segment) and {c.run, c.baseline} == {run_a, run_b}:
+            if c.measure == measure and c.segment == segment_key(segment) and {c.run, c.baseline} == {run_a, run_b}:
                 return c
         raise KeyError((measure, run_a, run_b, segment))
 
     def beats(self, run: str, measure: str, segment: tuple = ()) -> list:
         """The runs that `run` beats significantly on `measure` (in a segment), in report order."""
         out = [c.baseline if c.winner == c.run else c.run for c in self.comparisons
-               if c.measure == measure and c.segment == tuple(segment) and c.winner == run]
+               if c.measure == measure and c.segment == segment_key(segment) and c.winner == run]
         return [r for r in self.runs if r in out]
 
     def markers(self, run: str, measure: str, segment: tuple = ()) -> str:
@@ -141,7 +140,7 @@ class Report:
 
     def best(self, measure: str, digits: int = 4, segment: tuple = ()) -> set:
         """The runs with the best mean on a measure (in a segment), compared as displayed (ties are all best)."""
-        means = self.segment_means[tuple(segment)]
+        means = self.segment_means[segment_key(segment)]
         shown = {r: _number(means[r][measure], self.aggregate[measure], digits) for r in self.runs
                  if means[r][measure] is not None}
         if not shown:
@@ -294,9 +293,10 @@ class Report:
     def to_html(self, digits: int = 4) -> str:
         """An HTML table (best value per measure in bold, superscript letters) and the footnote."""
         rows = self._rows(digits, lambda s: f"<sup>{s}</sup>" if s else "", bold=lambda t: f"<b>{t}</b>")
-        header = ["", "run", *map(_html.escape, self.measures)]
-        return html([header, *[[a, _html.escape(b), *rest] for a, b, *rest in rows]],
-                    ["l", "l"] + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
+        k = len(self.segment_names)  # the segment columns first, as in every other format
+        return html([list(map(_html.escape, self._header())),
+                     *[[*map(_html.escape, row[:k + 2]), *row[k + 2:]] for row in rows]],
+                    ["l"] * (k + 2) + ["r"] * len(self.measures)) + f"\n<p>{_html.escape(self.footnote())}</p>\n"
 
     def to_latex(self, digits: int = 4, caption: str | None = None, label: str = "tab:results") -> str:
         """A booktabs table: best value per measure in bold, superscript letters, caption naming the test."""
@@ -394,7 +394,8 @@ class Report:
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        """to_dict() as strict JSON: segment values as json_text() writes them (a date as ISO text, NaN as null)."""
+        return json_text(self.to_dict(), indent=indent)
 
     def to_pandas(self, pairs: bool = False):
         """The means (runs x measures) as a pandas DataFrame, or with pairs=True one row per comparison."""
@@ -434,6 +435,13 @@ _INTERVALS = {"student": "Student's t interval of the mean difference", "welch":
               "bootstrap": "the bootstrap's percentile interval"}
 _ALWAYS_VALID = "the always-valid interval (an asymptotic confidence sequence), valid at every look"
 
+def segment_key(values) -> tuple:
+    """A segment's values as the report's key: every NaN as the one object math.nan. NaN equals nothing, itself
+    included, so each NaN a row brings would make a segment of its own; a tuple compares its items by identity
+    first, and one object is one key: one segment, as DuckDB's GROUP BY (and so evaluate()'s per_group) makes it."""
+    return tuple(math.nan if isinstance(v, float) and v != v else v for v in values)
+
+
 def _label(i: int) -> str:
     letters = "abcdefghijklmnopqrstuvwxyz"
     return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
@@ -443,8 +451,12 @@ _LATEX_MARKS = {"▲": "\\blacktriangle", "▼": "\\blacktriangledown"}
 
 
 def _cell(v) -> str:
-    """A segment value as shown: NULL as –."""
-    return "–" if v is None else str(v)
+    """A segment value as the text formats show it: NULL as –, a control character as its escape (\\n, \\x1b): a
+    newline would break the row, an escape sequence would reach the terminal."""
+    if v is None:
+        return "–"
+    text = str(v)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _g(x: float) -> str:
