@@ -84,7 +84,7 @@ WITH judgments AS (
         COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -92,7 +92,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -100,7 +100,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -108,7 +108,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -116,7 +116,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -124,7 +124,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -132,7 +132,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -140,7 +140,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -148,7 +148,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -156,7 +156,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -164,7 +164,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -274,7 +274,7 @@ WITH judgments AS (
         COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -282,7 +282,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -290,7 +290,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -298,7 +298,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -306,7 +306,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -314,7 +314,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -322,7 +322,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -330,7 +330,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -338,7 +338,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -346,7 +346,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -354,7 +354,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE PRECISION) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE PRECISION) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk
             END
           ),
@@ -464,7 +464,7 @@ WITH judgments AS (
         COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -472,7 +472,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -480,7 +480,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -488,7 +488,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -496,7 +496,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -504,7 +504,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -512,7 +512,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -520,7 +520,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -528,7 +528,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -536,7 +536,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -544,7 +544,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -651,7 +651,7 @@ WITH judgments AS (
         COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.0 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.0 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -659,7 +659,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.1 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.1 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -667,7 +667,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.2 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.2 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -675,7 +675,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.3 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.3 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -683,7 +683,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.4 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.4 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -691,7 +691,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.5 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.5 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -699,7 +699,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.6 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.6 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -707,7 +707,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.7 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.7 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -715,7 +715,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.8 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.8 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -723,7 +723,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.9 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.9 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -731,7 +731,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(1.0 AS FLOAT64) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(1.0 AS FLOAT64) * num_rel + 0.5)
               THEN CAST(rel_so_far AS FLOAT64) / rnk
             END
           ),
@@ -838,7 +838,7 @@ WITH judgments AS (
         COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -846,7 +846,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -854,7 +854,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -862,7 +862,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -870,7 +870,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -878,7 +878,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -886,7 +886,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -894,7 +894,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -902,7 +902,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -910,7 +910,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),
@@ -918,7 +918,7 @@ WITH judgments AS (
         ) + COALESCE(
           MAX(
             CASE
-              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + 0.9)
+              WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + 0.5)
               THEN CAST(rel_so_far AS DOUBLE) / rnk
             END
           ),

@@ -78,7 +78,11 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          (
+            CAST(0 AS DOUBLE) - CAST(0 AS DOUBLE)
+          ) * num_rel + CAST(0 AS DOUBLE) * 0
+        )
         ELSE CAST(1 AS DOUBLE) * SUM(is_rel) + CAST(-1 AS DOUBLE) * (
           MAX(num_ret) - SUM(is_rel)
         ) + CAST(0 AS DOUBLE) * (
@@ -184,7 +188,11 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          (
+            CAST(0 AS DOUBLE PRECISION) - CAST(0 AS DOUBLE PRECISION)
+          ) * num_rel + CAST(0 AS DOUBLE PRECISION) * 0
+        )
         ELSE CAST(1 AS DOUBLE PRECISION) * SUM(is_rel) + CAST(-1 AS DOUBLE PRECISION) * (
           MAX(num_ret) - SUM(is_rel)
         ) + CAST(0 AS DOUBLE PRECISION) * (
@@ -290,7 +298,11 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          (
+            CAST(0 AS DOUBLE) - CAST(0 AS DOUBLE)
+          ) * num_rel + CAST(0 AS DOUBLE) * 0
+        )
         ELSE CAST(1 AS DOUBLE) * SUM(is_rel) + CAST(-1 AS DOUBLE) * (
           MAX(num_ret) - SUM(is_rel)
         ) + CAST(0 AS DOUBLE) * (
@@ -393,7 +405,11 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          (
+            CAST(0 AS FLOAT64) - CAST(0 AS FLOAT64)
+          ) * num_rel + CAST(0 AS FLOAT64) * 0
+        )
         ELSE CAST(1 AS FLOAT64) * SUM(is_rel) + CAST(-1 AS FLOAT64) * (
           MAX(num_ret) - SUM(is_rel)
         ) + CAST(0 AS FLOAT64) * (
@@ -496,7 +512,11 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          (
+            CAST(0 AS DOUBLE) - CAST(0 AS DOUBLE)
+          ) * num_rel + CAST(0 AS DOUBLE) * 0
+        )
         ELSE CAST(1 AS DOUBLE) * SUM(is_rel) + CAST(-1 AS DOUBLE) * (
           MAX(num_ret) - SUM(is_rel)
         ) + CAST(0 AS DOUBLE) * (

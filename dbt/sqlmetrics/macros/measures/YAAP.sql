@@ -83,7 +83,9 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          -LN(1 + num_rel)
+        )
         ELSE LN(
           (
             1 + SUM(CASE WHEN is_rel = 1 THEN CAST(rel_so_far AS DOUBLE) / rnk ELSE 0 END)
@@ -194,7 +196,9 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          -LN(1 + num_rel)
+        )
         ELSE LN(
           CAST((
             1 + SUM(CASE WHEN is_rel = 1 THEN CAST(rel_so_far AS DOUBLE PRECISION) / rnk ELSE 0 END)
@@ -305,7 +309,9 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          -LN(1 + num_rel)
+        )
         ELSE LN(
           (
             1 + SUM(CASE WHEN is_rel = 1 THEN CAST(rel_so_far AS DOUBLE) / rnk ELSE 0 END)
@@ -413,7 +419,9 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          -LN(1 + num_rel)
+        )
         ELSE LN(
           (
             1 + SUM(CASE WHEN is_rel = 1 THEN CAST(rel_so_far AS FLOAT64) / rnk ELSE 0 END)
@@ -521,7 +529,9 @@ WITH judgments AS (
     COALESCE(
       CASE
         WHEN MAX(num_ret) IS NULL
-        THEN 0
+        THEN (
+          -LN(1 + num_rel)
+        )
         ELSE LN(
           (
             1 + SUM(CASE WHEN is_rel = 1 THEN CAST(rel_so_far AS DOUBLE) / rnk ELSE 0 END)
