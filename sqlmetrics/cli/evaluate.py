@@ -65,7 +65,8 @@ def run(args) -> tuple:
     options = option_values(args, EVAL_CMD)
     options.pop("into_mode", None)  # how -o writes a DuckDB table: this command writes it (TableOutput)
     runs = command_runs(args)
-    hidden = fmt == "trec" and args.per_query and _HIDDEN_NUM_RET not in measures
+    # trec_eval 9.0.8 -c -q prints no line for a judged query the run does not rank (10.0 prints its zeros)
+    hidden = fmt == "trec" and args.per_query and args.compat == "trec_eval-9.0.8" and _HIDDEN_NUM_RET not in measures
     wanted = measures + ([_HIDDEN_NUM_RET] if hidden else [])
 
     qrels = None if args.qrels.lower() == "none" else args.qrels
@@ -102,7 +103,7 @@ def run(args) -> tuple:
                            ("run", "query_id"), fmt, args.into_mode), args.output
     if fmt == "trec":
         tags = {name: trec_tag(path) or name for name, path in runs.items()}
-        return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if args.per_query else None), args.output
+        return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if hidden else None), args.output
     render = {"table": table.table, "markdown": table.markdown, "html": table.html, "csv": table.csv, "tsv": table.tsv,
               "json": table.json, "jsonl": table.jsonl}[fmt]
     return render(args.per_query), args.output
@@ -206,8 +207,9 @@ class EvalTable:
     def trec(self, tags: dict, per_query: bool, hidden: str | None = None) -> str:
         """trec_eval's lines: `measure<TAB>query<TAB>value`, name padded to 22, 4 decimals, counts as integers.
 
-        Per query (-q) come first, only for queries the run ranks and without num_q and gm_map (as trec_eval
-        -c prints them), then `runid` and the `all` lines. Several runs: one such block per run.
+        Per query (-q) come first, without num_q and gm_map (as trec_eval -c prints them; with `hidden`, the
+        measure telling whether the run ranks a query, only for those: 9.0.8's), then `runid` and the `all` lines.
+        Several runs: one such block per run.
         """
         names = {c.text: trec_name(c, self.judgment_groups) for c in self.calls}
         per_query_calls = [c for c in self.calls if c.measure.name != "NumQ" and c.measure.aggregate != "geometric"]
