@@ -17,6 +17,16 @@ def fixed(value: float, digits: int = 4) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
+# Which queries a mean is over: where, by design, the package's evaluations differ from trec_eval's default. Printed
+# under every table a person reads (eval's and compare's; trec_eval's own output stays byte for byte trec_eval's).
+AVERAGED = {
+    "qrels": "Means over every judged query, one a run misses scoring 0 (trec_eval -c; without -c, trec_eval "
+             "averages only the queries both files have).",
+    "intersection": "Means over the queries both the qrels and the run have (trec_eval without -c; by default "
+                    "every judged query counts, one a run misses scoring 0).",
+}
+
+
 def json_value(value):
     """A value as the package's JSON holds it, which any strict parser reads (RFC 8259): a number that is not
     finite (NaN, +-inf, which JSON cannot spell) is null; a date, time or timestamp its ISO 8601 text

@@ -295,11 +295,15 @@ def test_output_failure_midway_leaves_nothing(capsys, in_golden, tmp_path, monke
     assert list(tmp_path.iterdir()) == []
 
 
-def test_per_query_trec_skips_queries_the_run_does_not_rank(capsys, in_golden):
-    code, out, err = run_cli(capsys, "eval", "qrels.txt", "b.run", "-f", "trec", "-q", "-m", "map,num_q,gm_map")
+def test_per_query_trec_prints_queries_the_run_does_not_rank_as_each_version_does(capsys, in_golden):
+    """trec_eval -c -q: 10.0 prints a judged query the run does not rank (its zeros), 9.0.8 leaves it out."""
+    code, out, err = run_cli(capsys, "eval", "qrels.txt", "b.run", "-f", "trec", "-q", "-m", "map,num_q,gm_map",
+                             "--compat", "trec_eval-9.0.8")
     queries = [line.split("\t")[1] for line in out.splitlines()]
     assert "q4" not in queries and queries.count("all") == 4  # runid, map, num_q, gm_map
     assert "num_q                 \tq1" not in out and "gm_map                \tq1" not in out
+    code, out, err = run_cli(capsys, "eval", "qrels.txt", "b.run", "-f", "trec", "-q", "-m", "map,num_q,gm_map")
+    assert "map                   \tq4\t0.0000\n" in out and "num_q                 \tq4" not in out
 
 
 def test_several_runs_name_clashes_and_names(capsys, in_golden, tmp_path):

@@ -80,3 +80,42 @@ def test_one_file_twice_is_named_by_its_stem(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "qrels.txt"), run, run, "-m", "P@1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "runA#2" in out and "runA.txt" not in out, out
+
+
+# One name, one number: q1 judges d1 and d2 relevant (R = 2); the run ranks d1 first and d2 fourth. By hand,
+# trec_eval 10.0 needs round(r * R) relevant documents for interpolated precision at recall r, 9.0.8 floor(r * R +
+# 0.9): at r = 0.6, 1 (precision 1/1) or 2 (2/4); over the 11 points, 8 points need at most 1 and 3 need 2 in 10.0
+# (8 * 1 + 3 * 0.5) / 11, 6 and 5 in 9.0.8 (6 * 1 + 5 * 0.5) / 11.
+ONE_QRELS = "q1 0 d1 1\nq1 0 d2 1\n"
+ONE_RUN = "q1 Q0 d1 1 4.0 r\nq1 Q0 x1 2 3.0 r\nq1 Q0 x2 3 2.0 r\nq1 Q0 d2 4 1.0 r\n"
+BY_HAND = {"trec_eval-10.0": (1.0, 9.5 / 11), "trec_eval-9.0.8": (0.5, 8.5 / 11)}
+
+
+@pytest.mark.parametrize("compat", list(BY_HAND))
+def test_one_name_is_one_number_in_every_command(compat, tmp_path, capsys):
+    """trec_eval printed q1 1.0000 / 0.7273 and eval 0.5000 / 0.6364 for the same names (10.0's and 9.0.8's
+    definitions): now evaluate(), eval, compare, the rendered SQL and trec_eval agree, 10.0's by default."""
+    (tmp_path / "q.txt").write_text(ONE_QRELS)
+    (tmp_path / "r.txt").write_text(ONE_RUN)
+    qrels, run = str(tmp_path / "q.txt"), str(tmp_path / "r.txt")
+    flags = [] if compat == "trec_eval-10.0" else ["--compat", compat]
+    keyword = {} if compat == "trec_eval-10.0" else {"compat": compat}
+    iprec, pt11 = BY_HAND[compat]
+    want = [f"iprec_at_recall_0.60  \tq1\t{iprec:.4f}", f"11pt_avg              \tq1\t{pt11:.4f}"]
+    for command in ("trec_eval", "eval"):
+        argv = [command, "-q", "-m", "iprec_at_recall.0.6", "-m", "11pt_avg", *flags, qrels, run]
+        assert main(argv if command == "trec_eval" else [*argv, "-f", "trec"]) == 0
+        assert [line for line in capsys.readouterr().out.splitlines() if "\tq1\t" in line] == want, command
+    res = sqlmetrics.evaluate(qrels, run, ["iprec_at_recall_0.60", "11pt_avg"], **keyword)
+    assert res.aggregate == pytest.approx({"iprec_at_recall_0.60": iprec, "11pt_avg": pt11}, abs=1e-12)
+    report = sqlmetrics.compare(qrels, {"a": run, "b": run}, ["11pt_avg"], **keyword)
+    assert report.means["a"]["11pt_avg"] == pytest.approx(pt11, abs=1e-12)
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE qrels AS SELECT * FROM (VALUES ('q1', 'd1', 1), ('q1', 'd2', 1)) t(query_id, doc_id, "
+                "relevance)")
+    con.execute("CREATE TABLE run AS SELECT * FROM (VALUES ('q1', 'd1', 4.0), ('q1', 'x1', 3.0), ('q1', 'x2', 2.0), "
+                "('q1', 'd2', 1.0)) t(query_id, doc_id, score)")
+    row = con.execute(sqlmetrics.render(["iprec_at_recall_0.60", "11pt_avg"], "duckdb", **keyword)).fetchall()[0]
+    assert row == pytest.approx((iprec, pt11), abs=1e-12)

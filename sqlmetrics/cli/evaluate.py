@@ -13,7 +13,7 @@ from ..evaluation import evaluate
 from ..local.collect import python_rows
 from ..local.output import TABLE_FORMATS
 from ..options import EVAL_CMD
-from ..results import fixed, json_text
+from ..results import AVERAGED, fixed, json_text
 from ..stats.report import _cell, _md_escape, aligned, html, markdown
 from .common import (ArrowOutput, Progress, TableOutput, UsageError, add_option_flags, check_output, chosen_format,
                      command_runs, measures_from, option_values, trec_line, trec_tag)
@@ -95,7 +95,9 @@ def run(args) -> tuple:
             key = tuple(n for n in rows.column_names if n not in measures and n != "num_lists")
             return ArrowOutput(rows, key, fmt, args.into_mode), args.output
         return _rows(rows, fmt, measures), args.output
-    table = EvalTable(res, list(runs), calls, judgment_groups=options.get("qrels_format") == "qrels_jg")
+    # A log's lists are whatever it holds (no qrels to miss): the footer is about runs judged by qrels.
+    footer = AVERAGED[options.get("queries") or "qrels"] if qrels is not None else ""
+    table = EvalTable(res, list(runs), calls, judgment_groups=options.get("qrels_format") == "qrels_jg", footer=footer)
     if typed:
         records = table.records(args.per_query)
         types = {"run": "string", "query_id": "string", **{m: "float64" for m in measures}}
@@ -132,8 +134,9 @@ def _measure_cell(v) -> str:
 class EvalTable:
     """evaluate() results rendered in each output format of `sqlmetrics eval`."""
 
-    def __init__(self, res, run_names: list, calls: list, judgment_groups: bool = False):
+    def __init__(self, res, run_names: list, calls: list, judgment_groups: bool = False, footer: str = ""):
         self.runs = run_names
+        self.footer = footer  # under the tables a person reads: which queries the means are over
         self.judgment_groups = judgment_groups  # trec_eval's names are then the *_avgjg ones
         self.calls = calls
         self.measures = [c.text for c in calls]
@@ -194,15 +197,16 @@ class EvalTable:
 
     def table(self, per_query: bool) -> str:
         header, rows, align = self._grid(per_query)
-        return aligned([header, *rows], align) + "\n"
+        return aligned([header, *rows], align) + "\n" + (self.footer and self.footer + "\n")
 
     def markdown(self, per_query: bool) -> str:
         header, rows, align = self._grid(per_query)
-        return markdown([header, *rows], align) + "\n"
+        return markdown([header, *rows], align) + "\n" + (self.footer and f"\n{self.footer}\n")
 
     def html(self, per_query: bool) -> str:
         header, rows, align = self._grid(per_query)
-        return html([[_html.escape(str(c)) for c in row] for row in (header, *rows)], align) + "\n"
+        return html([[_html.escape(str(c)) for c in row] for row in (header, *rows)], align) + "\n" + (
+            self.footer and f"<p>{_html.escape(self.footer)}</p>\n")
 
     def trec(self, tags: dict, per_query: bool, hidden: str | None = None) -> str:
         """trec_eval's lines: `measure<TAB>query<TAB>value`, name padded to 22, 4 decimals, counts as integers.

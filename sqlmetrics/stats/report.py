@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..options import CORRECTIONS, TESTS
-from ..results import fixed, json_text
+from ..results import AVERAGED, fixed, json_text
 
 _SUPERSCRIPT = dict(zip("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ"))
 
@@ -182,9 +182,13 @@ class Report:
         return f"{self.method()}, p < {_g(self.max_p)}; {self.n_queries} {counted}"
 
     def footnote(self) -> str:
+        """The significance marks' key; and for runs judged by qrels, which queries the means are over."""
         if self.baseline is not None:
-            return f"▲/▼: significantly better/worse than {self.baseline} ({self.describe()})."
-        return (f"Superscripts: significantly better than the run with that letter ({self.describe()}).")
+            marks = f"▲/▼: significantly better/worse than {self.baseline} ({self.describe()})."
+        else:
+            marks = f"Superscripts: significantly better than the run with that letter ({self.describe()})."
+        averaged = AVERAGED.get(self.options.get("queries")) if self.paired else None  # A/B logs: lists, not queries
+        return marks + (f"\n{averaged}" if averaged else "")
 
     def _rows(self, digits: int, marker, bold=None, missing: str = "–") -> list:
         labels = self.labels
