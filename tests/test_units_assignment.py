@@ -1,0 +1,137 @@
+"""compare(unit=) when the assignment is not clean: a unit in both arms (contamination, GrowthBook's "multiple
+exposures") and lists without a unit id (NULL, empty or spaces) are left out of every arm with a warning that counts
+them, and refused above max_excluded, in Python, on the command line and through render_compare() + decide() on
+DuckDB (and SQLite in the full suite): the counts travel in the statement's rows. The values are
+hand-computed from the hand-made logs below; tests/test_fuzz_units.py draws such logs at random."""
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import sqlmetrics
+from sqlmetrics.cli import main as cli_main
+
+COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
+OPTIONS = dict(columns=COLUMNS, ties="rank", label="clicked")
+FLAGS = [f"--column={r}={c}" for r, c in COLUMNS.items()] + ["--ties", "rank", "--label", "clicked"]
+# Each list's clicks by position: its RR is 1 / the first clicked position, by hand.
+RR = {1.0: [1, 0], 0.5: [0, 1], 0.25: [0, 0, 0, 1], 0.0: [0, 0]}
+
+
+def _log(sessions: list, **extra) -> pa.Table:
+    """One row per position of each session (user, arm, RR of the session); extra: {column: {user: value}}."""
+    rows = [{"user": u, "arm": a, "session": f"s{i:02d}", "doc": f"d{p}", "position": p, "clicked": c,
+             **{k: v.get(u) for k, v in extra.items()}}
+            for i, (u, a, rr) in enumerate(sessions) for p, c in enumerate(RR[rr], 1)]
+    return pa.Table.from_pylist(rows)
+
+
+# A: u1 (RR 1), u2 (0.5), u3 (1, 0.5) -> mean over lists 0.75; B: u4 (0.25), u5 (1, 0.25), u6 (0.5) -> 0.5; u9 in
+# both arms, '' and '  ' and NULL without a unit id: left out, the difference stays 0.5 - 0.75 = -0.25.
+CLEAN = [("u1", "A", 1.0), ("u2", "A", 0.5), ("u3", "A", 1.0), ("u3", "A", 0.5),
+         ("u4", "B", 0.25), ("u5", "B", 1.0), ("u5", "B", 0.25), ("u6", "B", 0.5)]
+MIXED = CLEAN + [("u9", "A", 1.0), ("u9", "B", 1.0)]
+BLANK = MIXED + [("", "A", 0.0), ("  ", "B", 0.0), (None, "A", 0.0)]
+
+
+def _sqlite_rows(log: pa.Table, sql: str) -> list:
+    con = sqlite3.connect(":memory:")
+    con.execute(f"CREATE TABLE log ({', '.join(log.column_names)})")
+    con.executemany(f"INSERT INTO log VALUES ({', '.join('?' * log.num_columns)})",
+                    [tuple(r.values()) for r in log.to_pylist()])
+    cur = con.execute(sql)
+    return [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+
+
+def _reports(log: pa.Table, dialects=("duckdb",), **kw) -> list:
+    """The report as compare(unit=) gives it here, and from render_compare() run on each dialect, then decide()."""
+    out = [sqlmetrics.compare(None, log, ["RR"], unit="user", baseline="A", max_p=0.05, **OPTIONS, **kw)]
+    con = duckdb.connect()
+    con.register("log", log)
+    for dialect in dialects:
+        sql = sqlmetrics.render_compare(["RR"], dialect, qrels=None, run="log", unit="user", test="welch", max_p=0.05,
+                                        covariate=kw.get("covariate"), **OPTIONS)
+        rows = con.sql(sql).to_arrow_table().to_pylist() if dialect == "duckdb" else _sqlite_rows(log, sql)
+        out.append(sqlmetrics.decide(rows, baseline="A", max_excluded=kw.get("max_excluded", 0.01)))
+    return out
+
+
+def _same(a, b) -> bool:
+    x, y = ({k: v for k, v in r.to_dict().items() if k != "options"} for r in (a, b))
+    return json_close(x, y)
+
+
+def _kept(report) -> dict:
+    """A report but for what was left out and the options (which decide() cannot know)."""
+    return {k: v for k, v in report.to_dict().items() if k not in ("options", "excluded")}
+
+
+def json_close(x, y) -> bool:
+    if isinstance(x, dict):
+        return x.keys() == y.keys() and all(json_close(x[k], y[k]) for k in x)
+    if isinstance(x, list):
+        return len(x) == len(y) and all(json_close(a, b) for a, b in zip(x, y))
+    if isinstance(x, float) and isinstance(y, float):
+        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) or math.isnan(x) and math.isnan(y)
+    return x == y
+
+
+def test_a_unit_in_both_arms_is_left_out_with_a_warning_and_refused_above_the_threshold():
+    clean = sqlmetrics.compare(None, _log(CLEAN), ["RR"], unit="user", baseline="A", max_p=0.05, **OPTIONS)
+    (c,) = clean.comparisons
+    assert c.difference == pytest.approx(-0.25, abs=1e-12) and c.n == 6
+    assert clean.excluded == {"multiple_arms": 0, "multiple_arms_lists": 0, "no_id_lists": 0}
+    with pytest.warns(sqlmetrics.SqlmetricsWarning,
+                      match=r"unit= 'user': 1 of 7 units \(14.3%; 2 lists\) were in more than one arm"):
+        reports = _reports(_log(MIXED), max_excluded=0.2)
+    for rep in reports:  # once: u9 counted in both arms, and no word of it
+        (c,) = rep.comparisons
+        assert c.difference == pytest.approx(-0.25, abs=1e-12) and c.n == 6
+        assert rep.excluded == {"multiple_arms": 1, "multiple_arms_lists": 2, "no_id_lists": 0}
+        assert rep.sample_ratio["lists"] == {"A": 3, "B": 3}
+        assert _same(rep, reports[0])
+    assert json_close(_kept(reports[0]), _kept(clean))  # u9 left out: the clean log's report
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"1 of 7 units .* \('u9'\): more than max_excluded=0.01"):
+        sqlmetrics.compare(None, _log(MIXED), ["RR"], unit="user", **OPTIONS)
+
+
+def test_lists_without_a_unit_id_are_left_out_as_null_ones():
+    with pytest.warns(sqlmetrics.SqlmetricsWarning) as caught:
+        reports = _reports(_log(BLANK), max_excluded=0.25)
+    assert {str(w.message).split("; they are left out")[0] for w in caught} == {
+        "unit= 'user': 1 of 7 units (14.3%; 2 lists) were in more than one arm ('u9') and 3 of 13 lists (23.1%) have "
+        "no unit id (NULL, empty or spaces only)",
+        "unit= 'user': 1 of 7 units (14.3%; 2 lists) were in more than one arm and 3 of 13 lists (23.1%) have no unit "
+        "id (NULL, empty or spaces only)"}  # the statement's rows carry no ids
+    for rep in reports:  # once: '' and '  ' were two more users
+        (c,) = rep.comparisons
+        assert c.difference == pytest.approx(-0.25, abs=1e-12) and c.n == 6
+        assert rep.excluded == {"multiple_arms": 1, "multiple_arms_lists": 2, "no_id_lists": 3}
+        assert _same(rep, reports[0])
+    clean = sqlmetrics.compare(None, _log(CLEAN), ["RR"], unit="user", baseline="A", max_p=0.05, **OPTIONS)
+    assert json_close(_kept(reports[0]), _kept(clean))
+
+
+def test_the_command_line_says_it_in_one_line(tmp_path, capsys):
+    path = tmp_path / "log.parquet"
+    pq.write_table(_log(MIXED), path)
+    args = ["compare", "none", str(path), "-m", "RR", *FLAGS, "--unit", "user", "--baseline", "A"]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "1 of 7 units" in err and "--max-excluded" in err
+    assert cli_main([*args, "--max-excluded", "0.2"]) == 0
+    out, err = capsys.readouterr()
+    assert "sqlmetrics: warning: --unit 'user': 1 of 7 units" in err  # the keywords as the flags are spelt
+    assert "Left out of every arm: 1 units in more than one arm (2 lists), 0 lists without a unit id." in out
+
+
+@pytest.mark.slow  # SQLite's statement (sqlglot's rendering) and its run: DuckDB's is the fast suite's
+def test_sqlite_leaves_out_what_duckdb_does():
+    with pytest.warns(sqlmetrics.SqlmetricsWarning):
+        here, *there = _reports(_log(BLANK), dialects=("duckdb", "sqlite"), max_excluded=0.25)
+    assert all(_same(rep, here) for rep in there) and here.excluded["no_id_lists"] == 3
