@@ -1,12 +1,14 @@
 """compare(unit=) when the assignment is not clean: a unit in both arms (contamination, GrowthBook's "multiple
 exposures") and lists without a unit id (NULL, empty or spaces) are left out of every arm with a warning that counts
 them, and refused above max_excluded, in Python, on the command line and through render_compare() + decide() on
-DuckDB (and SQLite in the full suite): the counts travel in the statement's rows. The values are
-hand-computed from the hand-made logs below; tests/test_fuzz_units.py draws such logs at random."""
+DuckDB (and SQLite in the full suite): the counts travel in the statement's rows. An arm of one unit gives its
+difference (its variance is not defined: no interval, no p). The values are hand-computed from the hand-made logs below; tests/test_fuzz_units.py draws such logs at
+random."""
 from __future__ import annotations
 
 import math
 import sqlite3
+import warnings
 
 import duckdb
 import pyarrow as pa
@@ -130,8 +132,32 @@ def test_the_command_line_says_it_in_one_line(tmp_path, capsys):
     assert "Left out of every arm: 1 units in more than one arm (2 lists), 0 lists without a unit id." in out
 
 
+def test_an_arm_of_one_unit_gives_its_difference_and_says_why_there_is_no_p():
+    """A: u1's two lists (RR 1 and 0.5) -> 0.75; B: u2 (0.25), u3 (0.25, 1) -> 0.5. The difference is -0.25, as
+    without unit=; a variance over one unit is not defined (once the difference was nan too)."""
+    log = _log([("u1", "A", 1.0), ("u1", "A", 0.5), ("u2", "B", 0.25), ("u3", "B", 0.25), ("u3", "B", 1.0)],
+               pre={"u1": 0.5, "u2": 0.5, "u3": 0.5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = sqlmetrics.compare(None, log, ["RR"], baseline="A", max_p=0.05, **OPTIONS).comparisons[0]
+    assert plain.difference == pytest.approx(-0.25, abs=1e-12)
+    for kw in ({}, {"covariate": "pre", "dialects": ()}):  # a covariate equal for every unit adjusts nothing
+        with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"unit= 'user': one unit in 'A': the difference of the "
+                          r"means is given, but a variance over one unit is not defined, so those comparisons have no "
+                          r"interval and no p-value"):
+            reports = _reports(log, **kw)
+        for rep in reports:
+            (c,) = rep.comparisons
+            assert c.difference == pytest.approx(-0.25, abs=1e-12) and c.n == 3
+            assert all(math.isnan(v) for v in (c.p_value, c.ci_low, c.ci_high, c.statistic))
+        assert "-0.2500" in reports[0].to_table()
+
+
 @pytest.mark.slow  # SQLite's statement (sqlglot's rendering) and its run: DuckDB's is the fast suite's
 def test_sqlite_leaves_out_what_duckdb_does():
     with pytest.warns(sqlmetrics.SqlmetricsWarning):
         here, *there = _reports(_log(BLANK), dialects=("duckdb", "sqlite"), max_excluded=0.25)
     assert all(_same(rep, here) for rep in there) and here.excluded["no_id_lists"] == 3
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match="one unit in 'A'"):
+        here, *there = _reports(_log([("u1", "A", 1.0), ("u2", "B", 0.25), ("u3", "B", 1.0)]), dialects=("sqlite",))
+    assert _same(there[0], here) and here.comparisons[0].difference == pytest.approx(-0.375, abs=1e-12)

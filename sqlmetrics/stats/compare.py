@@ -283,6 +283,7 @@ def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit:
                                statistic=math.nan, p_value=math.nan)
                 _unit_test(c, x, y, cuped, max_p)
                 comparisons.append(c)
+    _one_unit(stats, unit, segment_names)
     _decide(comparisons, info, correction, max_p, sequential)
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons,
@@ -292,17 +293,32 @@ def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit:
                   sample_ratio=ratio, unit=unit, cuped=cuped, sequential=sequential, excluded=excluded)
 
 
+def _one_unit(stats: dict, unit: str, segment_names) -> None:
+    """Warn of the arms with one unit in a segment: their comparisons give the difference alone."""
+    alone = sorted({(r, seg) for (seg, _, r), m in stats.items() if m.n == 1}, key=repr)
+    if alone:
+        arms = ", ".join(f"{r!r}" + "".join(f" {g}={v!r}" for g, v in zip(segment_names, seg)) for r, seg in alone)
+        warnings.warn(SqlmetricsWarning(
+            f"unit= {unit!r}: one unit in {arms}: the difference of the means is given, but a variance over one unit "
+            "is not defined, so those comparisons have no interval and no p-value (Welch's test needs 2 units in each "
+            "arm)."), stacklevel=3)
+
+
 def _unit_test(c: Comparison, x, y, cuped: bool, max_p: float) -> None:
     """Welch's test of two arms' ratios over units (x: the run, y: the baseline), CUPED-adjusted when the units
-    carry a pre-period; the interval of the difference at 1 - max_p, and the share of variance CUPED removed."""
-    if x.n < 2 or y.n < 2:
+    carry a pre-period; the interval of the difference at 1 - max_p, and the share of variance CUPED removed. An
+    arm of one unit has a mean, not a variance: the difference alone."""
+    if not (x.n and y.n):
         return
     (mx, vx), (my, vy) = units.ratio(x), units.ratio(y)
     raw = vx / x.n + vy / y.n
     if cuped:
         (mx, vx), (my, vy), _ = units.cuped(x, y)
-        c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
     c.difference = mx - my
+    if x.n < 2 or y.n < 2:
+        return
+    if cuped:
+        c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
     c.statistic, c.p_value, df = welch(x.n, mx, vx, y.n, my, vy)
     se = c.se = math.sqrt(vx / x.n + vy / y.n)
     half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
