@@ -2,7 +2,8 @@
 exposures") and lists without a unit id (NULL, empty or spaces) are left out of every arm with a warning that counts
 them, and refused above max_excluded, in Python, on the command line and through render_compare() + decide() on
 DuckDB (and SQLite in the full suite): the counts travel in the statement's rows. An arm of one unit gives its
-difference (its variance is not defined: no interval, no p). The values are hand-computed from the hand-made logs below; tests/test_fuzz_units.py draws such logs at
+difference (its variance is not defined: no interval, no p); a covariate that is not a finite number is named with
+its units. The values are hand-computed from the hand-made logs below; tests/test_fuzz_units.py draws such logs at
 random."""
 from __future__ import annotations
 
@@ -151,6 +152,26 @@ def test_an_arm_of_one_unit_gives_its_difference_and_says_why_there_is_no_p():
             assert c.difference == pytest.approx(-0.25, abs=1e-12) and c.n == 3
             assert all(math.isnan(v) for v in (c.p_value, c.ci_low, c.ci_high, c.statistic))
         assert "-0.2500" in reports[0].to_table()
+
+
+@pytest.mark.parametrize("value, shown", [(math.nan, "'nan'"), (math.inf, "'inf'"), (-math.inf, "'-inf'"),
+                                          ("abc", "'abc'")])
+def test_a_covariate_that_is_not_a_finite_number_is_named_with_its_units(value, shown):
+    """Once: NaN gave difference nan with p = 1.0, an infinite one ValueError (fsum), a text one an internal error."""
+    text = isinstance(value, str)
+    pre = {u: (value if u in ("u2", "u5") else ("0.5" if text else 0.5)) for u in ("u1", "u2", "u3", "u4", "u5", "u6")}
+    log = _log(CLEAN, pre=pre)
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=rf"covariate= 'pre' is not a finite number for 2 units \(user "
+                       rf"'u2': {shown}, 'u5': {shown}\)\. CUPED's covariate is each unit's number"):
+        sqlmetrics.compare(None, log, ["RR"], unit="user", covariate="pre", baseline="A", **OPTIONS)
+
+
+def test_a_text_covariate_on_the_command_line_is_one_line(tmp_path, capsys):
+    path = tmp_path / "log.parquet"
+    pq.write_table(_log(CLEAN, pre={"u1": "0.5", "u2": "high"}), path)
+    assert cli_main(["compare", "none", str(path), "-m", "RR", *FLAGS, "--unit", "user", "--covariate", "pre"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--covariate 'pre' is not a finite number for 1 unit (user 'u2': 'high')" in err
 
 
 @pytest.mark.slow  # SQLite's statement (sqlglot's rendering) and its run: DuckDB's is the fast suite's

@@ -13,6 +13,7 @@ from ..catalogue import parse_all
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..engines import as_text
 from ..evaluation import engine_options, evaluate
+from ..identifiers import quote_identifier
 from ..local.collect import python_rows
 from ..local.connection import connect
 from ..local.readers import load
@@ -158,10 +159,29 @@ def _covariates(log, o, calls: list) -> dict:
             if name not in con.sql(f"SELECT * FROM {loaded.view}").columns:
                 raise SqlmetricsError(f"{'unit' if name == o.unit else 'covariate'}= {name!r}: the log has no such "
                                       "column.")
+        _check_covariate_values(con, loaded.view, o.unit, o.covariate)
         rows = con.execute(covariate_sql("duckdb", loaded.view, o.unit, o.covariate, ["x"])).fetchall()
     finally:
         con.close()
     return {u: [[x] * len(calls)] for u, x in rows if x is not None}
+
+
+def _check_covariate_values(con, view: str, unit: str, covariate: str) -> None:
+    """Every covariate value is a finite number (or NULL, no covariate): a NaN would make every CUPED number NaN,
+    an infinite one break the sums, a text one the cast. The refusal names the units that hold such values."""
+    u, x = quote_identifier(unit), quote_identifier(covariate)
+    bad = (f"FROM {view} WHERE {u} IS NOT NULL AND {x} IS NOT NULL "
+           f"AND NOT coalesce(isfinite(TRY_CAST({x} AS DOUBLE)), false)")
+    (count,) = con.execute(f"SELECT COUNT(DISTINCT {u}) {bad}").fetchone()
+    if not count:
+        return
+    shown = con.execute(f"SELECT DISTINCT CAST({u} AS VARCHAR), CAST({x} AS VARCHAR) {bad} ORDER BY 1 LIMIT 3"
+                        ).fetchall()
+    raise SqlmetricsError(f"covariate= {covariate!r} is not a finite number for {count:,} "
+                          f"unit{'s' if count > 1 else ''} "
+                          f"({unit} {', '.join(f'{a!r}: {b!r}' for a, b in shown)}{', ...' if count > len(shown) else ''}"
+                          "). CUPED's covariate is each unit's number from before the experiment: fix those values, or "
+                          "make them NULL (a unit without one counts as a unit absent from a pre-period).")
 
 
 def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, **options) -> Report:
