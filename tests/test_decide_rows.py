@@ -153,3 +153,24 @@ def test_the_command_line_reads_a_sorted_json_lines_file_and_refuses_bad_options
     assert cli_main(["decide", str(path)]) == 2
     err = capsys.readouterr().err
     assert "the statement gave 24 rows and these are 23: missing the ranks row" in err and len(err.splitlines()) == 1
+
+
+def test_rows_that_name_an_unknown_run_or_segment_are_named():
+    """Found by tests/test_fuzz_decide.py: a bootstrap row of a run that is not in the statement, or a units row
+    moved to a segment of no units, was read as the missing pair's or segment's, and gave nan or another number."""
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW log AS SELECT * FROM '{LOG}'")
+    sql = sqlmetrics.render_compare(["RR"], "duckdb", run="log", **{**OPTIONS, "test": "bootstrap", "n_resamples": 20})
+    boot = con.sql(sql).to_arrow_table().to_pylist()
+    i = next(i for i, r in enumerate(boot) if r["kind"] == "boot")
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"the boot row of 'nobody' against .* names run 'nobody', "
+                                                         "which has no lists row in any segment"):
+        sqlmetrics.decide([*boot[:i], {**boot[i], "rx": "nobody"}, *boot[i + 1:]])
+    con.execute("CREATE VIEW visits AS SELECT *, arm || ':' || query AS visitor FROM log")  # the arm's users
+    sql = sqlmetrics.render_compare(["RR"], "duckdb", run="visits", unit="visitor", **OPTIONS)
+    units = con.sql(sql).to_arrow_table().to_pylist()
+    assert {r["kind"] for r in units} == {"unit_count", "unit_lists", "units"}
+    i = next(i for i, r in enumerate(units) if r["kind"] == "units")
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"the units row of run '\w+', date='2099-01-01', RR counts "
+                                                         r"\d+ units, but it has no unit_lists row"):
+        sqlmetrics.decide([*units[:i], {**units[i], "date": "2099-01-01"}, *units[i + 1:]])

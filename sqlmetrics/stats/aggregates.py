@@ -387,8 +387,9 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
     and of cross-products (kind 'units': n, v1 = mean y, v2 = mean l, v3 = Σ(y - ȳ)², v4 = Σ(l - l̄)², v5 =
     Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n, its units; v1, its lists
     without a unit id (NULL, empty or spaces only); v2, all its lists; v3, the units seen in more than one arm, of
-    every arm (the same on each row); v4, its lists of those units): the delta method's sufficient statistics
-    (units.py). The lists without a unit id and the units of several arms are left out of the moments (decide()
+    every arm (the same on each row); v4, its lists of those units), and each arm's lists and units per segment
+    (kind 'unit_lists': n, v1; what the moments' rows of that arm and segment promise): the delta method's
+    sufficient statistics (units.py). The lists without a unit id and the units of several arms are left out of the moments (decide()
     warns of them, and refuses more than max_excluded of either). With pre (CUPED; the pre-period's per-list rows are ab_pv), each unit's
     pre-period sums yp and lp (0 for a unit not seen then) join y and l: kind 'units_pre' holds their means and
     sums of products as 'units' does y's and l's, kind 'units_cross' v1 .. v4 = Σ(y - ȳ)(yp - ȳp), Σ(y - ȳ)(lp -
@@ -425,7 +426,9 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
               "CAST(MAX(k.units) AS DOUBLE PRECISION), "
               f"CAST(SUM(CASE WHEN x.u IS NULL THEN 0 ELSE 1 END) AS DOUBLE PRECISION), {null} "
               "FROM ab_base AS b LEFT JOIN ab_mixed AS x ON x.u = b.u "
-              "CROSS JOIN (SELECT COUNT(*) AS units FROM ab_mixed) AS k GROUP BY b.run")
+              "CROSS JOIN (SELECT COUNT(*) AS units FROM ab_mixed) AS k GROUP BY b.run"
+              f"\nUNION ALL\nSELECT 'unit_lists', 0, run, run, {cols}0, COUNT(*), CAST(COUNT(DISTINCT u) AS DOUBLE "
+              f"PRECISION), {null}, {null}, {null}, {null} FROM ab_kept GROUP BY run{''.join(f', {c}' for c in s)}")
     before = f"""
 ab_pvals AS ({values("(SELECT " + ident(unit) + " AS u" + measures + " FROM ab_pv) AS ab_pbase", "")}),
 ab_pre AS (SELECT u, m, SUM(x) AS yp, COUNT(*) AS lp FROM ab_pvals GROUP BY u, m),

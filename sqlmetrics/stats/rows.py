@@ -7,7 +7,7 @@ rows name in group_by, so neither the order of an export's columns (JSON Lines s
 the way matters. Each row is typed (a number may come as text, as BigQuery's JSON gives an INT64, or as a Decimal)
 and held to its kind's bounds: counts are integers, n positive, moments finite, sums of squares not negative. Then
 the rows together: one setting for all, no key twice, each row's run and segment in its 'lists' row (with unit=,
-its 'unit_count' row) and within its counts, and as many rows as the statement gave (n_rows) — else the message
+its 'unit_lists' row) and within its counts, and as many rows as the statement gave (n_rows) — else the message
 names what is missing: the row's kind, run, segment and measure."""
 from __future__ import annotations
 
@@ -34,11 +34,12 @@ _KINDS = {
     "diffs": ((0,), 1, "x+ccc"),  # mean, sum of squared deviations, above, level, below
     "boot": ((0, 1), 0, "qqqq"),  # the resampled differences at bootstrap_ranks()
     "unit_count": ((0,), 0, "cccc"),  # lists without a unit id, lists, units of several arms, their lists here
+    "unit_lists": ((0,), 1, "c"),  # a segment's units (its lists: n)
     "units": ((0,), 1, "xp++x"),  # mean y, mean l, Σ(y - ȳ)², Σ(l - l̄)², Σ(y - ȳ)(l - l̄)
     "units_pre": ((0,), 1, "x+++x"),  # the same of yp and lp (lp is 0 for a unit without a pre-period)
     "units_cross": ((0,), 1, "xxxx"),  # the cross-products of y, l with yp, lp
 }
-UNIT_KINDS = ("unit_count", "units", "units_pre", "units_cross")
+UNIT_KINDS = ("unit_count", "unit_lists", "units", "units_pre", "units_cross")
 PER_RUN = ("lists", "moments", *UNIT_KINDS)  # rx = ry: one run's row
 _SCOPES = {0: "own lists", 1: "shared lists", 2: "complete lists"}
 
@@ -217,7 +218,7 @@ def _row(i: int, r: dict, key, segs: tuple, settings: dict) -> dict:
     if (row["rx"] == row["ry"]) != (kind in PER_RUN):
         raise SqlmetricsError(f"{at}: rx {row['rx']!r} and ry {row['ry']!r} must be "
                               f"{'the same run' if kind in PER_RUN else 'two runs'}; {_FIX}.")
-    if row["m"] is None or row["m"] < 0 or (kind in ("lists", "unit_count") and row["m"] != 0):
+    if row["m"] is None or row["m"] < 0 or (kind in ("lists", "unit_count", "unit_lists") and row["m"] != 0):
         raise SqlmetricsError(f"{at}: m {row['m']!r} is not a measure's index of a {kind} row; {_FIX}.")
     at = f"decide(): row {i}, {describe(row, segs)}"
     top = settings["n_resamples"] if kind == "boot" else math.inf
@@ -240,7 +241,8 @@ def _row(i: int, r: dict, key, segs: tuple, settings: dict) -> dict:
     if kind == "boot" and (row["v1"] is None) != (row["v4"] is None or row["v2"] is None or row["v3"] is None):
         raise SqlmetricsError(f"{at}: its resampled differences v1 .. v4 are partly empty; {_FIX}.")
     if kind == "lists" and row["v1"] > row["n"] or kind == "diffs" and row["v3"] + row["v4"] + row["v5"] != row["n"] \
-            or kind == "unit_count" and (row["v1"] + row["v4"] > row["v2"] or row["n"] > row["v2"]):
+            or kind == "unit_count" and (row["v1"] + row["v4"] > row["v2"] or row["n"] > row["v2"]) \
+            or kind == "unit_lists" and not 1 <= row["v1"] <= row["n"]:
         raise SqlmetricsError(f"{at}: its counts do not add up (n = {row['n']}, v1 .. v5 = "
                               f"{[row[f'v{j}'] for j in range(1, 6)]}); {_FIX}.")
     return row
@@ -282,16 +284,26 @@ def _consistent(s: Statistics) -> None:
         if len(mixed) > 1:
             raise SqlmetricsError(f"decide(): the unit_count rows disagree on the units seen in more than one arm "
                                   f"(v3: {sorted(mixed)}); {_FIX}.")
+        segments = {(r["rx"], r["segment"]): r["v1"] for r in s.rows if r["kind"] == "unit_lists"}
         for r in s.rows:
-            if r["kind"] != "unit_count" and (r["rx"] not in units or r["n"] > units[r["rx"]]["n"]):
-                raise SqlmetricsError(f"decide(): {describe(r, s.segments, s.measures)} counts {r['n']} units, "
+            if r["kind"] == "unit_count":
+                continue
+            counted = r["v1"] if r["kind"] == "unit_lists" else r["n"]  # the units of the row's segment
+            if r["rx"] not in units or counted > units[r["rx"]]["n"]:
+                raise SqlmetricsError(f"decide(): {describe(r, s.segments, s.measures)} counts {int(counted)} units, "
                                       + (f"but run {r['rx']!r} has {int(units[r['rx']]['n'])}" if r["rx"] in units else
                                          f"but there is no unit_count row of run {r['rx']!r}") + f"; {_FIX}.")
+            if r["kind"] != "unit_lists" and r["n"] > segments.get((r["rx"], r["segment"]), 0):
+                raise SqlmetricsError(f"decide(): {describe(r, s.segments, s.measures)} counts {r['n']} units, but "
+                                      + (f"its unit_lists row says {int(segments[r['rx'], r['segment']])}"
+                                         if (r["rx"], r["segment"]) in segments else "it has no unit_lists row")
+                                      + f"; {_FIX}.")
         kinds: dict = {}  # with CUPED, each units row has its units_pre and units_cross rows
         for r in s.rows:
-            if r["kind"] != "unit_count":
+            if r["kind"] not in ("unit_count", "unit_lists"):
                 kinds.setdefault((r["rx"], r["segment"], r["m"]), set()).add(r["kind"])
-        full = set(UNIT_KINDS[1:]) if any(len(k) > 1 or "units" not in k for k in kinds.values()) else {"units"}
+        cuped = any(len(have) > 1 or "units" not in have for have in kinds.values())
+        full = {"units", "units_pre", "units_cross"} if cuped else {"units"}
         for (run, seg, m), have in kinds.items():
             if have != full:
                 raise SqlmetricsError(f"decide(): the {' and '.join(sorted(full - have))} row of run {run!r}"
@@ -299,8 +311,12 @@ def _consistent(s: Statistics) -> None:
         return
     lists = {(r["rx"], r["segment"]): r for r in s.rows if r["kind"] == "lists"}
     own = {(r["rx"], r["segment"], r["m"]): r["n"] for r in s.rows if r["kind"] == "moments" and r["sc"] == 0}
+    known = {run for run, _ in lists}
     for r in s.rows:
         runs = [r["rx"]] if r["kind"] in PER_RUN else [r["rx"], r["ry"]]
+        if stranger := [run for run in runs if run not in known]:  # a pair row needs only one run's lists below
+            raise SqlmetricsError(f"decide(): {describe(r, s.segments, s.measures)} names run {stranger[0]!r}, which "
+                                  f"has no lists row in any segment; {_FIX}.")
         counted = [lists.get((run, r["segment"])) for run in runs]
         both = r["kind"] == "diffs" or r["kind"] == "boot" and r["sc"] == 1
         if all(c is None for c in counted) or both and None in counted:
@@ -345,6 +361,7 @@ def _expected(s: Statistics) -> list:
         cuped = any(r["kind"] in ("units_pre", "units_cross") for r in s.rows)
         seen = sorted({(r["rx"], r["segment"]) for r in s.rows if r["kind"] != "unit_count"}, key=repr)
         return ([("unit_count", 0, (run, run), (None,) * len(s.segments), 0) for run in runs]
+                + [("unit_lists", 0, (run, run), seg, 0) for run, seg in seen]
                 + [(kind, 0, (run, run), seg, m) for kind in ("units", *(("units_pre", "units_cross") if cuped else ()))
                    for run, seg in seen for m in measures])
     having = {(r["rx"], r["segment"]) for r in s.rows if r["kind"] in ("lists", "moments")}
@@ -372,7 +389,7 @@ def _expected(s: Statistics) -> list:
 
 def describe(r: dict, segs: tuple, measures: list | None = None) -> str:
     """A row as a message names it: its kind, run (or runs), segment, measure and scope."""
-    measure = "" if r["kind"] in ("lists", "unit_count") else (
+    measure = "" if r["kind"] in ("lists", "unit_count", "unit_lists") else (
         f", {measures[r['m']] if measures else r['measure']}")
     where = _where(segs, r["segment"]) + measure
     if r["kind"] == "moments":
