@@ -120,6 +120,16 @@ def test_lists_without_a_unit_id_are_left_out_as_null_ones():
     assert json_close(_kept(reports[0]), _kept(clean))
 
 
+def test_an_arm_without_a_unit_left_is_refused():
+    """Found by tests/test_fuzz_units.py: once every unit of an arm was left out, its comparison was nan without a
+    word (u2 left in A), or the report could not be printed at all (KeyError: no unit left anywhere)."""
+    for sessions in ([("u1", "A", 1.0), ("u1", "B", 1.0), ("u2", "A", 0.5)], [("u1", "A", 1.0), ("u1", "B", 1.0)]):
+        with pytest.warns(sqlmetrics.SqlmetricsWarning), pytest.raises(
+                sqlmetrics.SqlmetricsError, match=r"unit= 'user': no unit of ('A', )?'B' is left once the units in "
+                                                  r"more than one arm and the lists without a unit id are left out"):
+            _reports(_log(sessions), max_excluded=1)
+
+
 def test_the_command_line_says_it_in_one_line(tmp_path, capsys):
     path = tmp_path / "log.parquet"
     pq.write_table(_log(MIXED), path)

@@ -283,6 +283,10 @@ def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit:
         correction = None
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    if empty := [r for r in run_names if not counts.get(r)]:  # every unit of it left out (exclusions())
+        raise SqlmetricsError(f"unit= {unit!r}: no unit of {', '.join(map(repr, empty))} is left once the units in "
+                              "more than one arm and the lists without a unit id are left out: there is nothing to "
+                              "compare. Fix the assignment or the log.")
     _check_sequential(sequential, "welch")
     measures = list(info)
     segments = sorted({seg for seg, _, _ in stats}, key=lambda seg: [(v is None, str(v)) for v in seg])
