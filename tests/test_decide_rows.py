@@ -174,3 +174,29 @@ def test_rows_that_name_an_unknown_run_or_segment_are_named():
     with pytest.raises(sqlmetrics.SqlmetricsError, match=r"the units row of run '\w+', date='2099-01-01', RR counts "
                                                          r"\d+ units, but it has no unit_lists row"):
         sqlmetrics.decide([*units[:i], {**units[i], "date": "2099-01-01"}, *units[i + 1:]])
+
+
+def test_hostile_inputs_are_refused_by_name(tmp_path):
+    """Once: a list holding a non-row raised TypeError, a count past any engine's range OverflowError, a CSV saved
+    with a byte order mark (a spreadsheet's) had no kind column, and max_excluded=2 was taken."""
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"row 25 is a NoneType, not a row: give a dict"):
+        sqlmetrics.decide(rows() + [None])
+    with pytest.raises(sqlmetrics.SqlmetricsError, match=r"row 1: n 1(0){36}\.\.\. is out of "
+                                                         "a count's range"):
+        sqlmetrics.decide(edited(0, n=10**400))
+    path = tmp_path / "stats.csv"
+    duckdb.connect().execute(f"COPY (SELECT * FROM ({_sql_of(rows())})) TO '{path}' (HEADER)")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert _decide(str(path)) == _decide(rows())
+    for run in (lambda: sqlmetrics.decide(rows(), max_excluded=2),
+                lambda: sqlmetrics.compare(None, LOG, ["RR"], max_excluded=2, **{k: v for k, v in OPTIONS.items()
+                                                                                  if k != "qrels"})):
+        with pytest.raises(sqlmetrics.SqlmetricsError, match=r"max_excluded=2: give the largest share \(0 \.\. 1\)"):
+            run()
+
+
+def _sql_of(rows: list) -> str:
+    """The rows as a DuckDB query (VALUES), to write them as a warehouse would."""
+    names = list(rows[0])
+    values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in r.values()) + ")" for r in rows)
+    return f"SELECT * FROM (VALUES {values}) AS t({', '.join(names)})"

@@ -52,6 +52,7 @@ def compare(qrels, runs, measures, **options):
     progress = options.pop("_progress", None)  # the command line's progress line, told each step (local only)
     o = resolve(COMPARE, options)
     _check_options(o.test, o.max_p, o.correction, o.seed, o.n_resamples)
+    _check_max_excluded(o.max_excluded)
     single = "run_name" in (o.columns or {}) and not isinstance(runs, dict)
     named = None if single else _named_runs(runs)
     if single and isinstance(runs, (list, tuple)):
@@ -245,9 +246,6 @@ def exclusions(unit: str, max_excluded: float, *, units: int, mixed: int, mixed_
     id (`no_id` of `lists`), left out of every arm: a warning that counts them, and a SqlmetricsError when either is
     more than max_excluded of the whole, as GrowthBook flags multiple exposures above 1% of the users. Returns the
     counts, as Report.excluded holds them."""
-    if isinstance(max_excluded, bool) or not isinstance(max_excluded, (int, float)) or not 0 <= max_excluded <= 1:
-        raise SqlmetricsError(f"max_excluded={max_excluded!r}: give the largest share (0 .. 1) of the units in more "
-                              "than one arm, and of the lists without a unit id, that may be left out, e.g. 0.01.")
     counts = {"multiple_arms": mixed, "multiple_arms_lists": mixed_lists, "no_id_lists": no_id}
     found = []
     if mixed:
@@ -267,6 +265,12 @@ def exclusions(unit: str, max_excluded: float, *, units: int, mixed: int, mixed_
     warnings.warn(SqlmetricsWarning(f"{said}; they are left out of every arm (as experimentation platforms leave out "
                                     "multiple exposures). Find why in the assignment or the log."), stacklevel=3)
     return counts
+
+
+def _check_max_excluded(max_excluded) -> None:
+    if isinstance(max_excluded, bool) or not isinstance(max_excluded, (int, float)) or not 0 <= max_excluded <= 1:
+        raise SqlmetricsError(f"max_excluded={max_excluded!r}: give the largest share (0 .. 1) of the units in more "
+                              "than one arm, and of the lists without a unit id, that may be left out, e.g. 0.01.")
 
 
 def _percent(part: int, whole: int) -> str:
@@ -604,6 +608,7 @@ def decide(stats, *, baseline=None, correction=None, split=None, sequential=None
     bounds is a SqlmetricsError naming it, never a number computed from it."""
     resolve(DECIDE_CMD, {"baseline": baseline, "correction": correction, "split": split, "sequential": sequential,
                          "max_excluded": max_excluded})
+    _check_max_excluded(max_excluded)
     s = rows.read(stats)
     calls = parse_all(s.measures)
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}

@@ -88,6 +88,9 @@ def read(stats) -> Statistics:
 def _rows(stats) -> list:
     """decide()'s input as a list of dicts."""
     if isinstance(stats, list):
+        if odd := next((i for i, r in enumerate(stats, 1) if not isinstance(r, dict)), None):
+            raise SqlmetricsError(f"decide(): row {odd} is a {type(stats[odd - 1]).__name__}, not a row: give a dict "
+                                  "{column: value} per row of the statement.")
         return stats
     if isinstance(stats, (str, Path)):
         path = Path(stats)
@@ -103,7 +106,7 @@ def _rows(stats) -> list:
 
                 stats = pq.read_table(path)
             else:
-                return _text_rows(path.read_text(encoding="utf-8"), suffix)
+                return _text_rows(path.read_text(encoding="utf-8-sig"), suffix)  # a spreadsheet's BOM is no name
         except (OSError, ValueError) as e:
             raise SqlmetricsError(f"decide(): {str(stats)!r} cannot be read: {str(e).splitlines()[0]}") from None
     if hasattr(stats, "to_pylist"):  # pyarrow
@@ -169,7 +172,7 @@ def _settings(rows: list, key) -> dict:
             try:
                 value = parse[name](r.get(key(name)))
             except ValueError as e:
-                raise SqlmetricsError(f"decide(): row {i}: {name} {r.get(key(name))!r} {e}; {_FIX}.") from None
+                raise SqlmetricsError(f"decide(): row {i}: {name} {_shown(r.get(key(name)))} {e}; {_FIX}.") from None
             first = seen.setdefault(name, (value, i))
             if first[0] != value:
                 raise SqlmetricsError(f"decide(): the rows disagree on {name}: {first[0]!r} on row {first[1]}, "
@@ -196,7 +199,7 @@ def _row(i: int, r: dict, key, segs: tuple, settings: dict) -> dict:
         try:
             return parse(r.get(key(name)))
         except ValueError as e:
-            raise SqlmetricsError(f"decide(): row {i}: {name} {r.get(key(name))!r} {e}; {_FIX}.") from None
+            raise SqlmetricsError(f"decide(): row {i}: {name} {_shown(r.get(key(name)))} {e}; {_FIX}.") from None
 
     kind = value("kind", _text)
     kinds = UNIT_KINDS if unit else tuple(k for k in _KINDS if k not in UNIT_KINDS)
@@ -408,6 +411,12 @@ def _where(segs: tuple, segment: tuple) -> str:
 # ---------------------------------------------------------------------------------------------- values
 
 
+def _shown(v) -> str:
+    """A value as a message quotes it: its repr, cut short."""
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _empty(v) -> bool:
     """NULL as an export gives it: None, or NaN (pandas' NULL in a float column)."""
     return v is None or isinstance(v, float) and math.isnan(v)
@@ -440,6 +449,8 @@ def _int(v):
     if _empty(v):
         return None
     if isinstance(v, int) and not isinstance(v, bool):
+        if abs(v) >= 2**63:  # no engine's count: BIGINT's range
+            raise ValueError("is out of a count's range")
         return v
     out = _float(v)
     if out is None or not math.isfinite(out) or out != int(out):
