@@ -192,3 +192,19 @@ def test_sqlite_leaves_out_what_duckdb_does():
     with pytest.warns(sqlmetrics.SqlmetricsWarning, match="one unit in 'A'"):
         here, *there = _reports(_log([("u1", "A", 1.0), ("u2", "B", 0.25), ("u3", "B", 1.0)]), dialects=("sqlite",))
     assert _same(there[0], here) and here.comparisons[0].difference == pytest.approx(-0.375, abs=1e-12)
+
+
+def test_a_nan_covariate_in_the_warehouse_is_named_as_the_cause():
+    """The statement casts the covariate there as before; the NaN it sums into CUPED's moments is refused by
+    decide() (and compare(engine=)), which says where it comes from."""
+    log = _log(CLEAN, pre={"u1": math.nan, "u2": 0.5, "u3": 0.5, "u4": 0.2, "u5": 0.1, "u6": 0.3})
+    con = duckdb.connect()
+    con.register("log", log)
+    sql = sqlmetrics.render_compare(["RR"], "duckdb", qrels=None, run="log", unit="user", test="welch",
+                                    covariate="pre", **OPTIONS)
+    for run in (lambda: sqlmetrics.decide(con.sql(sql).to_arrow_table(), baseline="A"),
+                lambda: sqlmetrics.compare(None, "log", ["RR"], unit="user", covariate="pre", engine=con, baseline="A",
+                                           **OPTIONS)):
+        with pytest.raises(sqlmetrics.SqlmetricsError, match=r"the units_pre row of run 'A', RR: v1 is empty \(NULL or "
+                           r"NaN\), where the statement gives a finite number; a covariate= column holding NaN"):
+            run()

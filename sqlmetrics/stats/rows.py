@@ -237,10 +237,11 @@ def _row(i: int, r: dict, key, segs: tuple, settings: dict) -> dict:
                 code == "c" and v != int(v)):
             what = {"x": "a finite number", "+": "a finite number not negative", "p": "a positive number",
                     "c": "a count (an integer not negative)", "q": "a finite number or empty"}[code]
+            fix = _FIX if kind not in ("units_pre", "units_cross") else (  # CUPED's sums: NaN in, NaN out
+                "a covariate= column holding NaN or infinite values gives them: make those values NULL (no "
+                "covariate) or fix them, then run the statement again; else " + _FIX)
             raise SqlmetricsError(f"{at}: v{j} is {'empty (NULL or NaN)' if v is None else v}, "
-                                  f"where the statement gives {what}"
-                                  + (" (the covariate column holds NaN or infinite values?)"
-                                     if kind in ("units_pre", "units_cross") else "") + f"; {_FIX}.")
+                                  f"where the statement gives {what}; {fix}.")
     if kind == "boot" and (row["v1"] is None) != (row["v4"] is None or row["v2"] is None or row["v3"] is None):
         raise SqlmetricsError(f"{at}: its resampled differences v1 .. v4 are partly empty; {_FIX}.")
     if kind == "lists" and row["v1"] > row["n"] or kind == "diffs" and row["v3"] + row["v4"] + row["v5"] != row["n"] \
