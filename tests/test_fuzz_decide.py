@@ -33,7 +33,8 @@ CASES = {  # name: (measures, render_compare()'s options, decide()'s)
     "student paired per part": (["AP", "nDCG@10"], dict(RUNS, group_by=["part"], test="student"), {}),
     "bootstrap per day": (["RR"], dict(LOG, group_by=["date"], test="bootstrap", n_resamples=40), {}),
     "bootstrap paired": (["AP"], dict(RUNS, test="bootstrap", n_resamples=40), {}),
-    "units per day": (["RR", "P@3"], dict(LOG, group_by=["date"], test="welch", unit="visitor"), {"max_excluded": 0.05}),
+    "units per day": (["RR", "P@3"], dict(LOG, group_by=["date"], test="welch", unit="visitor"),
+                      {"max_excluded": 0.05}),
     "units cuped": (["RR"], dict(LOG, test="welch", unit="visitor", pre_period="log"), {"max_excluded": 0.05}),
 }
 SETTINGS = settings(max_examples=int(os.environ.get("SQLMETRICS_FUZZ", "60")), deadline=None,

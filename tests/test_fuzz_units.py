@@ -32,7 +32,8 @@ def _sql() -> str:
 
 
 def _plain(sessions: list, threshold: float) -> dict:
-    """What the log's sessions say by hand: who is left out, whether that is refused, each arm's kept units and lists."""
+    """What the log's sessions say by hand: who is left out, whether that is refused, each arm's kept units and
+    lists."""
     def no_id(user) -> bool:
         return user is None or not user.strip(" ")
 

@@ -181,7 +181,8 @@ def test_a_text_covariate_on_the_command_line_is_one_line(tmp_path, capsys):
     pq.write_table(_log(CLEAN, pre={"u1": "0.5", "u2": "high"}), path)
     assert cli_main(["compare", "none", str(path), "-m", "RR", *FLAGS, "--unit", "user", "--covariate", "pre"]) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "--covariate 'pre' is not a finite number for 1 unit (user 'u2': 'high')" in err
+    assert len(err.splitlines()) == 1
+    assert "--covariate 'pre' is not a finite number for 1 unit (user 'u2': 'high')" in err
 
 
 @pytest.mark.slow  # SQLite's statement (sqlglot's rendering) and its run: DuckDB's is the fast suite's

@@ -180,7 +180,8 @@ def _check_covariate_values(con, view: str, unit: str, covariate: str) -> None:
                         ).fetchall()
     raise SqlmetricsError(f"covariate= {covariate!r} is not a finite number for {count:,} "
                           f"unit{'s' if count > 1 else ''} "
-                          f"({unit} {', '.join(f'{a!r}: {b!r}' for a, b in shown)}{', ...' if count > len(shown) else ''}"
+                          f"({unit} {', '.join(f'{a!r}: {b!r}' for a, b in shown)}"
+                          f"{', ...' if count > len(shown) else ''}"
                           "). CUPED's covariate is each unit's number from before the experiment: fix those values, or "
                           "make them NULL (a unit without one counts as a unit absent from a pre-period).")
 
@@ -249,9 +250,9 @@ def exclusions(unit: str, max_excluded: float, *, units: int, mixed: int, mixed_
     counts = {"multiple_arms": mixed, "multiple_arms_lists": mixed_lists, "no_id_lists": no_id}
     found = []
     if mixed:
-        found.append(f"{mixed:,} of {units:,} units ({_percent(mixed, units)}; {mixed_lists:,} lists) were in more than "
-                     "one arm" + (f" ({', '.join(map(repr, examples))}{', ...' if mixed > len(examples) else ''})"
-                                  if examples else ""))
+        shown = f" ({', '.join(map(repr, examples))}{', ...' if mixed > len(examples) else ''})" if examples else ""
+        found.append(f"{mixed:,} of {units:,} units ({_percent(mixed, units)}; {mixed_lists:,} lists) were in more "
+                     f"than one arm{shown}")
     if no_id:
         found.append(f"{no_id:,} of {lists:,} lists ({_percent(no_id, lists)}) have no unit id (NULL, empty or "
                      "spaces only)")

@@ -281,7 +281,7 @@ def _unique(s: Statistics) -> None:
 
 def _consistent(s: Statistics) -> None:
     """Each row within what its run's counts allow: a run's values in a segment come from its lists there (with
-    unit=, its units), so every row's run and segment has its 'lists' ('unit_count') row, and no more values."""
+    unit=, its units), so every row's run and segment has its 'lists' ('unit_lists') row, and no more values."""
     if s.unit is not None:
         units = {r["rx"]: r for r in s.rows if r["kind"] == "unit_count"}
         mixed = {r["v3"] for r in units.values()}
@@ -351,8 +351,7 @@ def _complete(s: Statistics, n_rows: int) -> None:
                                s.segments, s.measures) for k, sc, pair, seg, m in missing[:3])
     raise SqlmetricsError(f"decide(): the statement gave {n_rows} rows and these are {len(s.rows)}: "
                           + (f"missing {named}" + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-                             if missing else "a whole segment's or run's rows are missing") + f". {_FIX[0].upper()}"
-                          f"{_FIX[1:]}.")
+                             if missing else "a whole segment's or run's rows are missing") + f". {_FIX.capitalize()}.")
 
 
 def _expected(s: Statistics) -> list:
@@ -449,14 +448,14 @@ def _int(v):
     """A count or an index: an integer, or a number or text with an integral value."""
     if _empty(v):
         return None
-    if isinstance(v, int) and not isinstance(v, bool):
-        if abs(v) >= 2**63:  # no engine's count: BIGINT's range
-            raise ValueError("is out of a count's range")
-        return v
-    out = _float(v)
-    if out is None or not math.isfinite(out) or out != int(out):
-        raise ValueError("is not an integer")
-    return int(out)
+    if not isinstance(v, int) or isinstance(v, bool):
+        out = _float(v)
+        if out is None or not math.isfinite(out) or out != int(out):
+            raise ValueError("is not an integer")
+        v = int(out)
+    if abs(v) >= 2**63:  # no engine's count: BIGINT's range
+        raise ValueError("is out of a count's range")
+    return v
 
 
 def _names(v) -> list:
