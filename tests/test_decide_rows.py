@@ -155,6 +155,7 @@ def test_the_command_line_reads_a_sorted_json_lines_file_and_refuses_bad_options
     assert "the statement gave 24 rows and these are 23: missing the ranks row" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow  # two more statements (the bootstrap's, unit='s); test_fuzz_decide.py found both
 def test_rows_that_name_an_unknown_run_or_segment_are_named():
     """Found by tests/test_fuzz_decide.py: a bootstrap row of a run that is not in the statement, or a units row
     moved to a segment of no units, was read as the missing pair's or segment's, and gave nan or another number."""

@@ -103,6 +103,7 @@ def test_a_unit_in_both_arms_is_left_out_with_a_warning_and_refused_above_the_th
         sqlmetrics.compare(None, _log(MIXED), ["RR"], unit="user", **OPTIONS)
 
 
+@pytest.mark.slow  # the fast suite's: NULL ids in test_ab_units.py, blank ones through DuckDB in test_ab_engine.py
 def test_lists_without_a_unit_id_are_left_out_as_null_ones():
     with pytest.warns(sqlmetrics.SqlmetricsWarning) as caught:
         reports = _reports(_log(BLANK), max_excluded=0.25)
@@ -164,8 +165,8 @@ def test_an_arm_of_one_unit_gives_its_difference_and_says_why_there_is_no_p():
         assert "-0.2500" in reports[0].to_table()
 
 
-@pytest.mark.parametrize("value, shown", [(math.nan, "'nan'"), (math.inf, "'inf'"), (-math.inf, "'-inf'"),
-                                          ("abc", "'abc'")])
+@pytest.mark.parametrize("value, shown", [(math.nan, "'nan'"), pytest.param(math.inf, "'inf'", marks=pytest.mark.slow),
+                                          pytest.param(-math.inf, "'-inf'", marks=pytest.mark.slow), ("abc", "'abc'")])
 def test_a_covariate_that_is_not_a_finite_number_is_named_with_its_units(value, shown):
     """Once: NaN gave difference nan with p = 1.0, an infinite one ValueError (fsum), a text one an internal error."""
     text = isinstance(value, str)
@@ -195,6 +196,7 @@ def test_sqlite_leaves_out_what_duckdb_does():
     assert _same(there[0], here) and here.comparisons[0].difference == pytest.approx(-0.375, abs=1e-12)
 
 
+@pytest.mark.slow  # a message's wording; the refusal itself is test_fuzz_decide.py's too
 def test_a_nan_covariate_in_the_warehouse_is_named_as_the_cause():
     """The statement casts the covariate there as before; the NaN it sums into CUPED's moments is refused by
     decide() (and compare(engine=)), which says where it comes from."""
