@@ -237,6 +237,10 @@ OPTIONS = (
            "equal): an unpaired compare checks the counts against it with a chi-square test and warns of a sample "
            "ratio mismatch when p < 0.001", frozenset({COMPARE, COMPARE_CMD, REPORT, DECIDE_CMD}), kind="shares",
            metavar="ARM=SHARE", group="comparison"),
+    Option("max_excluded", 0.01, "with unit=: the units seen in more than one arm and the lists without a unit id "
+           "(NULL, empty or spaces) are left out of every arm, with a warning that counts them; above this share of "
+           "the units (or of the lists) the comparison is refused (GrowthBook's multiple-exposure threshold, 1%)",
+           frozenset({COMPARE, COMPARE_CMD, REPORT, DECIDE_CMD}), kind="float", metavar="SHARE", group="comparison"),
     Option("correction", None, "multiple-comparison correction over every test of the report (pairs x segments x "
            "measures): Bonferroni, Holm or Benjamini-Hochberg (bh)", _COMPARING | {DECIDE_CMD},
            choices=tuple(CORRECTIONS), group="comparison"),

@@ -35,7 +35,9 @@ MEASURES = ["nDCG@5", "RR", "GMAP", "P@10"]  # GMAP: tested on the logs' scale; 
 @functools.lru_cache(maxsize=None)  # built at first use, not at collection (half a second in every process)
 def _tables() -> dict:
     """{name: pyarrow table}: the log (unpaired: sessions differ between arms), the demo qrels and both demo runs
-    in one table, with a segment column `part` (one of two parts, or NULL for a few queries)."""
+    in one table, with a segment column `part` (one of two parts, or NULL for a few queries). The log has a unit
+    column `visitor` too: the arm and the query (several sessions each), but q17's sessions are one visitor in both
+    arms (a unit in more than one arm), s0002's visitor is blank and s0003's NULL."""
     qrels = [line.split() for line in open(DEMO + "qrels.txt")]
     runs = []
     for name in ("bm25", "rerank"):
@@ -43,8 +45,11 @@ def _tables() -> dict:
             for q, _, doc, _rank, score, _ in (line.split() for line in f):
                 part = None if int(q) % 7 == 0 else ("odd" if int(q) % 2 else "even")
                 runs.append((name, q, doc, float(score), part))
+    log = pq.read_table(DEMO + "search_log.parquet")
+    users = [None if s == "s0003" else "  " if s == "s0002" else "control:q17" if q == "q17" else f"{a}:{q}"
+             for a, q, s in zip(*(log[c].to_pylist() for c in ("arm", "query", "session")))]
     return {
-        "log": pq.read_table(DEMO + "search_log.parquet"),
+        "log": log.append_column("visitor", pa.array(users, pa.string())),
         "qrels": pa.table({"query_id": [r[0] for r in qrels], "doc_id": [r[2] for r in qrels],
                            "relevance": [int(r[3]) for r in qrels]}),
         "runs": pa.table(dict(zip(["run_name", "query_id", "doc_id", "score", "part"], map(list, zip(*runs))))),
@@ -279,26 +284,34 @@ def test_rendered_statistics_decide_as_compare_does(engine, data, test, request)
 def test_rendered_statistics_over_units_decide_as_compare_does(engine, cuped, request):
     """unit= in the warehouse: each arm's moments over units (the delta method's Σy, Σl, Σy², Σl², Σyl as means
     and sums of deviations; with a pre-period, CUPED's too) computed there, the same report as the local
-    compare(unit=, pre_period=) to 1e-9. The demo log's query stands for the unit (several sessions each), and the
-    log itself for the pre-period."""
+    compare(unit=, pre_period=) to 1e-9, the log itself standing for the pre-period. The visitor in both arms and the
+    lists without a visitor id are left out there as here, with the same warning's counts."""
     from sqlmetrics.engines import _fetch, engine_dialect
 
     con, prefix = request.getfixturevalue(engine)
     options = {k: v for k, v in LOG_OPTIONS.items() if k != "qrels"}
     measures = ["nDCG@5", "RR", "P@10"]
-    sql = sqlmetrics.render_compare(measures, engine_dialect(con), qrels=None, run=prefix + "log", unit="query",
+    sql = sqlmetrics.render_compare(measures, engine_dialect(con), qrels=None, run=prefix + "log", unit="visitor",
                                     test="welch", max_p=0.05, pre_period=prefix + "log" if cuped else None, **options)
     rows, names = _fetch(con, engine_dialect(con), sql)
-    there = sqlmetrics.decide([dict(zip(names, r)) for r in rows], baseline="control", correction="holm")
-    here = sqlmetrics.compare(None, _tables()["log"], measures, unit="query", max_p=0.05, baseline="control",
-                              correction="holm", pre_period=_tables()["log"] if cuped else None, **options)
-    assert there.unit == here.unit == "query" and there.cuped is here.cuped is cuped
+    kw = dict(baseline="control", correction="holm", max_excluded=0.05)  # 1 unit of 76: more than the default 1%
+    users = {u for u in _tables()["log"]["visitor"].to_pylist() if u and u.strip()}
+    assert len(users) == 76
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"1 of 76 units .* 2 of 300 lists"):
+        there = sqlmetrics.decide([dict(zip(names, r)) for r in rows], **kw)
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match=r"1 of 76 units .*\('control:q17'\)"):
+        here = sqlmetrics.compare(None, _tables()["log"], measures, unit="visitor", max_p=0.05,
+                                  pre_period=_tables()["log"] if cuped else None, **kw, **options)
+    sessions = {r["session"]: r["query"] for r in _tables()["log"].to_pylist()}
+    assert here.excluded == {"multiple_arms": 1, "multiple_arms_lists": sum(q == "q17" for q in sessions.values()),
+                             "no_id_lists": 2}
+    assert there.unit == here.unit == "visitor" and there.cuped is here.cuped is cuped
     assert len(there.comparisons) == len(here.comparisons) == 9
     assert _differences(_decided(there), _decided(here)) == []
     # compare(engine=, unit=) runs the same statement there
-    on_engine = sqlmetrics.compare(None, prefix + "log", measures, unit="query", max_p=0.05, baseline="control",
-                                   correction="holm", engine=con, pre_period=prefix + "log" if cuped else None,
-                                   **options)
+    with pytest.warns(sqlmetrics.SqlmetricsWarning, match="1 of 76 units"):
+        on_engine = sqlmetrics.compare(None, prefix + "log", measures, unit="visitor", max_p=0.05, engine=con,
+                                       pre_period=prefix + "log" if cuped else None, **kw, **options)
     assert _differences(_decided(on_engine), _decided(here)) == []
 
 
@@ -320,7 +333,7 @@ def test_units_on_mariadb_are_staged_and_equal_local_compare(mariadb_con, cuped)
 
     options = {k: v for k, v in LOG_OPTIONS.items() if k != "qrels"}
     measures = ["nDCG@5", "RR", "P@10"]
-    kw = dict(unit="query", max_p=0.05, baseline="control", correction="holm", **options)
+    kw = dict(unit="visitor", max_excluded=0.05, max_p=0.05, baseline="control", correction="holm", **options)
     con = mariadb_connection(cursorclass=Recording)
     try:
         there = sqlmetrics.compare(None, prefix + "log", measures, engine=con,
@@ -358,7 +371,7 @@ def test_decide_reads_the_statistics_from_a_file_and_refuses_what_is_not_them(du
     with pytest.raises(sqlmetrics.SqlmetricsError, match="these rows have no kind, sc, rx"):
         sqlmetrics.decide(pq.read_table(DEMO + "search_log.parquet"))
     rows = con.sql(sql).to_arrow_table().to_pylist()
-    with pytest.raises(sqlmetrics.SqlmetricsError, match="more than one statement"):
+    with pytest.raises(sqlmetrics.SqlmetricsError, match="the rows disagree on max_p: 0.05 on row 1, 0.01 on row"):
         sqlmetrics.decide(rows + [{**rows[0], "max_p": 0.01}])
     with pytest.raises(sqlmetrics.SqlmetricsError, match="there is no file"):
         sqlmetrics.decide(tmp_path / "missing.parquet")

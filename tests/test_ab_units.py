@@ -120,20 +120,28 @@ def test_unit_refusals_say_what_to_do():
         sqlmetrics.compare(None, EXPERIMENT, ["GMAP"], unit="user", **OPTIONS)
     with pytest.raises(sqlmetrics.SqlmetricsError, match="the unit is a column of its own"):
         sqlmetrics.compare(None, EXPERIMENT, ["RR"], unit="session", **OPTIONS)
-    # a session without its user would be pooled with every other such session as one user
+    # a session without its user (NULL) is no unit's: left out of both arms with a warning that counts it (once it was
+    # pooled with every other such session as one user), and refused above max_excluded of the lists
     users = EXPERIMENT["user"].to_pylist()
     holed = EXPERIMENT.set_column(0, "user", pa.array([None if u == "u0003" else u for u in users], pa.string()))
-    with pytest.raises(sqlmetrics.SqlmetricsError,
-                       match=r"unit= 'user': lists without a unit \(NULL\): \d+ of treatment"):
-        sqlmetrics.compare(None, holed, ["RR"], unit="user", **OPTIONS)
+    sessions = dict(zip(EXPERIMENT["session"].to_pylist(), users))
+    lost = sum(u == "u0003" for u in sessions.values())
+    said = rf"unit= 'user': {lost} of {len(sessions):,} lists \([0-9.]+%\) have no unit id"
     import duckdb
 
     con = duckdb.connect()
     con.register("holed", holed)
     sql = sqlmetrics.render_compare(["RR"], "duckdb", qrels=None, run="holed", unit="user", test="welch",
                                     **{k: v for k, v in OPTIONS.items() if k not in ("baseline", "max_p")})
-    with pytest.raises(sqlmetrics.SqlmetricsError, match="lists without a unit"):
-        sqlmetrics.decide(con.sql(sql).to_arrow_table())
+    for run in (lambda **kw: sqlmetrics.compare(None, holed, ["RR"], unit="user", **OPTIONS, **kw),
+                lambda **kw: sqlmetrics.decide(con.sql(sql).to_arrow_table(), **kw)):
+        with pytest.warns(sqlmetrics.SqlmetricsWarning, match=said):
+            rep = run()
+        assert rep.excluded == {"multiple_arms": 0, "multiple_arms_lists": 0, "no_id_lists": lost}
+        assert f"Left out of every arm: 0 units in more than one arm (0 lists), {lost} lists without a unit id." \
+            in rep.to_table()
+        with pytest.raises(sqlmetrics.SqlmetricsError, match=said + r" .*: more than max_excluded=0.001 of them"):
+            run(max_excluded=0.001)
 
 
 def test_the_demo_files_are_the_script_output():

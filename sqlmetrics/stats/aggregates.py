@@ -25,6 +25,7 @@ slots differ with the direction of the difference, so both directions are drawn.
 """
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from contextlib import contextmanager
@@ -52,7 +53,11 @@ from .ranks import tolerant_ranks_sql
 IN_ENGINE = ("student", "welch", "mannwhitney", "bootstrap", "tukey")
 TIE = 1e-12  # values closer than this (relative) are a tie in win/tie/loss counts, here and in compare.py
 COLUMNS = ("kind", "sc", "rx", "ry", "segment", "m", "n", "v1", "v2", "v3", "v4", "v5")
-SETTINGS = ("test", "max_p", "n_resamples", "seed", "pairing", "unit")  # render_compare()'s rows end with these
+SETTINGS = ("test", "max_p", "n_resamples", "seed", "pairing", "unit")  # the test's, which render_compare() records
+# render_compare()'s rows end with these: SETTINGS, the segment columns' names (a JSON list: decide() finds the
+# segments by name, whatever the order of an export's columns) and the statement's number of rows (a dropped or
+# filtered row is known for one)
+LABELS = (*SETTINGS, "group_by", "n_rows")
 
 
 def aggregate_rows(engine, calls: list, qrels, run, options: dict, bootstrap=None, complete=False) -> list:
@@ -103,9 +108,10 @@ def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, m
         _, _, pre_sql, pre_tables = evaluation_statement(engine, texts, qrels, pre_period,
                                                          **_pre_period_options(options, unit))
         tables = {**tables, **pre_tables}
-    names = ["kind", "sc", "rx", "ry", *segs, "m", "measure", "n", "v1", "v2", "v3", "v4", "v5", *SETTINGS]
+    names = ["kind", "sc", "rx", "ry", *segs, "m", "measure", "n", "v1", "v2", "v3", "v4", "v5", *LABELS]
     with _evaluated(engine, kind, [sql] + ([pre_sql] if pre_sql else []), tables) as evaluations:
-        tree = _units_tree(kind, calls, segs, unit, ("welch", max_p, 0, 0, "unpaired", unit), evaluations[0],
+        # the resampling settings are render_compare()'s defaults: Welch's test over units draws nothing
+        tree = _units_tree(kind, calls, segs, unit, ("welch", max_p, 10000, 42, "unpaired", unit), evaluations[0],
                            evaluations[1] if pre_sql else None)
         rows = run_statement(engine, kind, tree.sql(dialect_info(kind).sqlglot), tables)
     return [dict(zip(names, r)) for r in rows]
@@ -114,7 +120,7 @@ def unit_statistics(engine, calls: list, qrels, run, options: dict, unit: str, m
 def _units_tree(kind: str, calls: list, segs: list, unit: str, settings: tuple, evaluation: str,
                 pre_evaluation: str | None) -> exp.Expression:
     """The statement of the moments over units (_units_statement) on the evaluation's SQL for `kind` (and, for
-    CUPED, the pre-period's), its rows labelled with SETTINGS' values."""
+    CUPED, the pre-period's), its rows labelled with LABELS' values."""
     read = dialect_info(kind).sqlglot
     statement = _units_statement(segs, unit, output_columns(calls), (segs, [c.text for c in calls], settings),
                                  pre=pre_evaluation is not None)
@@ -203,8 +209,8 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
     unit's value from before) CUPED's moments too.
 
     Its columns: kind, sc, rx, ry, the segment columns by name, m and measure (the measure's index and name), n,
-    v1 .. v5 (aggregates.py's docstring says what each kind holds), then test, max_p, n_resamples, seed and
-    pairing and unit (SETTINGS)."""
+    v1 .. v5 (aggregates.py's docstring says what each kind holds), then test, max_p, n_resamples, seed, pairing
+    and unit (SETTINGS), group_by (the segment columns' names as a JSON list) and n_rows (the statement's rows)."""
     info = dialect_info(dialect)
     if test not in IN_ENGINE:
         raise SqlmetricsError(f"test={test!r}: the statistics of {', '.join(map(repr, IN_ENGINE))} are aggregates; "
@@ -214,9 +220,10 @@ def render_compare(measures, dialect: str = "duckdb", qrels="qrels", run="run", 
                               "(e.g. columns={'run_name': 'arm'}).")
     calls = parse_all(measures, options.get("relevance_level", 1), options.get("compat", COMPAT))
     segs = list(check_log_options(qrels, options.get("group_by"), options.get("label"), options.get("relevance")))
-    if taken := [g for g in segs if g in (*COLUMNS, "measure", *SETTINGS)]:
-        raise SqlmetricsError(f"group_by= {taken[0]!r}: the statistics' rows have a column of that name; rename the "
-                              "segment column.")
+    # decide() reads the names case-insensitively (Snowflake upper-cases the unquoted ones)
+    if taken := [g for g in segs if g.lower() in {c.lower() for c in (*COLUMNS, "measure", *LABELS)}]:
+        raise SqlmetricsError(f"group_by= {taken[0]!r}: the statistics' rows have a column of that name (in any "
+                              "case); rename the segment column.")
     if unit is not None and (test not in ("student", "welch") or pairing == "paired" or unit in segs):
         raise SqlmetricsError("unit= takes Welch's test (test='welch' or 'student') on unpaired arms, and a unit "
                               "column that is not a segment.")
@@ -358,7 +365,8 @@ ab_dmoments AS (SELECT rx, ry, {cols()}m, COUNT(*) AS n, AVG(d) AS mean FROM ab_
 
 def _labelled(final: str, s: list, labels: tuple) -> str:
     """The statement's rows as render_compare() gives them: the segments by name, each measure's name beside
-    its index, and the test's settings on every row (decide() reads them back)."""
+    its index, and on every row the test's settings, the segments' names and the number of rows (decide() reads
+    them back)."""
     segs, names, (test, max_p, n_resamples, seed, pairing, unit) = labels
     quoted = [exp.to_identifier(g, quoted=True).sql("postgres") for g in segs]
     measure = "CASE m " + " ".join(f"WHEN {j} THEN {exp.Literal.string(name).sql('postgres')}"
@@ -368,7 +376,8 @@ ab_stats AS ({final})
 SELECT kind, sc, rx, ry, {''.join(f'{c} AS {q}, ' for c, q in zip(s, quoted))}m, {measure} AS measure, n, v1, v2, v3,
        v4, v5, {exp.Literal.string(test).sql('postgres')} AS test, CAST({float(max_p)!r} AS DOUBLE PRECISION) AS max_p,
        {int(n_resamples)} AS n_resamples, {int(seed)} AS seed, {exp.Literal.string(pairing).sql('postgres')} AS pairing,
-       {'CAST(NULL AS TEXT)' if unit is None else exp.Literal.string(unit).sql('postgres')} AS unit
+       {'CAST(NULL AS TEXT)' if unit is None else exp.Literal.string(unit).sql('postgres')} AS unit,
+       {exp.Literal.string(json.dumps(list(segs))).sql('postgres')} AS group_by, COUNT(*) OVER () AS n_rows
 FROM ab_stats"""
 
 
@@ -376,9 +385,12 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
     """render_compare()'s statement with unit=: each list's values summed per unit (y, the sum; l, the lists),
     then per segment, arm and measure the units' count, the means of y and l and the sums of squared deviations
     and of cross-products (kind 'units': n, v1 = mean y, v2 = mean l, v3 = Σ(y - ȳ)², v4 = Σ(l - l̄)², v5 =
-    Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n; v1, its lists without a
-    unit, which decide() refuses): the delta method's
-    sufficient statistics (units.py). With pre (CUPED; the pre-period's per-list rows are ab_pv), each unit's
+    Σ(y - ȳ)(l - l̄)), and each arm's units over all segments (kind 'unit_count': n, its units; v1, its lists
+    without a unit id (NULL, empty or spaces only); v2, all its lists; v3, the units seen in more than one arm, of
+    every arm (the same on each row); v4, its lists of those units), and each arm's lists and units per segment
+    (kind 'unit_lists': n, v1; what the moments' rows of that arm and segment promise): the delta method's
+    sufficient statistics (units.py). The lists without a unit id and the units of several arms are left out of the moments (decide()
+    warns of them, and refuses more than max_excluded of either). With pre (CUPED; the pre-period's per-list rows are ab_pv), each unit's
     pre-period sums yp and lp (0 for a unit not seen then) join y and l: kind 'units_pre' holds their means and
     sums of products as 'units' does y's and l's, kind 'units_cross' v1 .. v4 = Σ(y - ȳ)(yp - ȳp), Σ(y - ȳ)(lp -
     l̄p), Σ(l - l̄)(yp - ȳp), Σ(l - l̄)(lp - l̄p)."""
@@ -388,6 +400,9 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
     ident = lambda name: exp.to_identifier(name, quoted=True).sql("postgres")  # noqa: E731
     seg_select = "".join(f"{ident(g)} AS {c}, " for g, c in zip(segs, s))
     measures = "".join(f", {out} AS m{j}" for j, out in enumerate(outs))
+    # an id of spaces alone (or empty) names no unit, as NULL does; an id of another type is never blank. LENGTH, not
+    # = '': Oracle's '' is NULL, and its CLOB (sqlglot's TEXT there) is not compared with =
+    no_blank = f"CASE WHEN COALESCE(LENGTH(TRIM(CAST({ident(unit)} AS TEXT))), 0) = 0 THEN NULL ELSE {ident(unit)} END"
 
     def values(table: str, key: str) -> str:
         return " UNION ALL ".join(f"SELECT {key}u, {j} AS m, CAST(m{j} AS DOUBLE PRECISION) AS x FROM {table} "
@@ -405,9 +420,15 @@ def _units_statement(segs: list, unit: str, outs: list, labels: tuple, pre: bool
         final += (f"\nUNION ALL\nSELECT 'units_pre', 0, run, run, {cols}m, n, m_yp, m_lp, s_yp_yp, s_lp_lp, s_yp_lp "
                   f"FROM ab_ustats\nUNION ALL\nSELECT 'units_cross', 0, run, run, {cols}m, n, s_y_yp, s_y_lp, s_l_yp, "
                   f"s_l_lp, {null} FROM ab_ustats")
-    final += (f"\nUNION ALL\nSELECT 'unit_count', 0, run, run, {'NULL, ' * len(s)}0, COUNT(DISTINCT u), "
-              f"CAST(SUM(CASE WHEN u IS NULL THEN 1 ELSE 0 END) AS DOUBLE PRECISION), {null}, {null}, {null}, {null} "
-              f"FROM ab_base GROUP BY run")
+    final += (f"\nUNION ALL\nSELECT 'unit_count', 0, b.run, b.run, {'NULL, ' * len(s)}0, "
+              "COUNT(DISTINCT CASE WHEN x.u IS NULL THEN b.u END), "
+              "CAST(SUM(CASE WHEN b.u IS NULL THEN 1 ELSE 0 END) AS DOUBLE PRECISION), CAST(COUNT(*) AS DOUBLE PRECISION), "
+              "CAST(MAX(k.units) AS DOUBLE PRECISION), "
+              f"CAST(SUM(CASE WHEN x.u IS NULL THEN 0 ELSE 1 END) AS DOUBLE PRECISION), {null} "
+              "FROM ab_base AS b LEFT JOIN ab_mixed AS x ON x.u = b.u "
+              "CROSS JOIN (SELECT COUNT(*) AS units FROM ab_mixed) AS k GROUP BY b.run"
+              f"\nUNION ALL\nSELECT 'unit_lists', 0, run, run, {cols}0, COUNT(*), CAST(COUNT(DISTINCT u) AS DOUBLE "
+              f"PRECISION), {null}, {null}, {null}, {null} FROM ab_kept GROUP BY run{''.join(f', {c}' for c in s)}")
     before = f"""
 ab_pvals AS ({values("(SELECT " + ident(unit) + " AS u" + measures + " FROM ab_pv) AS ab_pbase", "")}),
 ab_pre AS (SELECT u, m, SUM(x) AS yp, COUNT(*) AS lp FROM ab_pvals GROUP BY u, m),
@@ -416,8 +437,10 @@ ab_joined AS (SELECT t.run, {''.join(f't.{c}, ' for c in s)}t.u, t.m, t.y, t.l, 
               FROM ab_units AS t LEFT JOIN ab_pre AS p ON p.u = t.u AND p.m = t.m),""" if pre else ""
     unit_rows = "ab_joined" if pre else "ab_units"
     return f"""
-WITH ab_base AS (SELECT run_name AS run, {seg_select}{ident(unit)} AS u, query_id{measures} FROM ab_v),
-ab_vals AS ({values("ab_base", "run, " + cols)}),
+WITH ab_base AS (SELECT run_name AS run, {seg_select}{no_blank} AS u, query_id{measures} FROM ab_v),
+ab_mixed AS (SELECT u FROM ab_base WHERE u IS NOT NULL GROUP BY u HAVING COUNT(DISTINCT run) > 1),
+ab_kept AS (SELECT b.* FROM ab_base AS b LEFT JOIN ab_mixed AS x ON x.u = b.u WHERE b.u IS NOT NULL AND x.u IS NULL),
+ab_vals AS ({values("ab_kept", "run, " + cols)}),
 ab_units AS (SELECT run, {cols}u, m, SUM(x) AS y, COUNT(*) AS l FROM ab_vals GROUP BY run, {cols}u, m),{before}
 ab_umeans AS (SELECT run, {cols}m, COUNT(*) AS n, {means} FROM {unit_rows} GROUP BY run, {cols}m),
 ab_ustats AS (SELECT o.run, {ocols}o.m, o.n, {', '.join(f'o.m_{v}' for v in names)}, {products}

@@ -6,23 +6,23 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from pathlib import Path
 from statistics import NormalDist
 
 from ..catalogue import parse_all
 from ..errors import SqlmetricsError, warn
 from ..engines import as_text
 from ..evaluation import engine_options, evaluate
+from ..identifiers import quote_identifier
 from ..local.collect import python_rows
 from ..local.connection import connect
 from ..local.readers import load
 from ..local.runs import unique_names
-from ..options import (COMPARE, CORRECTIONS, EVALUATE, RUN_ROLES, TESTS, UNPAIRED, check_log_options, resolve,
-                       signature, taken_by)
+from ..options import (COMPARE, CORRECTIONS, DECIDE_CMD, EVALUATE, RUN_ROLES, TESTS, UNPAIRED, check_log_options,
+                       resolve, signature, taken_by)
 from ..statement import GMAP_FLOOR
-from . import units
-from .aggregates import (COLUMNS, IN_ENGINE, SETTINGS, TIE, aggregate_rows, bootstrap_ranks, check_covariate,
-                         covariate_sql, unit_statistics)
+from . import rows, units
+from .aggregates import (IN_ENGINE, TIE, aggregate_rows, bootstrap_ranks, check_covariate, covariate_sql,
+                         unit_statistics)
 from .report import SAMPLE_RATIO_P, Comparison, Report, Summary, sample_ratio_message, segment_key
 from .significance import (adjust, chi2_sf, mann_whitney, resample, student_moments, t_quantile, tukey_hsd,
                            tukey_moments, unpaired, welch, wilcoxon)
@@ -51,6 +51,7 @@ def compare(qrels, runs, measures, **options):
     progress = options.pop("_progress", None)  # the command line's progress line, told each step (local only)
     o = resolve(COMPARE, options)
     _check_options(o.test, o.max_p, o.correction, o.seed, o.n_resamples)
+    _check_max_excluded(o.max_excluded)
     single = "run_name" in (o.columns or {}) and not isinstance(runs, dict)
     named = None if single else _named_runs(runs)
     if single and isinstance(runs, (list, tuple)):
@@ -125,18 +126,14 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
     if o.engine is not None:  # the moments over units computed there, as render_compare() renders them
         rows = unit_statistics(o.engine, calls, qrels, log, engine_options(resolve(EVALUATE, evaluate_options)),
                                o.unit, o.max_p, o.pre_period, o.covariate)
-        return decide(rows, baseline=o.baseline, correction=o.correction, split=o.split, sequential=o.sequential)
+        return decide(rows, baseline=o.baseline, correction=o.correction, split=o.split, sequential=o.sequential,
+                      max_excluded=o.max_excluded)
     texts = [c.text for c in calls]
     options = {k: v for k, v in evaluate_options.items() if k != "group_by"}
     results = evaluate(qrels, log, texts, group_by=[*segs, o.unit], **options, _fetch=python_rows,
                        _progress=progress)
     run_names, lists = lists_by_segment(results.per_query, (*segs, o.unit), texts)
-    _check_units({r: sum(len(runs.get(r, {})) for key, runs in lists.items() if key[-1] is None) for r in run_names},
-                 o.unit)
-    by_unit: dict = {}  # {segment: {run: {unit: [[value per measure] per list]}}}
-    for key, runs in lists.items():
-        for run, values in runs.items():
-            by_unit.setdefault(key[:-1], {}).setdefault(run, {})[key[-1]] = list(values.values())
+    by_unit, excluded = _assigned(lists, o.unit, o.max_excluded)
     pre = None
     if o.covariate is not None:  # a column of the log: each unit's value, the same for every measure
         pre = _covariates(log, o, calls)
@@ -149,7 +146,7 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
             pre.setdefault(row[at[0]], []).append([row[i] for i in at[1:]])
     return analyse_units(run_names, info, by_unit, pre, unit=o.unit, segment_names=segs, max_p=o.max_p,
                          correction=o.correction, baseline=o.baseline, split=o.split,
-                         options={k: getattr(o, k) for k in _RECORDED}, sequential=o.sequential)
+                         options={k: getattr(o, k) for k in _RECORDED}, sequential=o.sequential, excluded=excluded)
 
 
 def _covariates(log, o, calls: list) -> dict:
@@ -162,10 +159,30 @@ def _covariates(log, o, calls: list) -> dict:
             if name not in con.sql(f"SELECT * FROM {loaded.view}").columns:
                 raise SqlmetricsError(f"{'unit' if name == o.unit else 'covariate'}= {name!r}: the log has no such "
                                       "column.")
+        _check_covariate_values(con, loaded.view, o.unit, o.covariate)
         rows = con.execute(covariate_sql("duckdb", loaded.view, o.unit, o.covariate, ["x"])).fetchall()
     finally:
         con.close()
     return {u: [[x] * len(calls)] for u, x in rows if x is not None}
+
+
+def _check_covariate_values(con, view: str, unit: str, covariate: str) -> None:
+    """Every covariate value is a finite number (or NULL, no covariate): a NaN would make every CUPED number NaN,
+    an infinite one break the sums, a text one the cast. The refusal names the units that hold such values."""
+    u, x = quote_identifier(unit), quote_identifier(covariate)
+    bad = (f"FROM {view} WHERE {u} IS NOT NULL AND {x} IS NOT NULL "
+           f"AND NOT coalesce(isfinite(TRY_CAST({x} AS DOUBLE)), false)")
+    (count,) = con.execute(f"SELECT COUNT(DISTINCT {u}) {bad}").fetchone()
+    if not count:
+        return
+    shown = con.execute(f"SELECT DISTINCT CAST({u} AS VARCHAR), CAST({x} AS VARCHAR) {bad} ORDER BY 1 LIMIT 3"
+                        ).fetchall()
+    raise SqlmetricsError(f"covariate= {covariate!r} is not a finite number for {count:,} "
+                          f"unit{'s' if count > 1 else ''} "
+                          f"({unit} {', '.join(f'{a!r}: {b!r}' for a, b in shown)}"
+                          f"{', ...' if count > len(shown) else ''}"
+                          "). CUPED's covariate is each unit's number from before the experiment: fix those values, or "
+                          "make them NULL (a unit without one counts as a unit absent from a pre-period).")
 
 
 def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, *, unit: str, **options) -> Report:
@@ -192,22 +209,88 @@ def analyse_units(run_names: list, info: dict, by_unit: dict, pre: dict | None, 
     return unit_report(run_names, info, stats, counts, unit=unit, cuped=pre is not None, **options)
 
 
-def _check_units(missing: dict, unit: str) -> None:
-    """Every list belongs to a unit: one without (NULL) would be counted as one unit with all the others."""
-    if any(missing.values()):
-        lists = ", ".join(f"{n:,} of {run}" for run, n in missing.items() if n)
-        raise SqlmetricsError(f"unit= {unit!r}: lists without a unit (NULL): {lists}. Every list (session) needs its "
-                              "unit of randomisation; fill the column or leave those rows out.")
+def _assigned(lists: dict, unit: str, max_excluded: float) -> tuple:
+    """({segment: {run: {unit: [[value per measure] per list]}}}, the exclusions' counts) from lists keyed by
+    segment and unit: a list without a unit id (NULL, empty or spaces only) and the units seen in more than one arm
+    are left out of every arm, as aggregates._units_statement leaves them out (exclusions() warns or refuses)."""
+    arms: dict = {}
+    n_lists = no_id = 0
+    for key, runs in lists.items():
+        n_lists += sum(map(len, runs.values()))
+        if _no_id(key[-1]):
+            no_id += sum(map(len, runs.values()))
+        else:
+            arms.setdefault(key[-1], set()).update(runs)
+    mixed = {u for u, of in arms.items() if len(of) > 1}
+    by_unit: dict = {}
+    mixed_lists = 0
+    for key, runs in lists.items():
+        if key[-1] in mixed:
+            mixed_lists += sum(map(len, runs.values()))
+        elif not _no_id(key[-1]):
+            for run, values in runs.items():
+                by_unit.setdefault(key[:-1], {}).setdefault(run, {})[key[-1]] = list(values.values())
+    excluded = exclusions(unit, max_excluded, units=len(arms), mixed=len(mixed), mixed_lists=mixed_lists,
+                          lists=n_lists, no_id=no_id, examples=sorted(map(str, mixed))[:3])
+    return by_unit, excluded
+
+
+def _no_id(u) -> bool:
+    """A unit id that names no unit: NULL, or text of spaces alone (the SQL's TRIM() = '')."""
+    return u is None or isinstance(u, str) and not u.strip(" ")
+
+
+def exclusions(unit: str, max_excluded: float, *, units: int, mixed: int, mixed_lists: int, lists: int, no_id: int,
+               examples=()) -> dict:
+    """The units seen in more than one arm (`mixed` of `units`, with `mixed_lists` lists) and the lists without a unit
+    id (`no_id` of `lists`), left out of every arm: a warning that counts them, and a SqlmetricsError when either is
+    more than max_excluded of the whole, as GrowthBook flags multiple exposures above 1% of the users. Returns the
+    counts, as Report.excluded holds them."""
+    counts = {"multiple_arms": mixed, "multiple_arms_lists": mixed_lists, "no_id_lists": no_id}
+    found = []
+    if mixed:
+        shown = f" ({', '.join(map(repr, examples))}{', ...' if mixed > len(examples) else ''})" if examples else ""
+        found.append(f"{mixed:,} of {units:,} units ({_percent(mixed, units)}; {mixed_lists:,} lists) were in more "
+                     f"than one arm{shown}")
+    if no_id:
+        found.append(f"{no_id:,} of {lists:,} lists ({_percent(no_id, lists)}) have no unit id (NULL, empty or "
+                     "spaces only)")
+    if not found:
+        return counts
+    said = f"unit= {unit!r}: {' and '.join(found)}"
+    if mixed > max_excluded * units or no_id > max_excluded * lists:
+        raise SqlmetricsError(f"{said}: more than max_excluded={max_excluded:g} of them, so the assignment (or the "
+                              "log) is broken: a unit belongs to one arm, and every list to a unit. Fix it, or pass a "
+                              "larger max_excluded= to leave them out and compare the rest.")
+    warn(f"{said}; they are left out of every arm (as experimentation platforms leave out multiple exposures). Find "
+         "why in the assignment or the log.")
+    return counts
+
+
+def _check_max_excluded(max_excluded) -> None:
+    if isinstance(max_excluded, bool) or not isinstance(max_excluded, (int, float)) or not 0 <= max_excluded <= 1:
+        raise SqlmetricsError(f"max_excluded={max_excluded!r}: give the largest share (0 .. 1) of the units in more "
+                              "than one arm, and of the lists without a unit id, that may be left out, e.g. 0.01.")
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.3g}%" if whole else "all"
 
 
 def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit: str, cuped: bool, segment_names=(),
-                max_p=0.01, correction=None, baseline=None, split=None, options=None, sequential=None) -> Report:
+                max_p=0.01, correction=None, baseline=None, split=None, options=None, sequential=None,
+                excluded=None) -> Report:
     """The report of Welch's tests over units from each (segment, measure, run)'s UnitMoments (stats) and each
-    run's number of units (counts, for the sample ratio check), computed here or by an engine."""
+    run's number of units (counts, for the sample ratio check), computed here or by an engine; excluded: the
+    counts of what was left out (exclusions())."""
     if correction == "none":
         correction = None
     if baseline is not None and baseline not in run_names:
         raise SqlmetricsError(f"baseline={baseline!r} is not one of the runs: {', '.join(map(repr, run_names))}.")
+    if empty := [r for r in run_names if not counts.get(r)]:  # every unit of it left out (exclusions())
+        raise SqlmetricsError(f"unit= {unit!r}: no unit of {', '.join(map(repr, empty))} is left once the units in "
+                              "more than one arm and the lists without a unit id are left out: there is nothing to "
+                              "compare. Fix the assignment or the log.")
     _check_sequential(sequential, "welch")
     measures = list(info)
     segments = sorted({seg for seg, _, _ in stats}, key=lambda seg: [(v is None, str(v)) for v in seg])
@@ -228,26 +311,41 @@ def unit_report(run_names: list, info: dict, stats: dict, counts: dict, *, unit:
                                statistic=math.nan, p_value=math.nan)
                 _unit_test(c, x, y, cuped, max_p)
                 comparisons.append(c)
+    _one_unit(stats, unit, segment_names)
     _decide(comparisons, info, correction, max_p, sequential)
     return Report(runs=list(run_names), measures=measures, better={m: info[m][0] for m in measures},
                   aggregate={m: info[m][1] for m in measures}, segment_means=means, comparisons=comparisons,
                   test="welch", max_p=max_p, correction=correction, seed=0, n_resamples=0,
                   n_queries=sum(ratio["lists"].values()) if ratio else 0, options=dict(options or {}),
                   segment_names=tuple(segment_names), paired=False, baseline=baseline, summary=summary,
-                  sample_ratio=ratio, unit=unit, cuped=cuped, sequential=sequential)
+                  sample_ratio=ratio, unit=unit, cuped=cuped, sequential=sequential, excluded=excluded)
+
+
+def _one_unit(stats: dict, unit: str, segment_names) -> None:
+    """Warn of the arms with one unit in a segment: their comparisons give the difference alone."""
+    alone = sorted({(r, seg) for (seg, _, r), m in stats.items() if m.n == 1}, key=repr)
+    if alone:
+        arms = ", ".join(f"{r!r}" + "".join(f" {g}={v!r}" for g, v in zip(segment_names, seg)) for r, seg in alone)
+        warn(f"unit= {unit!r}: one unit in {arms}: the difference of the means is given, but a variance over one unit "
+             "is not defined, so those comparisons have no interval and no p-value (Welch's test needs 2 units in each "
+             "arm).")
 
 
 def _unit_test(c: Comparison, x, y, cuped: bool, max_p: float) -> None:
     """Welch's test of two arms' ratios over units (x: the run, y: the baseline), CUPED-adjusted when the units
-    carry a pre-period; the interval of the difference at 1 - max_p, and the share of variance CUPED removed."""
-    if x.n < 2 or y.n < 2:
+    carry a pre-period; the interval of the difference at 1 - max_p, and the share of variance CUPED removed. An
+    arm of one unit has a mean, not a variance: the difference alone."""
+    if not (x.n and y.n):
         return
     (mx, vx), (my, vy) = units.ratio(x), units.ratio(y)
     raw = vx / x.n + vy / y.n
     if cuped:
         (mx, vx), (my, vy), _ = units.cuped(x, y)
-        c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
     c.difference = mx - my
+    if x.n < 2 or y.n < 2:
+        return
+    if cuped:
+        c.variance_reduction = 1 - (vx / x.n + vy / y.n) / raw if raw > 0 else math.nan
     c.statistic, c.p_value, df = welch(x.n, mx, vx, y.n, my, vy)
     se = c.se = math.sqrt(vx / x.n + vy / y.n)
     half = t_quantile(1 - max_p / 2, df) * se if se > 0 else 0.0
@@ -502,102 +600,59 @@ def sample_ratio(lists: dict, split, of: str = "lists") -> dict | None:
     return ratio
 
 
-def decide(stats, *, baseline=None, correction=None, split=None, sequential=None) -> Report:
+def decide(stats, *, baseline=None, correction=None, split=None, sequential=None, max_excluded=0.01) -> Report:
     """compare()'s report from the rows of render_compare()'s statement, run on any engine and fetched: a file
     (Parquet, CSV, TSV or JSON Lines, by its extension), a pyarrow table, a pandas frame or a list of dicts. The
-    test and its settings are the statement's (its rows carry them); baseline, correction, split and sequential
-    are compare()'s."""
-    rows = _statistics_rows(stats)
-    names = list(rows[0]) if rows else []
-    missing = [c for c in (*COLUMNS, "measure", *SETTINGS) if c != "segment" and c not in names]
-    if missing:
-        raise SqlmetricsError(f"decide() reads the rows of render_compare()'s statement (`sqlmetrics sql --compare`); "
-                              f"{'these rows have' if rows else 'there are'} no {', '.join(missing)} column"
-                              f"{'s' if len(missing) > 1 else ''}" + ("" if rows else " (no rows at all)") + ".")
-    segs = names[names.index("ry") + 1:names.index("m")]
-    settings = {tuple(r[c] for c in SETTINGS) for r in rows}
-    if len(settings) > 1:
-        raise SqlmetricsError("decide(): these rows come from more than one statement (their test, max_p, n_resamples, "
-                              "seed, pairing or unit differ); decide each statement's rows apart.")
-    test, max_p, n_resamples, seed, pairing, unit = settings.pop()
-    measures = dict(sorted({int(r["m"]): r["measure"] for r in rows if r["kind"] not in ("lists", "unit_count")}.items()))
-    if list(measures) != list(range(len(measures))):
-        raise SqlmetricsError("decide(): the rows' measures are not numbered 0 .. n-1 (m); give every row of the "
-                              "statement.")
-    calls = parse_all(list(measures.values()))
+    test and its settings are the statement's (its rows carry them); baseline, correction, split, sequential and
+    max_excluded are compare()'s. The rows are checked first (rows.py): a row missing, repeated or out of its
+    bounds is a SqlmetricsError naming it, never a number computed from it."""
+    resolve(DECIDE_CMD, {"baseline": baseline, "correction": correction, "split": split, "sequential": sequential,
+                         "max_excluded": max_excluded})
+    _check_max_excluded(max_excluded)
+    s = rows.read(stats)
+    calls = parse_all(s.measures)
     info = {c.text: (c.measure.better, c.measure.aggregate) for c in calls}
-
-    def number(v, kind=float):
-        return None if v is None or (isinstance(v, float) and math.isnan(v)) else kind(v)
-
-    if unit is not None:  # the delta method's moments over units (aggregates._units_statement)
-        counts = {as_text(r["rx"]): int(r["n"]) for r in rows if r["kind"] == "unit_count"}
-        _check_units({as_text(r["rx"]): int(number(r["v1"]) or 0) for r in rows if r["kind"] == "unit_count"}, unit)
-        run_names = sorted(counts, key=lambda n: n.encode("utf-8"))
-        stats, cuped = _unit_moments(rows, segs, measures, number)
-        return unit_report(run_names, info, stats, counts, unit=unit, cuped=cuped, segment_names=segs,
-                           max_p=float(max_p), correction=correction, baseline=baseline, split=split,
-                           sequential=sequential)
-
-    aggregates = [{"kind": r["kind"], "sc": int(r["sc"]), "rx": r["rx"], "ry": r["ry"],
-                   "segment": tuple(r[g] for g in segs), "m": int(r["m"]), "n": number(r["n"], int),
-                   **{v: number(r[v]) for v in ("v1", "v2", "v3", "v4", "v5")}} for r in rows]
-    return analyse_aggregates(info, aggregates, segment_names=segs, test=test, max_p=float(max_p),
-                              correction=correction, seed=int(seed), n_resamples=int(n_resamples), pairing=pairing,
+    if s.unit is not None:  # the delta method's moments over units (aggregates._units_statement)
+        counts = [r for r in s.rows if r["kind"] == "unit_count"]
+        kept = {as_text(r["rx"]): r["n"] for r in counts}
+        mixed = int(counts[0]["v3"]) if counts else 0
+        excluded = exclusions(s.unit, max_excluded, units=sum(kept.values()) + mixed, mixed=mixed,
+                              mixed_lists=int(sum(r["v4"] for r in counts)), lists=int(sum(r["v2"] for r in counts)),
+                              no_id=int(sum(r["v1"] for r in counts)))
+        run_names = sorted(kept, key=lambda n: n.encode("utf-8"))
+        stats, cuped = _unit_moments(s)
+        return unit_report(run_names, info, stats, kept, unit=s.unit, cuped=cuped, segment_names=s.segments,
+                           max_p=s.max_p, correction=correction, baseline=baseline, split=split,
+                           sequential=sequential, excluded=excluded)
+    return analyse_aggregates(info, s.rows, segment_names=s.segments, test=s.test, max_p=s.max_p,
+                              correction=correction, seed=s.seed, n_resamples=s.n_resamples, pairing=s.pairing,
                               baseline=baseline, split=split, sequential=sequential)
 
 
-def _unit_moments(rows: list, segs: list, measures: dict, number) -> tuple:
+def _unit_moments(s) -> tuple:
     """({(segment, measure, run): UnitMoments}, CUPED) from the rows of kinds units, units_pre and units_cross."""
     parts: dict = {}
-    for r in rows:
+    for r in s.rows:
         if r["kind"] in ("units", "units_pre", "units_cross"):
-            key = (tuple(as_text(r[g]) for g in segs), measures[int(r["m"])], as_text(r["rx"]))
-            parts.setdefault(key, {})[r["kind"]] = (int(r["n"]), [number(r[v]) for v in ("v1", "v2", "v3", "v4", "v5")])
-    stats, cuped = {}, False
+            key = (tuple(as_text(v) for v in r["segment"]), s.measures[r["m"]], as_text(r["rx"]))
+            parts.setdefault(key, {})[r["kind"]] = (r["n"], [r[v] for v in ("v1", "v2", "v3", "v4", "v5")])
+    cuped = any("units_pre" in kinds for kinds in parts.values())  # rows.read() found all three of each, or none
+    stats = {}
     for key, kinds in parts.items():
         n, (my, ml, yy, ll, yl) = kinds["units"]
         means, sums = {"y": my, "l": ml}, {("y", "y"): yy, ("l", "l"): ll, ("l", "y"): yl}
-        if "units_pre" in kinds:
-            cuped = True
-            _, (myp, mlp, ypyp, lplp, yplp) = kinds["units_pre"]
-            _, (y_yp, y_lp, l_yp, l_lp, _) = kinds["units_cross"]
+        if cuped:
+            (n_pre, (myp, mlp, ypyp, lplp, yplp)), (n_cross, (y_yp, y_lp, l_yp, l_lp, _)) = (kinds["units_pre"],
+                                                                                             kinds["units_cross"])
+            if not n == n_pre == n_cross:
+                raise SqlmetricsError(f"decide(): the units, units_pre and units_cross rows of run {key[2]!r}, "
+                                      f"{key[1]} count {n}, {n_pre} and {n_cross} units: the statement gives them "
+                                      "one count. Export every row of the statement as it gave them.")
             means.update(yp=myp, lp=mlp)
             sums.update({("yp", "yp"): ypyp, ("lp", "lp"): lplp, ("lp", "yp"): yplp, ("y", "yp"): y_yp,
                          ("lp", "y"): y_lp, ("l", "yp"): l_yp, ("l", "lp"): l_lp})
         stats[key] = units.from_sums(n, means, sums)
     return stats, cuped
-
-
-def _statistics_rows(stats) -> list:
-    """decide()'s input as a list of dicts."""
-    if isinstance(stats, list):
-        return stats
-    if isinstance(stats, (str, Path)):
-        import pyarrow.csv as pacsv
-        import pyarrow.json as pajson
-        import pyarrow.parquet as pq
-
-        path = Path(stats)
-        suffix = path.suffix.lower()
-        readers = {".parquet": pq.read_table, ".pq": pq.read_table, ".csv": pacsv.read_csv,
-                   ".tsv": lambda p: pacsv.read_csv(p, parse_options=pacsv.ParseOptions(delimiter="\t")),
-                   ".jsonl": pajson.read_json, ".ndjson": pajson.read_json, ".json": pajson.read_json}
-        if suffix not in readers:
-            raise SqlmetricsError(f"decide(): {str(stats)!r}: read the statistics from a .parquet, .csv, .tsv or "
-                                  ".jsonl file.")
-        if not path.is_file():
-            raise SqlmetricsError(f"decide(): there is no file {str(stats)!r}.")
-        try:
-            stats = readers[suffix](path)
-        except (OSError, ValueError) as e:
-            raise SqlmetricsError(f"decide(): {str(stats)!r} cannot be read: {str(e).splitlines()[0]}") from None
-    if hasattr(stats, "to_pylist"):  # pyarrow
-        return stats.to_pylist()
-    if hasattr(stats, "to_dict"):  # pandas
-        return stats.to_dict("records")
-    raise SqlmetricsError(f"decide() takes a file, a pyarrow table, a pandas frame or a list of dicts; got "
-                          f"{type(stats).__name__}.")
 
 
 def _pairs(run_names: list, baseline) -> list:

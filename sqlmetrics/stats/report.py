@@ -94,6 +94,9 @@ class Report:
     unit: str | None = None  # unit=: the unit of randomisation, whose lists are summed (the delta method)
     cuped: bool = False  # pre_period=: CUPED-adjusted differences
     sequential: int | None = None  # sequential=: always-valid intervals and p-values, tightest at this many lists
+    # unit=: what was left out of every arm ({multiple_arms: units in more than one arm, multiple_arms_lists: their
+    # lists, no_id_lists: lists without a unit id}; compare.exclusions)
+    excluded: dict | None = None
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -213,6 +216,10 @@ class Report:
         a baseline or unpaired runs, each run's summaries too."""
         rows = self._rows(digits, lambda s: "".join(_SUPERSCRIPT.get(ch, ch) for ch in s))
         out = f"WARNING: {self.mismatch_message()}\n\n" if self.mismatch_message() else ""
+        if self.excluded and any(self.excluded.values()):
+            out += (f"Left out of every arm: {self.excluded['multiple_arms']:,} units in more than one arm "
+                    f"({self.excluded['multiple_arms_lists']:,} lists), {self.excluded['no_id_lists']:,} lists without "
+                    f"a unit id.\n\n")
         out += aligned([self._header(), *rows], ["l"] * len(self._header()))
         out += "\n" + self.footnote() + "\n"
         if pairs and self.extended:
@@ -348,7 +355,7 @@ class Report:
             "paired": self.paired,
             "baseline": self.baseline,
             "segment_names": list(self.segment_names),
-            **({"unit": self.unit, "cuped": self.cuped} if self.unit is not None else {}),
+            **({"unit": self.unit, "cuped": self.cuped, "excluded": self.excluded} if self.unit is not None else {}),
             **({"sequential": self.sequential} if self.sequential is not None else {}),
             "sample_ratio": None if self.sample_ratio is None else {
                 k: _clean(v) if isinstance(v, float) else v for k, v in self.sample_ratio.items()},

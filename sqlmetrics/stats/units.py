@@ -41,7 +41,11 @@ def combine(a: UnitMoments, b: UnitMoments) -> UnitMoments:
     pairwise update), so that they need not be at hand unit by unit."""
     n = a.n + b.n
     mean = {v: (a.n * a.mean[v] + b.n * b.mean[v]) / n for v in a.mean}
-    cov = {(x, y): ((a.n - 1) * a.cov[x, y] + (b.n - 1) * b.cov[x, y]
+
+    def within(m: UnitMoments, x: str, y: str) -> float:  # Σ of products of deviations: 0 over one unit
+        return (m.n - 1) * m.cov[x, y] if m.n > 1 else 0.0
+
+    cov = {(x, y): (within(a, x, y) + within(b, x, y)
                     + a.n * b.n / n * (a.mean[x] - b.mean[x]) * (a.mean[y] - b.mean[y])) / (n - 1)
            for x, y in a.cov}
     return UnitMoments(n, mean, cov)
