@@ -11,6 +11,7 @@ The collection (worked by hand):
 """
 import gzip
 import json
+import math
 import warnings
 
 import duckdb
@@ -223,7 +224,9 @@ def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_me
     # 0 for most; undefined (NULL) for the first relevant rank, the grade at a rank, Accuracy and the user's ROC
     # area (no pair to compare), 1 for FallOut (torchmetrics: no non-relevant document retrieved). NumRel and
     # PrefsNumPrefsPoss count judgments (q2: one relevant document, one preference d1 > d2).
-    by_hand = {"FirstRank": None, "Grade": None, "Accuracy": None, "UserAUC": None, "FallOut": 1.0}
+    # YAAP: trec_eval 10.0 (the default) evaluates an empty ranking there, ln(1 / (1 + R)) with R = 1.
+    by_hand = {"FirstRank": None, "Grade": None, "Accuracy": None, "UserAUC": None, "FallOut": 1.0,
+               "YAAP": math.log(1 / 2)}
     expected = {w: by_hand.get(w.split("@")[0], 0.0) for w in wanted} | {"NumQ": 1.0, "NumRel": 1.0,
                                                                          "PrefsNumPrefsPoss": 1.0}
     assert q2 == {"query_id": "q2", **expected}

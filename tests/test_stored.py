@@ -163,9 +163,10 @@ L2_RUN = "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\n"
 
 
 def _cli(capsys, monkeypatch, *argv) -> str:
+    """The command's output, without the footer a table has (which queries the means are over)."""
     _as_a_new_process(monkeypatch)
     assert main(list(argv)) == 0
-    return capsys.readouterr().out
+    return "".join(line for line in capsys.readouterr().out.splitlines(keepends=True) if not line.startswith("Means"))
 
 
 def test_an_entry_copied_over_another_is_not_taken_for_it(tmp_path, cache, capsys, monkeypatch):

@@ -139,7 +139,11 @@ def test_eval_takes_trec_eval_measure_syntax(cli, trec_eval_10_dir):
     assert list(ours).count("P_5") == 1
     code, out, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "all_trec", "-f", "json")
     assert code == 0, err
-    assert '"Rndcg"' in out and '"Unjudged@5"' not in out  # 9.0.8's all_trec (this command's compat)
+    assert '"Rndcg"' in out and '"Unjudged@5"' in out  # 10.0's all_trec, the default everywhere
+    code, out, err = cli("eval", folder / "qrels.test", folder / "results.test", "-m", "all_trec", "-f", "json",
+                         "--compat", "trec_eval-9.0.8")
+    assert code == 0, err
+    assert '"Rndcg"' in out and '"Unjudged@5"' not in out  # 9.0.8's all_trec
 
 
 def test_depth_cuts_before_judged_only_drops(cli):

@@ -25,7 +25,6 @@ slots differ with the direction of the difference, so both directions are drawn.
 """
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from contextlib import contextmanager
@@ -43,6 +42,7 @@ from ..errors import SqlmetricsError
 from ..identifiers import column_identifier, table_reference
 from ..options import check_log_options
 from ..plan import output_columns
+from ..results import json_text
 from ..statement import GMAP_FLOOR
 from .draws import RESAMPLED_TIE, draw_sql, poisson_sql, replicates_sql, slots_sql
 from .ranks import tolerant_ranks_sql
@@ -377,7 +377,7 @@ SELECT kind, sc, rx, ry, {''.join(f'{c} AS {q}, ' for c, q in zip(s, quoted))}m,
        v4, v5, {exp.Literal.string(test).sql('postgres')} AS test, CAST({float(max_p)!r} AS DOUBLE PRECISION) AS max_p,
        {int(n_resamples)} AS n_resamples, {int(seed)} AS seed, {exp.Literal.string(pairing).sql('postgres')} AS pairing,
        {'CAST(NULL AS TEXT)' if unit is None else exp.Literal.string(unit).sql('postgres')} AS unit,
-       {exp.Literal.string(json.dumps(list(segs))).sql('postgres')} AS group_by, COUNT(*) OVER () AS n_rows
+       {exp.Literal.string(json_text(list(segs))).sql('postgres')} AS group_by, COUNT(*) OVER () AS n_rows
 FROM ab_stats"""
 
 

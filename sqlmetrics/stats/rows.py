@@ -67,7 +67,7 @@ def read(stats) -> Statistics:
     rows = _rows(stats)
     if not rows:
         raise SqlmetricsError("decide(): there are no rows: give the rows of render_compare()'s statement "
-                              "(sqlmetrics sql --compare), run where the data lives.")
+                              "(`sqlmetrics sql --compare`), run where the data lives.")
     key = _columns(rows)
     settings = _settings(rows, key)
     segs = tuple(settings.pop("group_by"))
@@ -155,9 +155,9 @@ def _columns(rows: list):
     missing = [c for c in required if key(c) is None]
     if missing == ["group_by", "n_rows"]:
         raise SqlmetricsError("decide(): these rows have no group_by and n_rows columns: they come from an older "
-                              "sqlmetrics' statement. Render it again (sqlmetrics sql --compare) and run it.")
+                              "sqlmetrics' statement. Render it again (`sqlmetrics sql --compare`) and run it.")
     if missing:
-        raise SqlmetricsError(f"decide() reads the rows of render_compare()'s statement (sqlmetrics sql --compare); "
+        raise SqlmetricsError(f"decide() reads the rows of render_compare()'s statement (`sqlmetrics sql --compare`); "
                               f"these rows have no {', '.join(missing)} column{'s' if len(missing) > 1 else ''}.")
     return key
 
@@ -208,7 +208,7 @@ def _row(i: int, r: dict, key, segs: tuple, settings: dict) -> dict:
                               f"{_FIX}.")
     scopes, least, spec = _KINDS[kind]
     row = {"kind": kind, "sc": value("sc", _int), "rx": value("rx", _text), "ry": value("ry", _text),
-           "segment": tuple(value(g, _text) for g in segs), "m": value("m", _int),
+           "segment": tuple(value(g, _segment) for g in segs), "m": value("m", _int),
            "measure": value("measure", _text), "n": value("n", _int),
            **{f"v{j}": value(f"v{j}", _float) for j in range(1, 6)}}
     at = f"decide(): row {i} ({kind})"
@@ -427,6 +427,12 @@ def _text(v):
         return None if _empty(v) else as_text(v)
     except UnicodeDecodeError:
         raise ValueError("is not UTF-8 text") from None
+
+
+def _segment(v):
+    """A segment's value as text: NULL is None, but a NaN is the segment 'nan' (a DOUBLE segment's NaN is a value of
+    its own, one segment, as compare() and DuckDB's GROUP BY keep it apart from NULL)."""
+    return None if v is None else _text(v) if not (isinstance(v, float) and math.isnan(v)) else as_text(v)
 
 
 def _float(v):
