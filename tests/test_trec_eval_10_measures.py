@@ -107,6 +107,9 @@ DCG_COMMANDS = [
      "dcg                   \t303\t2.9008\nideal_dcg             \t303\t7.9069\n"
      "dcg                   \tall\t16.1679\nideal_dcg             \tall\t46.4776\n"),
     ("suite", "-m dcg.1=3,2=9,4=4.5 qrels.test results.test", "dcg_1=3,2=9,4=4.5     \tall\t23.9781\n"),
+    # A gain in an exponent's notation, as trec_eval's atof reads it: 100 + 2/log2(5).
+    ("small", "-q -c -m dcg.1=1e2", "dcg_1=1e2             \tq1\t100.8614\ndcg_1=1e2             \tq2\t0.0000\n"
+     "dcg_1=1e2             \tall\t50.4307\n"),
 ]
 
 

@@ -76,7 +76,7 @@ def _alias_regex(alias: Alias, measure: Measure) -> re.Pattern:
         name = re.fullmatch(r"\{(\w+)(?::[^}]*)?\}", part)
         ptype = name and measure.params[name.group(1)].type
         if ptype == "gains":  # trec_eval's pairs: ndcg.1=3,2=9,4=4.5
-            pair = rf"-?[0-9]+=-?{_NUMBER}"
+            pair = rf"-?[0-9]+=-?{_NUMBER}(?:[eE][+-]?[0-9]+)?"  # a gain as trec_eval's atof reads it: 1e2 too
             regex += rf"(?P<{name.group(1)}>{pair}(?:,{pair})*)"
         elif name:
             sign = "-?" if ptype == "real" else ""
@@ -168,9 +168,15 @@ def _gains(raw: str, where: str) -> tuple:
             raise SqlmetricsError(f"{where}: write grade:gain pairs such as {{1:3,2:9}} (grades >= 0, each once), "
                                   f"got {raw!r}.")
         out[int(grade)] = float(gain)
-    if any(math.isinf(v) for v in out.values()):
-        raise SqlmetricsError(f"{where}: a gain must be finite, got {raw!r}.")
+    # A sum of gains down a ranking (DCG, the ideal DCG) must stay finite: past 1e300 three gains could reach
+    # infinity, and an infinite ideal DCG would make nDCG 0 as if measured.
+    if any(abs(v) > MAX_GAIN for v in out.values()):
+        raise SqlmetricsError(f"{where}: a gain must be at most {MAX_GAIN:g} in magnitude (its sums down a ranking "
+                              f"must stay finite), got {raw!r}.")
     return tuple(sorted(out.items()))
+
+
+MAX_GAIN = 1e300
 
 
 COMPAT = BY_NAME["compat"].default
