@@ -173,8 +173,9 @@ class Plan:
     positions: set = field(default_factory=set)  # the output columns aggregated over position rows
     position_row: dict = field(default_factory=dict)  # column name -> window expression over the position rows
     subtopics: set = field(default_factory=set)  # the output columns aggregated over subtopic rows (diversity)
-    # The diversity measures' largest cutoff (the positions their subtopic rows list, and the greedy ideal's
-    # length), and the alphas of the greedy ideal rankings they read (their `ideal_gain` column).
+    # The diversity measures' largest cutoff, or the depth nNRBP's ideal ranking must reach (_rank_biased_depth):
+    # the positions their subtopic rows list, and the greedy ideal's length; and the alphas of the greedy ideal
+    # rankings they read (their `ideal_gain` column).
     subtopic_depth: int = 0
     greedy_alphas: set = field(default_factory=set)
     recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once

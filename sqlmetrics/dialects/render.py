@@ -279,4 +279,4 @@ def _check_greedy_depth(plan, info: DialectInfo, calls: list) -> None:
         asked = ", ".join(c.text for c in calls if c.measure.rows == "subtopics")
         raise SqlmetricsError(f"the greedy ideal ranking of {asked} is {plan.subtopic_depth} positions deep (two CTEs "
                               f"each), and {info.name} takes {info.greedy_depth}: ask for a smaller cutoff (nNRBP: a "
-                              "smaller beta; 0.3 takes 20 positions), or evaluate there locally or on another engine.")
+                              "smaller beta; 0.3 takes 20 positions), or evaluate them locally or on another engine.")
