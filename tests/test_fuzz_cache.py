@@ -26,14 +26,20 @@ RUN = "q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d3 3 0.7 r\nq2 Q0 d9 1 0.9 r\nq
 EXPECTED = ["map                   \tall\t0.5417", "P_2                   \tall\t0.5000"]
 
 
+def _new_process(mp, folder: Path) -> None:
+    """This process as a new one would start, with its cache in `folder`: nothing read or built yet (another test
+    in it may have read the catalogue, and then the measures' entry is never written)."""
+    mp.setenv("SQLMETRICS_CACHE_DIR", str(folder))
+    for cached in (templates.catalogue_folder, templates.measures, templates.shared_columns, names._aliases):
+        cached.cache_clear()
+    for module, name in ((plan, "_PLANS"), (local_evaluate, "_STATEMENTS"), (aggregate, "_AGGREGATES")):
+        mp.setattr(module, name, Kept())
+
+
 def _call(folder: Path, qrels: Path, run: Path, capsys) -> list:
     """`sqlmetrics trec_eval -m P.2 -m map` as a new process would run it, with its cache in `folder`: the lines."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SQLMETRICS_CACHE_DIR", str(folder))
-        for cached in (templates.catalogue_folder, templates.measures, templates.shared_columns, names._aliases):
-            cached.cache_clear()
-        for module, name in ((plan, "_PLANS"), (local_evaluate, "_STATEMENTS"), (aggregate, "_AGGREGATES")):
-            mp.setattr(module, name, Kept())
+        _new_process(mp, folder)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing about a damaged entry is the caller's business
             assert main(["trec_eval", "-m", "P.2", "-m", "map", str(qrels), str(run)]) == 0
@@ -49,13 +55,13 @@ def made(tmp_path_factory):
     (root / "run").write_text(RUN)
     folder = root / "cache"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SQLMETRICS_CACHE_DIR", str(folder))
+        _new_process(mp, folder)
         assert main(["trec_eval", "-m", "P.2", "-m", "map", str(root / "qrels"), str(root / "run")]) == 0
     entries = {p.relative_to(folder): p.read_bytes() for p in folder.glob("*/*.entry")}
     assert {p.parent.name for p in entries} == {"measures", "statements", "aggregates"}
     # A second call's entries (another level), to swap in: valid entries of other keys.
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SQLMETRICS_CACHE_DIR", str(root / "other"))
+        _new_process(mp, root / "other")
         assert main(["trec_eval", "-l", "2", "-m", "P.2", "-m", "map", str(root / "qrels"), str(root / "run")]) == 0
     others = [p.read_bytes() for p in (root / "other").glob("*/*.entry")]
     return root, entries, others
