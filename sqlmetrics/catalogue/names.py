@@ -311,7 +311,7 @@ def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[Mea
     ir_measures prints for it, which is this module's canonical grammar, and its results are keyed so.
 
     A process that has not read the catalogue yet (a command line call) takes the calls from the disk cache
-    when an earlier process parsed the same strings against the same templates and code: reading the 104
+    when an earlier process parsed the same strings against the same templates and code: reading the 107
     templates costs more than the rest of a small evaluation. An error is raised, never kept."""
     if isinstance(texts, str) or _is_ir_measure(texts):
         texts = [texts]
