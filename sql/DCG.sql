@@ -1,17 +1,24 @@
 -- measure: DCG
 -- description: Discounted cumulative gain: sum of gain / log2(position + 1) over the top k (whole run without k).
--- reference: ranx dcg@k (linear gain), dcg_burges@k (exp gain); ir_measures nDCG's numerator
+-- reference: trec_eval 10.0 dcg (and its gains dcg.1=3,2=9); ranx dcg@k (linear gain), dcg_burges@k (exp gain); ir_measures nDCG's numerator
 -- param k: cutoff = none
 -- param gain: choice = linear
---   linear: relevance
---   exp: POWER(2, relevance) - 1
+--   linear: :gains
+--   exp: POWER(2, :gains) - 1
+-- param gains: gains = none
 -- param rel: level = none
 -- at: k
--- aliases: dcg@{k} (ranx), dcg (ranx), dcg_burges@{k} [gain=exp] (ranx), dcg_burges [gain=exp] (ranx)
+-- aliases: dcg (trec_eval), dcg_{gains} (trec_eval), dcg.{gains} (trec_eval), dcg@{k} (ranx), dcg (ranx), dcg_burges@{k} [gain=exp] (ranx), dcg_burges [gain=exp] (ranx)
 -- aggregate: mean
 -- range: 0..
 -- example: @4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 1.8613531161
 -- example: (gain='exp')@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 2.2920296742
--- note: Gains count only positive grades (and only grades >= rel when rel= is given, as ranx -l does);
---   negative grades mean "pooled, not judged".
-SUM(CASE WHEN rnk <= :k AND relevance > 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END)
+-- example: (gains={0:1,2:5}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 3.7843125439
+-- example: (gains={1:-1}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => -0.1386468839
+-- note: Gains count only grades >= 0 (and only grades >= rel when rel= is given, as ranx -l does); negative
+--   grades mean "pooled, not judged", and unjudged documents gain nothing. gains maps grades to gains as
+--   nDCG's does (an unlisted grade gains its grade; trec_eval -m dcg.1=3,2=9): the first gains example is
+--   1 (d1) + 1/log2(3) (d2, grade 0 mapped to 1) + 5/log2(5) (d3) = 3.7843125439. A gain may be 0 or
+--   negative, and a negative one makes the sum negative, as in trec_eval (the second: -1 + 2/log2(5)).
+-- note: This is nDCG's numerator: DCG / IDCG with the same parameters is nDCG.
+SUM(CASE WHEN rnk <= :k AND relevance >= 0 AND relevance >= :rel THEN :gain / (LN(rnk + 1) / LN(2)) ELSE 0 END)

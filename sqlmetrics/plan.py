@@ -8,6 +8,7 @@ never by pasting text; the column names a template reads decide which shared col
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -15,6 +16,7 @@ from functools import lru_cache
 from .caches import Kept
 from .catalogue import ABSENT, MeasureCall, shared_columns
 from .deferred import exp, sqlglot
+from .errors import SqlmetricsError
 
 READ = "duckdb"  # the dialect templates are written in
 LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "num_rel", "num_nonrel")
@@ -171,8 +173,9 @@ class Plan:
     positions: set = field(default_factory=set)  # the output columns aggregated over position rows
     position_row: dict = field(default_factory=dict)  # column name -> window expression over the position rows
     subtopics: set = field(default_factory=set)  # the output columns aggregated over subtopic rows (diversity)
-    # The diversity measures' largest cutoff (the positions their subtopic rows list, and the greedy ideal's
-    # length), and the alphas of the greedy ideal rankings they read (their `ideal_gain` column).
+    # The diversity measures' largest cutoff, or the depth nNRBP's ideal ranking must reach (_rank_biased_depth):
+    # the positions their subtopic rows list, and the greedy ideal's length; and the alphas of the greedy ideal
+    # rankings they read (their `ideal_gain` column).
     subtopic_depth: int = 0
     greedy_alphas: set = field(default_factory=set)
     recommendations: set = field(default_factory=set)  # the output columns aggregated over the run's items, once
@@ -264,10 +267,44 @@ def _plan_own_rows(plan: Plan, call: MeasureCall, out: str) -> None:
     if m.rows == "items":
         plan.item_columns.update(c.name for c in body.find_all(exp.Column))
         plan.item_cutoffs.append(call.values.get("k"))
-    if m.rows == "subtopics" and call.values.get("k") is not None:
-        plan.subtopic_depth = max(plan.subtopic_depth, call.values["k"])
-    if any(c.name == "ideal_gain" for c in body.find_all(exp.Column)):
+    reads_ideal = any(c.name == "ideal_gain" for c in body.find_all(exp.Column))
+    if reads_ideal:
         plan.greedy_alphas.add(call.values["alpha"])
+    if m.rows == "subtopics":
+        depth = call.values.get("k")
+        if depth is None and reads_ideal:
+            depth = _rank_biased_depth(call)
+        if depth is not None:
+            plan.subtopic_depth = max(plan.subtopic_depth, depth)
+
+
+# A greedy ideal ranking without a cutoff (nNRBP's: every judged document, weighed by beta^(rank - 1)) is followed
+# down until what is left changes the measure by less than GREEDY_TAIL of its value. The gains g_r down a greedy
+# ranking never rise (a document's gain only falls as others are placed), so past depth D the rest is at most
+# g_(D+1) beta^D / (1 - beta) and the first D positions sum to at least g_(D+1) (1 - beta^D) / (1 - beta): the
+# measure moves by at most beta^D / (1 - beta^D). Each position is two CTEs: GREEDY_MAX_DEPTH bounds the statement.
+GREEDY_TAIL = 1e-10
+GREEDY_MAX_DEPTH = 150
+
+
+def _rank_biased_depth(call: MeasureCall) -> int:
+    depth = _depth_for(call.values["beta"])
+    if depth > GREEDY_MAX_DEPTH:
+        raise SqlmetricsError(
+            f"measure {call.text!r}, parameter 'beta': {call.values['beta']} weighs the ideal ranking {depth} "
+            f"positions deep (to within {GREEDY_TAIL:g} of the value), and sqlmetrics follows the greedy ideal ranking "
+            f"to {GREEDY_MAX_DEPTH}; give a beta up to {_deepest_beta():.2f}.")
+    return depth
+
+
+def _depth_for(beta: float) -> int:
+    """The first depth D where beta^D / (1 - beta^D) is under GREEDY_TAIL."""
+    return max(1, math.ceil(math.log(GREEDY_TAIL / (1 + GREEDY_TAIL)) / math.log(beta)))
+
+
+def _deepest_beta() -> float:
+    """The largest beta (to 0.01) whose ideal ranking fits in GREEDY_MAX_DEPTH positions."""
+    return max(b / 100 for b in range(1, 100) if _depth_for(b / 100) <= GREEDY_MAX_DEPTH)
 
 
 def _plan_ranked(plan: Plan, call: MeasureCall, out: str, relevance_level: int, columns: _SharedColumns,

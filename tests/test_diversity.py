@@ -9,6 +9,7 @@ scores 0: it is called once per measure here.
 """
 from __future__ import annotations
 
+import math
 import random
 
 import ir_measures
@@ -21,6 +22,8 @@ import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.catalogue import parse
 from sqlmetrics.cli import main
+from sqlmetrics.dialects import render
+from sqlmetrics.plan import plan_measures
 
 # The generated runs skip a judged query and rank one without judgments, which evaluate() warns about.
 pytestmark = pytest.mark.filterwarnings("ignore::sqlmetrics.SqlmetricsWarning")
@@ -31,7 +34,10 @@ MEASURES = [
     *(f"ERR_IA@{k}" for k in (1, 2, 5, 20)), *(f"nERR_IA@{k}" for k in (1, 3, 10, 20)),
     *(f"P_IA@{k}" for k in (1, 5, 20)), *(f"StRecall@{k}" for k in (1, 5, 20)),
     "NRBP", "NRBP(alpha=0.7,beta=0.3)", "AP_IA",
+    *(f"alpha_DCG@{k}" for k in (1, 2, 5, 20)), "alpha_DCG(alpha=0.3)@10",
 ]
+# nNRBP follows its greedy ideal ranking 34 positions deep at beta 0.5 (plan.py): a deeper statement, apart.
+NNRBP = ["nNRBP", "nNRBP(alpha=0.7,beta=0.3)"]
 
 
 def generated(seed: int, grades: tuple) -> tuple[list, list]:
@@ -82,7 +88,9 @@ def assert_equal(mine: dict, theirs: dict, measure: str):
     assert theirs, f"{measure}: the oracle evaluated no query"
     # pyndeval evaluates the queries both judged and ranked; a judged query the run misses scores 0 here.
     assert set(theirs) <= set(mine)
-    bad = [f"{q}: ours {mine[q]!r}, pyndeval {theirs[q]!r}" for q in theirs if abs(mine[q] - theirs[q]) > TOLERANCE]
+    # ndeval's nNRBP of a query with no relevant subtopic is 0/0: NaN there, 0 here, as every diversity measure.
+    bad = [f"{q}: ours {mine[q]!r}, pyndeval {theirs[q]!r}" for q in theirs
+           if not (mine[q] == 0 if math.isnan(theirs[q]) else abs(mine[q] - theirs[q]) <= TOLERANCE)]
     assert not bad, f"{measure}:\n" + "\n".join(bad)
     assert all(mine[q] == 0 for q in set(mine) - set(theirs)), measure
 
@@ -100,10 +108,20 @@ def test_equals_pyndeval(data):
     assert mine["alpha_nDCG@5"]["q1"] == 0 and mine["AP_IA"]["q2"] == 0  # no relevant subtopic; not ranked
 
 
+@pytest.mark.parametrize("data", [pytest.param(name, marks=[] if name == "graded" else [pytest.mark.slow])
+                                  for name in DATA])
+def test_nnrbp_equals_pyndeval(data):
+    qrels, run = DATA[data]
+    mine = ours(NNRBP, qrels, run)
+    for measure in NNRBP:
+        assert_equal(mine[measure], ir_measures_values(measure, qrels, run), measure)
+    assert math.isnan(ir_measures_values("nNRBP", qrels, run)["q1"]) and mine["nNRBP"]["q1"] == 0
+
+
 def test_relevance_level_is_ndeval_rel():
     """relevance_level=2: a judgment counts for its subtopic from grade 2 (ir_measures' rel=2)."""
     qrels, run = DATA["graded"]
-    measures = ["alpha_nDCG@10", "nERR_IA@5", "ERR_IA@5", "P_IA@5", "StRecall@5", "NRBP", "AP_IA"]
+    measures = ["alpha_nDCG@10", "nERR_IA@5", "ERR_IA@5", "P_IA@5", "StRecall@5", "NRBP", "AP_IA", "alpha_DCG@10"]
     mine = ours(measures, qrels, run, relevance_level=2)
     for measure in measures:
         name, _, at = measure.partition("@")
@@ -115,7 +133,7 @@ def test_ndeval_spellings_and_alpha_for_err_ia():
     """ndeval's names are aliases; ERR-IA and nERR-IA take ndeval's -alpha (ir_measures fixes 0.5): pyndeval
     itself is the oracle there."""
     qrels, run = DATA["binary"]
-    named = ["alpha-nDCG@10", "ERR-IA@10", "nERR-IA@10", "P-IA@5", "strec@5", "MAP-IA"]
+    named = ["alpha-nDCG@10", "ERR-IA@10", "nERR-IA@10", "P-IA@5", "strec@5", "MAP-IA", "alpha-DCG@10"]
     mine = ours([*named, "ERR_IA(alpha=0.3)@10", "nERR_IA(alpha=0.3)@10"], qrels, run)
     for alpha, measures in ((0.5, named), (0.3, ["ERR-IA@10", "nERR-IA@10"])):
         evaluator = pyndeval.RelevanceEvaluator(qrels, measures, alpha=alpha)
@@ -127,6 +145,7 @@ def test_ndeval_spellings_and_alpha_for_err_ia():
 
 def test_ir_measures_other_spellings():
     assert parse("α_nDCG@5").measure.name == "alpha_nDCG" and parse("MAP_IA").measure.name == "AP_IA"
+    assert parse("α_DCG@5").measure.name == "alpha_DCG"
 
 
 def test_other_measures_read_each_documents_highest_grade():
@@ -166,3 +185,49 @@ def test_a_diversity_measure_needs_subtopic_qrels(tmp_path):
     twice.write_text("q0 st0 d1 1\nq0 st1 d1 1\nq0 st0 d1 0\n")
     with pytest.raises(SqlmetricsError, match=r"twice\.qrels.*in subtopic .st0. \(lines 1 and 3\)"):
         sqlmetrics.evaluate(str(twice), run_table(run), ["alpha_nDCG@10"], qrels_format="subtopics")
+
+
+def deep(seed: int) -> tuple[list, list]:
+    """Queries with 40 to 60 subtopics and about 100 documents relevant to one or two of them: nNRBP's greedy ideal
+    ranking gains 1 or more at each of its first 40 positions, so all of them weigh (beta^34 is 6e-11)."""
+    rnd = random.Random(seed)
+    qrels, run = [], []
+    for q in ("q0", "q1", "q2"):
+        docs = [f"{q}_d{i:03d}" for i in range(150)]
+        qrels += [(q, f"st{s}", d, 1) for s in range(rnd.randint(40, 60)) for d in docs if rnd.random() < 0.02]
+        run += [(q, d, float(200 - i)) for i, d in enumerate(rnd.sample(docs, 60))]
+    return qrels, run
+
+
+@pytest.mark.slow
+def test_nnrbp_follows_a_long_ideal_ranking():
+    """nNRBP's ideal is the greedy ranking of every judged document: to 1e-9 of pyndeval's with about 100 of them,
+    at beta 0.5 (34 positions followed: 18 would be 1e-6 off), 0.3 and 0.8 (104)."""
+    qrels, run = deep(5)
+    assert min(len({d for q, _, d, _ in qrels if q == query}) for query in ("q0", "q1", "q2")) > 60
+    measures = ["nNRBP", "nNRBP(alpha=0.3,beta=0.3)", "nNRBP(beta=0.8)"]
+    mine = ours(measures, qrels, run)
+    for measure in measures:
+        assert_equal(mine[measure], ir_measures_values(measure, qrels, run), measure)
+
+
+def test_nnrbp_refuses_a_beta_whose_ideal_ranking_is_too_deep(cli, tmp_path):
+    """beta 0.9 would weigh the ideal ranking 219 positions deep: refused, naming the parameter, on the command line
+    in one line with exit 2; 0.85 (142 positions) is the largest hundredth taken."""
+    qrels, run = DATA["binary"]
+    with pytest.raises(SqlmetricsError, match=r"nNRBP\(beta=0.9\)', parameter 'beta'.* 219 positions.*up to 0\.85"):
+        ours(["nNRBP(beta=0.9)"], qrels, run)
+    assert plan_measures([parse("nNRBP(beta=0.85)")], 1).subtopic_depth == 142
+    (tmp_path / "q").write_text("q1 s1 d1 1\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 r\n")
+    code, out, err = cli("eval", "q", "r", "-R", "subtopics", "-m", "nNRBP(beta=0.99)")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "'beta'" in err
+
+
+def test_an_engine_is_told_when_the_greedy_ideal_ranking_is_too_deep_for_it():
+    """Spark's analyzer takes 20 greedy positions, SQLite's expression depth 42 (DialectInfo.greedy_depth): a deeper
+    statement is refused before the engine sees it, naming the measures, the depth and the way out."""
+    with pytest.raises(SqlmetricsError, match=r"ranking of nNRBP is 34 positions deep .* spark takes 20: .*0\.3"):
+        render(["nNRBP"], dialect="spark", qrels_format="subtopics")
+    with pytest.raises(SqlmetricsError, match=r"alpha_nDCG@43, P_IA@5 is 43 positions deep .* sqlite takes 42"):
+        render(["alpha_nDCG@43", "P_IA@5"], dialect="sqlite", qrels_format="subtopics")

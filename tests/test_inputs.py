@@ -223,12 +223,13 @@ def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_me
     q2 = [r for r in res.per_query.to_pylist() if r["query_id"] == "q2"][0]
     # 0 for most; undefined (NULL) for the first relevant rank, the grade at a rank, Accuracy and the user's ROC
     # area (no pair to compare), 1 for FallOut (torchmetrics: no non-relevant document retrieved). NumRel and
-    # PrefsNumPrefsPoss count judgments (q2: one relevant document, one preference d1 > d2).
+    # PrefsNumPrefsPoss count judgments (q2: one relevant document, one preference d1 > d2), and IDCG is the
+    # judgments' ideal DCG (d1's gain 1 at rank 1), as trec_eval 10.0's ideal_dcg of an empty ranking.
     # YAAP: trec_eval 10.0 (the default) evaluates an empty ranking there, ln(1 / (1 + R)) with R = 1.
     by_hand = {"FirstRank": None, "Grade": None, "Accuracy": None, "UserAUC": None, "FallOut": 1.0,
                "YAAP": math.log(1 / 2)}
     expected = {w: by_hand.get(w.split("@")[0], 0.0) for w in wanted} | {"NumQ": 1.0, "NumRel": 1.0,
-                                                                         "PrefsNumPrefsPoss": 1.0}
+                                                                         "PrefsNumPrefsPoss": 1.0, "IDCG": 1.0}
     assert q2 == {"query_id": "q2", **expected}
 
 

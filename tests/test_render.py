@@ -92,9 +92,14 @@ def test_one_statement_for_every_dialect(case, dialect):
 @pytest.mark.parametrize("dialect", [d if d in ("duckdb", "tsql") else pytest.param(d, marks=pytest.mark.slow)
                                      for d in ALL])
 def test_diversity_statement_for_every_dialect(dialect):
-    """The diversity measures with subtopic qrels: the subtopic stage (greedy ideal steps included) renders."""
-    sql = render([*_every_measure("subtopics"), "nDCG@10"], dialect=dialect, qrels_format="subtopics",
-                 per_query=True, columns={"run_name": "tag"})
+    """The diversity measures with subtopic qrels: the subtopic stage (greedy ideal steps included) renders. Where
+    the engine takes fewer greedy positions than nNRBP's 34 (Spark's 20), it is refused, and renders at beta 0.3."""
+    measures = [*_every_measure("subtopics"), "nDCG@10"]
+    if (dialect_info(dialect).greedy_depth or 34) < 34:
+        with pytest.raises(SqlmetricsError, match=rf"nNRBP.* 34 positions deep .*{dialect} takes"):
+            render(measures, dialect=dialect, qrels_format="subtopics")
+        measures = [m if m != "nNRBP" else "nNRBP(beta=0.3)" for m in measures]
+    sql = render(measures, dialect=dialect, qrels_format="subtopics", per_query=True, columns={"run_name": "tag"})
     parsed = statements(sql, dialect)
     assert len(parsed) == 1 and isinstance(parsed[0], exp.Select)
     ctes = [c.alias for c in parsed[0].find_all(exp.CTE)]

@@ -76,7 +76,7 @@ def _alias_regex(alias: Alias, measure: Measure) -> re.Pattern:
         name = re.fullmatch(r"\{(\w+)(?::[^}]*)?\}", part)
         ptype = name and measure.params[name.group(1)].type
         if ptype == "gains":  # trec_eval's pairs: ndcg.1=3,2=9,4=4.5
-            pair = rf"-?[0-9]+=-?{_NUMBER}"
+            pair = rf"-?[0-9]+=-?{_NUMBER}(?:[eE][+-]?[0-9]+)?"  # a gain as trec_eval's atof reads it: 1e2 too
             regex += rf"(?P<{name.group(1)}>{pair}(?:,{pair})*)"
         elif name:
             sign = "-?" if ptype == "real" else ""
@@ -177,9 +177,15 @@ def _gains(raw: str, where: str) -> tuple:
             raise SqlmetricsError(f"{where}: write grade:gain pairs such as {{1:3,2:9}} (grades >= 0, each once), "
                                   f"got {raw!r}.")
         out[int(grade)] = float(gain)
-    if any(math.isinf(v) for v in out.values()):
-        raise SqlmetricsError(f"{where}: a gain must be finite, got {raw!r}.")
+    # A sum of gains down a ranking (DCG, the ideal DCG) must stay finite: past 1e300 three gains could reach
+    # infinity, and an infinite ideal DCG would make nDCG 0 as if measured.
+    if any(abs(v) > MAX_GAIN for v in out.values()):
+        raise SqlmetricsError(f"{where}: a gain must be at most {MAX_GAIN:g} in magnitude (its sums down a ranking "
+                              f"must stay finite), got {raw!r}.")
     return tuple(sorted(out.items()))
+
+
+MAX_GAIN = 1e300
 
 
 COMPAT = BY_NAME["compat"].default
@@ -314,7 +320,7 @@ def parse_all(texts, relevance_level: int = 1, compat: str = COMPAT) -> list[Mea
     ir_measures prints for it, which is this module's canonical grammar, and its results are keyed so.
 
     A process that has not read the catalogue yet (a command line call) takes the calls from the disk cache
-    when an earlier process parsed the same strings against the same templates and code: reading the 104
+    when an earlier process parsed the same strings against the same templates and code: reading the 107
     templates costs more than the rest of a small evaluation. An error is raised, never kept."""
     if isinstance(texts, str) or _is_ir_measure(texts):
         texts = [texts]

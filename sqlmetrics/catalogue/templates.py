@@ -100,7 +100,8 @@ PARAM_TYPES = {
     "real": "a finite number of either sign",
     "grade": "a positive number, or 'max' (the largest grade in the qrels)",
     "choice": "one of the listed options",
-    "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0; an unlisted grade gains its grade)",
+    "gains": "grade:gain pairs such as {1:3,2:9} (grades >= 0, gains at most 1e300 in magnitude; an unlisted grade "
+             "gains its grade)",
 }
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")

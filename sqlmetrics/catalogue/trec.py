@@ -79,6 +79,8 @@ MEASURES = [
     TrecMeasure("11pt_avg", "value", "11pt_avg"),
     TrecMeasure("binG", "value", "binG"),
     TrecMeasure("G", "value", "G"),
+    TrecMeasure("dcg", "value", "dcg"),
+    TrecMeasure("ideal_dcg", "value", "ideal_dcg"),
     TrecMeasure("ndcg", "value", "ndcg"),
     TrecMeasure("ndcg_rel", "value", "ndcg_rel"),
     TrecMeasure("Rndcg", "value", "Rndcg"),

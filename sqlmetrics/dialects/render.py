@@ -298,6 +298,17 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
                                   f"{', '.join(n for n, i in DIALECTS.items() if i.unnest in ARRAYS)}.")
         items = Source(table_reference(o.items, d, fold),
                        {r: column_identifier(c, d, fold) for r, c in {"doc_id": qrels_map["doc_id"], **features}.items()})
-    tree = build_statement(plan_measures(calls, o.relevance_level), qrels_source, run_source, options, per_query,
+    plan = plan_measures(calls, o.relevance_level)
+    _check_greedy_depth(plan, info, calls)
+    tree = build_statement(plan, qrels_source, run_source, options, per_query,
                            history=history, items=items, verdicts=verdicts, embeddings=embeddings)
     return portable(tree, info, options, calls, per_query), calls
+
+
+def _check_greedy_depth(plan, info: DialectInfo, calls: list) -> None:
+    """An engine that cannot take the statement's greedy ideal ranking is told so before it is sent one."""
+    if plan.greedy_alphas and info.greedy_depth and plan.subtopic_depth > info.greedy_depth:
+        asked = ", ".join(c.text for c in calls if c.measure.rows == "subtopics")
+        raise SqlmetricsError(f"the greedy ideal ranking of {asked} is {plan.subtopic_depth} positions deep (two CTEs "
+                              f"each), and {info.name} takes {info.greedy_depth}: ask for a smaller cutoff (nNRBP: a "
+                              "smaller beta; 0.3 takes 20 positions), or evaluate them locally or on another engine.")

@@ -24,6 +24,7 @@
     'gmbpref': ['GMBpref', 'gmbpref', ''],
     'grade': ['Grade', '', 'grade_at_{k}'],
     'hits': ['Hits', 'hits', 'hits_at_{k}'],
+    'idcg': ['IDCG', 'idcg', 'idcg_at_{k}'],
     'insq': ['INSQ', 'insq', ''],
     'insqresid': ['INSQResid', 'insqresid', ''],
     'inst': ['INST', 'inst', ''],

@@ -75,8 +75,8 @@ WITH judgments AS (
     COALESCE(
       SUM(
         CASE
-{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance > 0
-{% else %}          WHEN TRUE AND relevance > 0
+{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance >= 0
+{% else %}          WHEN TRUE AND relevance >= 0
 {% endif %}          THEN relevance / (
             LN(rnk + 1) / LN(2)
           )
@@ -181,8 +181,8 @@ WITH judgments AS (
     COALESCE(
       SUM(
         CASE
-{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance > 0
-{% else %}          WHEN TRUE AND relevance > 0
+{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance >= 0
+{% else %}          WHEN TRUE AND relevance >= 0
 {% endif %}          THEN CAST(relevance AS DOUBLE PRECISION) / (
             CAST(LN(rnk + 1) AS DOUBLE PRECISION) / LN(2)
           )
@@ -287,8 +287,8 @@ WITH judgments AS (
     COALESCE(
       SUM(
         CASE
-{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance > 0
-{% else %}          WHEN TRUE AND relevance > 0
+{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance >= 0
+{% else %}          WHEN TRUE AND relevance >= 0
 {% endif %}          THEN relevance / (
             LN(rnk + 1) / LN(2)
           )
@@ -390,8 +390,8 @@ WITH judgments AS (
     COALESCE(
       SUM(
         CASE
-{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance > 0
-{% else %}          WHEN TRUE AND relevance > 0
+{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance >= 0
+{% else %}          WHEN TRUE AND relevance >= 0
 {% endif %}          THEN relevance / (
             LN(rnk + 1) / LN(2)
           )
@@ -493,8 +493,8 @@ WITH judgments AS (
     COALESCE(
       SUM(
         CASE
-{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance > 0
-{% else %}          WHEN TRUE AND relevance > 0
+{% if k is not none %}          WHEN rnk <= {{ k }} AND relevance >= 0
+{% else %}          WHEN TRUE AND relevance >= 0
 {% endif %}          THEN relevance / (
             LN(rnk + 1) / LN(2)
           )

@@ -1,0 +1,30 @@
+-- measure: IDCG
+-- description: Ideal DCG: the DCG of the ideal ranking of all the query's judgments (sorted by gain, positive gains only) down to k (without k: all of them); the run does not change it.
+-- reference: trec_eval 10.0 ideal_dcg (and its gains ideal_dcg.1=3,2=9); nDCG's denominator
+-- param k: cutoff = none
+-- param gain: choice = linear
+--   linear: :gains
+--   exp: POWER(2, :gains) - 1
+-- param gains: gains = none
+-- param rel: level = none
+-- at: k
+-- aliases: ideal_dcg (trec_eval), ideal_dcg_{gains} (trec_eval), ideal_dcg.{gains} (trec_eval)
+-- aggregate: mean
+-- range: 0..
+-- example: qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 3.1309297536
+-- example: @2 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d5 0.9 => 2.6309297536
+-- example: (gain='exp')@4 qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 4.1309297536
+-- example: (gains={1:3,2:1}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 5.3927892607
+-- example: (gains={0:1}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9, q1 d2 0.8, q1 d5 0.7, q1 d3 0.6 => 3.5616063116
+-- example: (gains={1:-1,2:-1}) qrels: q1 d1 1, q1 d2 0, q1 d3 2, q1 d4 1 run: q1 d1 0.9 => 0
+-- note: The ideal ranking sorts the query's judgments by gain, and only positive gains count (nDCG's ideal). First
+--   example: gains 2, 1, 1 (d2's grade 0 gains nothing): 2 + 1/log2(3) + 1/log2(4) = 3.1309297536, whatever the
+--   run; at 2, 2 + 1/log2(3) for a run that retrieves nothing relevant. exp: 3 + 1/log2(3) + 1/2. With gains
+--   {1:3,2:1}, d1 and d4 gain 3 and d3 1: 3 + 3/log2(3) + 1/2. With {0:1}, d2 gains 1 too, at position 4:
+--   3.1309297536 + 1/log2(5). With no positive gain it is 0.
+-- note: A query the run does not rank (queries='qrels', trec_eval -c) has its ideal DCG still: trec_eval 10.0
+--   evaluates it as an empty ranking. trec_eval's sort of the gains compares (int)(g1 - g2), so two gains less
+--   than 1 apart may come out in either order there (see nDCG); here the ideal is always sorted.
+-- ideal_order: CASE WHEN relevance >= :rel THEN :gains ELSE 0 END
+-- ideal idcg: SUM(CASE WHEN ideal_rnk <= :k AND relevance >= 0 AND relevance >= :rel AND :gain > 0 THEN :gain / (LN(ideal_rnk + 1) / LN(2)) ELSE 0 END)
+idcg

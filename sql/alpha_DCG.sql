@@ -1,0 +1,24 @@
+-- measure: alpha_DCG
+-- description: Intent-aware DCG with novelty, ndeval's collection-independent form: alpha_nDCG's sum over the top k (each document gains, for each subtopic it is relevant to, (1 - alpha)^(the documents above it relevant to that subtopic), discounted by log2(rank + 1)) divided by that of a ranking relevant to every subtopic at every rank.
+-- reference: Clarke et al. 2008 (SIGIR); ndeval (TREC Web track) alpha-DCG@k; ir_measures alpha_DCG(alpha=0.5)@k (its pyndeval provider)
+-- param k: cutoff = 20
+-- param alpha: prob = 0.5
+-- at: k
+-- aliases: alpha-DCG@{k} (ndeval), α_DCG@{k} (ir_measures)
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..
+-- example: @4 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 0.7233265442
+-- example: (alpha=0.3)@4 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 0.6471023936
+-- example: @1 qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d1 0.9, q1 d2 0.8 => 2
+-- note: Subtopic qrels (qrels_format='subtopics'). Example: 2 subtopics (s3 has no relevant document); the run
+--   gains 1 (d2: s1), 1/2 + 1 (d1: s1 again, s2), 0 (d5, unjudged), 1/2 (d3: s2 again):
+--   (1 + 1.5/log2(3) + 0.5/log2(5)) / (2 * (1 + 0.5/log2(3) + 0.25/2 + 0.125/log2(5))) = 0.7233265442. With
+--   alpha 0.3 the gains are 1, 0.7 + 1, 0, 0.7 and the divisor 2 * (1 + 0.7/log2(3) + 0.49/2 + 0.343/log2(5)).
+-- note: ndeval divides by subtopics * sum_{i<=k} (1 - alpha)^(i-1) / log2(i + 1) (the `position` rows) only from
+--   k = 2 on: alpha-DCG@1 is the first document's gain itself, which may reach the number of subtopics (the
+--   third example, d1 first: 2). Hence the range has no upper bound, as ERR_IA's. A query with no relevant
+--   subtopic scores 0. k defaults to 20, the depth ndeval evaluates; ndeval and ir_measures refuse k > 20,
+--   which is computed here as the same sums further down. The relevance level is the evaluation's.
+SUM(CASE WHEN row_kind = 'run' AND rnk <= :k THEN POWER(1 - :alpha, seen) / (LN(rnk + 1) / LN(2)) ELSE 0 END)
+/ CASE WHEN :k = 1 THEN 1 ELSE NULLIF(MAX(subtopics) * SUM(CASE WHEN row_kind = 'position' AND rnk <= :k THEN POWER(1 - :alpha, rnk - 1) / (LN(rnk + 1) / LN(2)) ELSE 0 END), 0) END

@@ -1,0 +1,21 @@
+-- measure: nNRBP
+-- description: NRBP normalised by ndeval's greedy ideal ranking: the run's sum of beta^(rank - 1) times each document's novelty gain over the same sum down the ideal ranking.
+-- reference: Clarke et al. 2009 (ICTIR); ndeval (TREC Web track) nNRBP; ir_measures nNRBP(alpha=0.5, beta=0.5) (its pyndeval provider)
+-- param alpha: prob = 0.5
+-- param beta: prob = 0.5
+-- rows: subtopics
+-- aggregate: mean
+-- range: 0..1
+-- example: qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 29/38
+-- example: (beta=0.3) qrels: q1 s1 d1 1, q1 s2 d1 1, q1 s1 d2 1, q1 s2 d3 1, q1 s3 d4 0 run: q1 d2 0.9, q1 d1 0.8, q1 d5 0.7, q1 d3 0.6 => 2927/4390
+-- note: Subtopic qrels (qrels_format='subtopics'). Example: the run gains 1, 1.5, 0, 0.5 (see NRBP):
+--   1 + 1.5/2 + 0.5/8 = 29/16; the greedy ideal (d1, d3, d2; see alpha_nDCG) gains 2, 0.5, 0.5: 2 + 0.5/2 +
+--   0.5/4 = 38/16: 29/38. With beta 0.3: (1 + 1.5 * 0.3 + 0.5 * 0.027) / (2 + 0.5 * 0.3 + 0.5 * 0.09) = 2927/4390.
+--   NRBP's factor (1 - (1 - alpha) beta) / subtopics is in both sums and cancels.
+-- note: ndeval's ideal is the greedy ranking of every judged document; here it is followed down as far as
+--   beta^(rank - 1) still weighs: the gains down a greedy ranking never rise, so past depth D the measure moves
+--   by at most beta^D / (1 - beta^D), and D is the first depth where that is under 1e-10 (34 positions at beta
+--   0.5, 104 at 0.8; two CTEs each, see alpha_nDCG). A beta that would need more than 150 positions (above
+--   0.85) is refused. A query with no relevant subtopic scores 0 (ndeval: 0/0, NaN).
+SUM(CASE WHEN row_kind = 'run' THEN POWER(:beta, rnk - 1) * POWER(1 - :alpha, seen) ELSE 0 END)
+/ NULLIF(SUM(CASE WHEN row_kind = 'ideal' AND ideal_alpha = :alpha THEN POWER(:beta, rnk - 1) * ideal_gain ELSE 0 END), 0)
