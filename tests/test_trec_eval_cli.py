@@ -187,6 +187,9 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-J"], 4, "judged query 'q2' has no ranking"),
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d9 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", ["-J"], 0, ""),
     (V10, "q1 0 d1 1\n", "", ["-J"], 2, "is empty"),
+    # Every rel_info line is data to trec_eval (get_qrels.c): a blank one, or one of whitespace, is "Malformed line".
+    (V10, "q1 0 d1 1\n\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),
+    (V9, "q1 0 d1 1\n \t\r\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),
 ])
 def test_exit_statuses_are_trec_evals(cli, compat, qrels, run, flags, status, says):
     Path("q.txt").write_text(qrels)
@@ -210,3 +213,29 @@ def test_complete_num_rel_summary_is_trec_evals_recount(cli, trec_eval_dir, suit
         per_query = sum(int(v) for _, q, v in rows if q != "all")
         (summary,) = [int(v) for _, q, v in rows if q == "all"]
         assert summary == (graded if complete else per_query) and graded != per_query
+
+
+# trec_eval's run reader (get_trec_results.c, both versions) splits lines at \n alone and fields at C's whitespace
+# (space, \t, \v, \f, \r); a line of whitespace alone is skipped.
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_blank_run_lines_are_skipped_as_trec_eval_skips_them(cli, trec_eval_dir, trec_eval_10_dir, suite):
+    folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
+    lines = (folder / "results.test").read_bytes().split(b"\n")
+    lines[3:3] = [b"  \t ", b"", b"\x0b\x0c\r"]
+    lines[20] += b"\r"  # one CRLF line among LF ones
+    Path("odd.run").write_bytes(b"\n".join(lines))
+    code, out, err = cli("trec_eval", "--compat", suite, folder / "qrels.test", "odd.run")
+    assert code == 0 and out == (folder / "out.test").read_text(), err
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_carriage_returns_and_the_tag_are_read_as_trec_eval_reads_them(cli, suite):
+    """A lone \\r is whitespace within its line (one line here: its first 6 fields count, the rest is ignored), and
+    the tag trec_eval prints is the last line's (each line's replaces the one before)."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 1\n")
+    expected = "runid                 \tall\t{}\nnum_ret               \tall\t{}\nP_2                   \tall\t{}\n"
+    for run, printed in ((b"q1 Q0 d1 1 2.0 r\rq1 Q0 d2 2 1.0 r\n", ("r", 1, "0.5000")),
+                         (b"q1 Q0 d1 1 2.0 first\r\nq1 Q0 d2 2 1.0 last\n\n", ("last", 2, "1.0000"))):
+        Path("r.txt").write_bytes(run)
+        code, out, err = cli("trec_eval", "--compat", suite, "-m", "runid", "-m", "num_ret", "-m", "P.2", "q.txt", "r.txt")
+        assert code == 0 and out == expected.format(*printed), err

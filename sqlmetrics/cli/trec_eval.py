@@ -12,7 +12,9 @@ import argparse
 import importlib.metadata
 import math
 import os
+import re
 import textwrap
+from pathlib import Path
 
 from ..catalogue import parse, parse_all
 from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
@@ -22,11 +24,15 @@ from ..local.checks import RepeatedDocument
 from ..identifiers import quote_identifier
 from ..local.collect import python_rows
 from ..local.connection import connect
+from ..local.databases import _split_duckdb_target
 from ..local.readers import load
+from ..local.readers.files import file_format
+from ..local.readers.text import first_line_matching
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
 from .common import Progress, UsageError, command_runs, trec_line, trec_tag
 
+_BLANK_LINE = re.compile(rb"(?m)^[ \t\v\f\r]*$")  # C's isspace() but \n: trec_eval's whitespace
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
 _NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary with -c (see run())
@@ -104,6 +110,19 @@ def _judged_queries(args) -> list:
         con.close()
 
 
+def _refuse_blank_lines(path: str) -> None:
+    """trec_eval reads every line of the rel_info file as data, whatever -R says (get_qrels.c and its siblings, both
+    versions): one blank or of whitespace alone stops it ("Malformed line", exit 2). Its run reader skips them, as
+    every reader of ours does both files'."""
+    if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
+        return
+    number = first_line_matching(Path(path), _BLANK_LINE)
+    if number is not None:
+        raise UsageError(f"rel_info file {path!r}, line {number}: blank; trec_eval reads every line of it as a "
+                         "judgment and stops there (\"Malformed line\", exit 2). Remove the line (`sqlmetrics eval` "
+                         "skips blank lines).")
+
+
 def _is_empty(path: str) -> bool:
     try:
         return path != "-" and os.path.getsize(path) == 0
@@ -150,6 +169,7 @@ def run(args) -> tuple:
         strings.append(_NUM_REL_GRADED)
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
+    _refuse_blank_lines(args.files[0])
     args.runs, args.name = [args.files[1]], None
     args.qrels = args.files[0]
     runs = command_runs(args)
