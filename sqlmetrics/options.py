@@ -132,8 +132,8 @@ OPTIONS = (
     Option("compat", "trec_eval-9.0.8", "which trec_eval's definitions where its versions differ (interpolated "
            "precision's recall rounding): 9.0.8, which pytrec_eval and ir_measures reproduce, or 10.0",
            _EVERYWHERE, choices=("trec_eval-9.0.8", "trec_eval-10.0")),
-    Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M)",
-           _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N", minimum=1),
+    Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M); 0 leaves "
+           "every ranking empty", _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N", minimum=0),
     Option("judged_only", False, "drop the documents without a judgment (or with a negative grade) from each "
            "ranking before evaluating it (trec_eval -J, ir_measures judged_only)", _EVERYWHERE, kind="flag",
            flags=("-J", "--judged-only")),

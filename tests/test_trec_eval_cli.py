@@ -239,3 +239,37 @@ def test_carriage_returns_and_the_tag_are_read_as_trec_eval_reads_them(cli, suit
         Path("r.txt").write_bytes(run)
         code, out, err = cli("trec_eval", "--compat", suite, "-m", "runid", "-m", "num_ret", "-m", "P.2", "q.txt", "r.txt")
         assert code == 0 and out == expected.format(*printed), err
+
+
+def _lines(*rows) -> str:
+    return "".join(f"{name:<22}\t{q}\t{value}\n" for name, q, value in rows)
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_depth_zero_evaluates_empty_rankings(cli, suite):
+    """trec_eval -M0 cuts every ranking to nothing (form_res_rels.c: num_results = 0) and evaluates it: num_ret 0,
+    map 0, num_rel as judged, utility.1,-1,2,0 = 2 * the relevant documents not retrieved (q1 4, q2 2). q3 is not
+    judged. A negative -M crashes trec_eval: refused."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\n")
+    Path("r.txt").write_text("q1 Q0 d8 1 2.0 r\nq2 Q0 d1 1 1.0 r\nq3 Q0 d1 1 1.0 r\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-M0", "-q", "-m", "num_ret", "-m", "num_rel", "-m", "map",
+                         "-m", "utility.1,-1,2,0", "q.txt", "r.txt")
+    u = "utility_1,-1,2,0"
+    assert code == 0 and out == _lines(
+        ("num_ret", "q1", 0), ("num_rel", "q1", 2), ("map", "q1", "0.0000"), (u, "q1", "4.0000"),
+        ("num_ret", "q2", 0), ("num_rel", "q2", 1), ("map", "q2", "0.0000"), (u, "q2", "2.0000"),
+        ("num_ret", "all", 0), ("num_rel", "all", 3), ("map", "all", "0.0000"), (u, "all", "3.0000")), err
+    code, out, err = cli("trec_eval", "--compat", suite, "-M", "-1", "q.txt", "r.txt")
+    assert code == 2 and "-M" in err and out == ""
+
+
+def test_judged_only_empty_ranking_is_printed_and_scored_by_9(cli):
+    """9.0.8 walks the run's queries: q1, whose only document -J drops, is evaluated as an empty ranking and printed
+    (utility.1,-1,2,0: 2 * R = 4); q2 ranks its relevant d1 (1). The mean is (4 + 1) / 2."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\n")
+    Path("r.txt").write_text("q1 Q0 d8 1 2.0 r\nq2 Q0 d1 1 1.0 r\n")
+    code, out, err = cli("trec_eval", "--compat", V9, "-q", "-J", "-m", "num_ret", "-m", "utility.1,-1,2,0",
+                         "q.txt", "r.txt")
+    u = "utility_1,-1,2,0"
+    assert code == 0 and out == _lines(("num_ret", "q1", 0), (u, "q1", "4.0000"), ("num_ret", "q2", 1),
+                                       (u, "q2", "1.0000"), ("num_ret", "all", 1), (u, "all", "2.5000")), err

@@ -80,13 +80,13 @@ def add_parser(sub, parents) -> None:
 def _stop_as_10_does(args, res) -> None:
     """trec_eval 10.0 walks the qrels' queries (trec_eval.c): without -c, one with no ranking in the run stops it
     ('result qid ... not found in qrels', exit 4), and an empty run stops it reading (exit 2). 9.0.8 walked the
-    run's queries and skipped such a query; -c scores it 0. Without -J the evaluation listed every judged query
-    (queries='qrels', which, none missing, are the intersection's lists): one that ranks nothing is missing.
-    With -J a ranked query may keep no document, so the qrels' queries are read again."""
+    run's queries and skipped such a query; -c scores it 0. Without -J (nor -M0) the evaluation listed every judged
+    query (queries='qrels', which, none missing, are the intersection's lists): one that ranks nothing is missing.
+    With them a ranked query may keep no document, so the qrels' queries are read again."""
     _, rows = res.per_query
-    if args.Judged_docs_only:
+    if _may_empty(args):
         ranked = {q for _, q, *_ in rows}
-        missing = sorted(q.encode() for q in _judged_queries(args) if q not in ranked)
+        missing = sorted(q.encode() for q in _queries(args.files[0], "qrels", args) if q not in ranked)
         empty = not rows
     else:
         missing = sorted(q.encode() for _, q, num_ret, *_ in rows if not num_ret)
@@ -100,12 +100,20 @@ def _stop_as_10_does(args, res) -> None:
                          "--compat trec_eval-9.0.8 to skip it as 9.0.8 did.", exit_status=4)
 
 
-def _judged_queries(args) -> list:
+def _may_empty(args) -> bool:
+    """Whether a ranked query may be left with no document: -J drops its unjudged ones, -M0 all. trec_eval (both)
+    evaluates and prints such a query, as an empty ranking."""
+    return args.Judged_docs_only or args.Max_retrieved_per_topic == 0
+
+
+def _queries(path: str, kind: str, args) -> list:
+    """The query ids of the qrels or the run, read again (only where the evaluation cannot tell them)."""
     con = connect()
     try:
-        qrels = load(con, args.files[0], "qrels", layout=None if args.Rel_info_format == "qrels" else args.Rel_info_format)
-        return [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(qrels.columns['query_id'])} "
-                                          f"AS VARCHAR) FROM {qrels.view}").fetchall()]
+        layout = None if kind == "run" or args.Rel_info_format == "qrels" else args.Rel_info_format
+        loaded = load(con, path, kind, layout=layout)
+        return [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(loaded.columns['query_id'])} "
+                                          f"AS VARCHAR) FROM {loaded.view}").fetchall()]
     finally:
         con.close()
 
@@ -145,8 +153,8 @@ def run(args) -> tuple:
         raise UsageError(f"-T {args.Results_format}: the only results format is 'trec_results'.")
     if args.Number_docs_in_coll is not None and args.Number_docs_in_coll < 0:
         raise UsageError("-N takes the number of documents in the collection, at least 0.")
-    if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 1:
-        raise UsageError("-M takes a positive number of documents.")
+    if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 0:  # trec_eval crashes there
+        raise UsageError("-M takes the number of documents to evaluate of each ranking, at least 0.")
 
     printed = []  # (TrecMeasure, [(printed name, our measure string)]) in trec_eval's order
     for m in MEASURES:
@@ -155,9 +163,8 @@ def run(args) -> tuple:
                             relstring_names(wanted[m.name])))
     printed = [(m, [(shown, _TREC_SPELLINGS.get(spelling, spelling)) for shown, spelling in names])
                for m, names in printed]
-    if args.Number_docs_in_coll is not None:  # utility alone reads it (its d term): a parameter of utility's
-        printed = [(m, [(shown, _with_collection_size(spelling, args) if m.name == "utility" else spelling)
-                        for shown, spelling in names]) for m, names in printed]
+    printed = [(m, [(shown, _with_options(m, spelling, args) if m.name in ("utility", "yaap") else spelling)
+                    for shown, spelling in names]) for m, names in printed]
     strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, spelling in names
                                               for s in (spelling if isinstance(spelling, tuple) else [spelling]))]))
     # trec_eval's quirk (both versions, m_num_rel.c): with -c the summary num_rel is a recount of the qrels lines
@@ -174,9 +181,9 @@ def run(args) -> tuple:
     args.qrels = args.files[0]
     runs = command_runs(args)
     (name, path), = runs.items()
-    # 10.0 without -c (nor -J) evaluates every judged query too, to stop where 10.0 does (_stop_as_10_does).
+    # 10.0 without -c (nor -J, -M0) evaluates every judged query too, to stop where 10.0 does (_stop_as_10_does).
     stop_as_10 = args.compat == "trec_eval-10.0" and not args.complete_rel_info_wanted
-    every_judged = args.complete_rel_info_wanted or (stop_as_10 and not args.Judged_docs_only)
+    every_judged = args.complete_rel_info_wanted or (stop_as_10 and not _may_empty(args))
     options = dict(queries="qrels" if every_judged else "intersection",
                    relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only,
                    qrels_format=args.Rel_info_format)
@@ -203,13 +210,32 @@ def run(args) -> tuple:
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    return _print(printed, wanted, per_query, aggregate, trec_tag(path) or name, args, zscores is not None), None
+    shown = _printed_queries(per_query, path, args) if args.query_eval_wanted else []
+    return _print(printed, wanted, per_query, shown, aggregate, trec_tag(path) or name, args, zscores is not None), None
 
 
-def _with_collection_size(spelling: str, args) -> str:
-    """A utility measure string with the collection size of -N (N, which trec_eval's options hold)."""
-    coefficients = parse(spelling, args.level_for_rel, args.compat).values
-    return "Utility(" + ",".join(f"{c}={coefficients[c]!r}" for c in "abcd") + f",N={args.Number_docs_in_coll})"
+def _printed_queries(per_query: dict, run: str, args) -> list:
+    """The queries trec_eval prints with -q, in its order: 10.0 every one it averaged (with -c, those missing from the
+    run too); 9.0.8 those of the run (it walked the run's), those -J or -M0 left empty included. The evaluation's
+    lists are those of the run but with -c, where a query ranking nothing may be missing or left empty."""
+    if args.compat == "trec_eval-9.0.8" and args.complete_rel_info_wanted:
+        in_run = set(_queries(run, "run", args)) if _may_empty(args) else {q for q, v in per_query.items() if v[_NUM_RET]}
+        return sorted(q for q in per_query if q in in_run)
+    return sorted(per_query)
+
+
+def _with_options(m: TrecMeasure, spelling: str, args) -> str:
+    """utility's or yaap's measure string with what the options say: utility's collection size (-N, which trec_eval's
+    options hold: N); and, under 9.0.8 without -c, 10.0's value for a query whose ranking is empty. 9.0.8 leaves a
+    judged query missing from the run (-c) at 0, but evaluates one that -J or -M0 left empty, as 10.0 evaluates
+    both; without -c every query evaluated is in the run."""
+    call = parse(spelling, args.level_for_rel, args.compat)
+    named = {c: call.values[c] for c in "abcd"} if m.name == "utility" else {}
+    if m.name == "utility" and args.Number_docs_in_coll is not None:
+        named["N"] = args.Number_docs_in_coll
+    if args.compat == "trec_eval-9.0.8" and not args.complete_rel_info_wanted:
+        named["compat"] = "trec_eval-10.0"
+    return f"{call.measure.name}({','.join(f'{k}={v!r}' for k, v in named.items())})" if named else spelling
 
 
 def _relstring_text(values: dict, names: list) -> str:
@@ -283,7 +309,7 @@ def _to_z(qid: str, values: dict, printed: list, zscores: dict) -> dict:
     return out
 
 
-def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: str, args, z: bool) -> str:
+def _print(printed: list, wanted: dict, per_query: dict, shown: list, aggregate: dict, tag: str, args, z: bool) -> str:
     out = []
 
     def line(name: str, qid: str, value, count: bool):
@@ -292,10 +318,8 @@ def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: s
         else:
             out.append(trec_line(name, qid, int(value) if count else float(value)))
 
-    # 9.0.8 prints the queries the run ranks; 10.0 every averaged one (with -c, the missing ones too).
-    printed_queries = sorted(q for q, v in per_query.items() if v[_NUM_RET] or args.compat != "trec_eval-9.0.8")
     if args.query_eval_wanted:
-        for q in printed_queries:
+        for q in shown:
             for m, names in printed:
                 if m.summary_only:
                     continue

@@ -177,8 +177,9 @@ def _lists(options: Shape, key: list) -> exp.Select:
     groups = ["judgment_group"] if options.judgment_groups else []
     if options.labels:
         return exp.select(*_cols(key)).from_("query_stats", copy=False)  # every list of the log
-    if (options.queries == "intersection" or options.group_by) and options.judged_only:
-        # The lists present before judged_only emptied some of them: an emptied list scores 0 (trec_eval -J).
+    if (options.queries == "intersection" or options.group_by) and (options.judged_only or options.depth == 0):
+        # The lists present before judged_only (or depth 0) emptied some of them: an emptied list scores as an
+        # empty ranking (trec_eval -J, -M0).
         return exp.select(*_cols(key)).distinct(copy=False).from_("run_rows", copy=False).where(
             _c("query_id").isin(query=exp.select("query_id").from_("query_stats", copy=False)), copy=False)
     if options.queries == "intersection" or options.group_by:
