@@ -2,6 +2,7 @@
 name changed, print exactly trec_eval's bytes: trec_eval 10.0's suite by default, 9.0.8's under
 --compat trec_eval-9.0.8 (the suites and the command behind each file: ../shared/data/trec_eval*_test).
 """
+import json
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,44 @@ def test_judged_only_empty_ranking_is_printed_and_scored_by_9(cli):
     u = "utility_1,-1,2,0"
     assert code == 0 and out == _lines(("num_ret", "q1", 0), (u, "q1", "4.0000"), ("num_ret", "q2", 1),
                                        (u, "q2", "1.0000"), ("num_ret", "all", 1), (u, "all", "2.5000")), err
+
+
+# trec_eval's reading of a negative -l (form_res_rels.c, both versions): a ranked document the qrels lack is listed at
+# -1 and one graded below 0 at -2; the rank-by-rank measures count every listed document at the level or above as
+# relevant, while R (num_rel) and num_rel_ret count the judged documents graded 0 or more. q1 ranks d5 (no qrels row:
+# -1), d1 (1), d3 (-1: -2), d2 (0); R = 3 (d1, d2, d4). At -l -1 ranks 1, 2 and 4 count: map (1/1 + 2/2 + 3/4) / 3 =
+# 0.9167, Rprec 2/3, P_5 3/5, recip_rank 1; bpref counts the judged d1, d2 (2/3). Interpolated precision counts down
+# from the 2 judged relevant retrieved, less the 1 unjudged counted: 1 relevant at rank 2, 2 at rank 4, so 0.5000
+# wherever r*R rounds to 2 or less (10.0: r <= 0.8; 9.0.8, r*R + 0.9 truncated: r <= 0.7), else 0.
+NEGATIVE_QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 -1\nq1 0 d4 1\n"
+NEGATIVE_RUN = "q1 Q0 d5 1 4 t\nq1 Q0 d1 2 3 t\nq1 Q0 d3 3 2 t\nq1 Q0 d2 4 1 t\n"
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_negative_level_is_read_as_trec_eval_reads_it(cli, suite):
+    Path("q.txt").write_text(NEGATIVE_QRELS)
+    Path("r.txt").write_text(NEGATIVE_RUN)
+    code, out, err = cli("trec_eval", "--compat", suite, "-l", "-1", "q.txt", "r.txt")
+    iprec = [("iprec_at_recall_0.%d0" % i if i < 10 else "iprec_at_recall_1.00", "all",
+              "0.5000" if i <= (8 if suite == V10 else 7) else "0.0000") for i in range(11)]
+    precision = [(f"P_{k}", "all", f"{3 / k:.4f}") for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert code == 0 and out == _lines(
+        ("runid", "all", "t"), ("num_q", "all", 1), ("num_ret", "all", 4), ("num_rel", "all", 3),
+        ("num_rel_ret", "all", 2), ("map", "all", "0.9167"), ("gm_map", "all", "0.9167"), ("Rprec", "all", "0.6667"),
+        ("bpref", "all", "0.6667"), ("recip_rank", "all", "1.0000"), *iprec, *precision), err
+    # At -l -2 every ranked document counts: map (1 + 1 + 1 + 1) / 3, Rprec 3/3; relstring: - for no qrels row.
+    code, out, err = cli("trec_eval", "--compat", suite, "-l", "-2", "-q", "-m", "map", "-m", "Rprec", "-m",
+                         "relstring.4", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("map", "q1", "1.3333"), ("Rprec", "q1", "1.0000"), ("relstring_4", "q1", "'-1.0'"),
+                                       ("map", "all", "1.3333"), ("Rprec", "all", "1.0000")), err
+
+
+def test_eval_reads_a_negative_level_plainly(cli):
+    """`eval -l -1`: a grade >= -1 is relevant, d3's -1 too (it is a judgment), a document without one never: the
+    relevant are d1, d3, d2 at ranks 2, 3, 4 and d4, R = 4, so AP = (1/2 + 2/3 + 3/4) / 4 and P@4 = 3/4."""
+    Path("q.txt").write_text(NEGATIVE_QRELS)
+    Path("r.txt").write_text(NEGATIVE_RUN)
+    code, out, err = cli("eval", "-l", "-1", "-m", "AP", "-m", "P@4", "-m", "NumRel", "-f", "json", "q.txt", "r.txt")
+    assert code == 0, err
+    got = json.loads(out)["runs"]["r"]["aggregate"]
+    assert got == pytest.approx({"AP": (1 / 2 + 2 / 3 + 3 / 4) / 4, "P@4": 0.75, "NumRel": 4})

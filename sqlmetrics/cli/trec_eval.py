@@ -9,6 +9,7 @@ measures, and trec_eval 10.0's definitions (`--compat trec_eval-9.0.8` gives 9.0
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.metadata
 import math
 import os
@@ -41,6 +42,15 @@ _NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary w
 # above a lowest grade of -2; with several subgroups only grade 0 is non-relevant. `eval` cuts every grade <= 0.
 _TREC_SPELLINGS = {"prefs_avgjg_Rnonrel": "PrefsAvgJGRnonrel(nonrel=trec_eval)",
                    "prefs_avgjg_Rnonrel_ret": "PrefsAvgJGRnonrelRet(nonrel=trec_eval)"}
+# trec_eval's reading of a negative -l (form_res_rels.c, both versions): it lists a ranked document the qrels lack at
+# -1 and one graded below 0 at -2, and its rank-by-rank measures (map, P, recall, ...) count every document listed
+# at the level or above as relevant (at -1 the unjudged ones; at -2 all), while R counts the grades >= 0 (a map over
+# 1 is then possible). These measures count the judged documents alone, the grades from the level up (>= 0: all):
+# their value at -l 0. (evaluate(_trec_grades=True) lists the documents as trec_eval does.)
+_JUDGED_RELEVANT = ("num_rel_ret", "bpref", "infAP", "gm_bpref", "utility", "set_P", "set_relative_P", "set_recall",
+                    "set_map", "set_F")
+# These read the ranking with trec_eval's grades (-1 without a judgment) as trec_eval does: see their grades= notes.
+_TREC_GRADES = ("iprec_at_recall", "11pt_avg", "Rprec_mult", "Rprec_mult_avgjg", "infAP")
 
 
 def add_parser(sub, parents) -> None:
@@ -163,8 +173,7 @@ def run(args) -> tuple:
                             relstring_names(wanted[m.name])))
     printed = [(m, [(shown, _TREC_SPELLINGS.get(spelling, spelling)) for shown, spelling in names])
                for m, names in printed]
-    printed = [(m, [(shown, _with_options(m, spelling, args) if m.name in ("utility", "yaap") else spelling)
-                    for shown, spelling in names]) for m, names in printed]
+    printed = [(m, [(shown, _with_options(m, spelling, args)) for shown, spelling in names]) for m, names in printed]
     strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, spelling in names
                                               for s in (spelling if isinstance(spelling, tuple) else [spelling]))]))
     # trec_eval's quirk (both versions, m_num_rel.c): with -c the summary num_rel is a recount of the qrels lines
@@ -194,7 +203,7 @@ def run(args) -> tuple:
     with Progress("evaluating", quiet=args.quiet) as progress:
         try:
             res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows,
-                           _progress=progress.listener)
+                           _progress=progress.listener, _trec_grades=args.level_for_rel < 0)
         except RepeatedDocument as e:  # this command takes no --duplicates; trec_eval (both) exits 4 on a repeat
             raise UsageError(f"{e.where}. Remove the repeat: trec_eval takes each document once per query "
                              "(`sqlmetrics eval --duplicates max` keeps its highest score).", exit_status=4) from None
@@ -225,28 +234,39 @@ def _printed_queries(per_query: dict, run: str, args) -> list:
 
 
 def _with_options(m: TrecMeasure, spelling: str, args) -> str:
-    """utility's or yaap's measure string with what the options say: utility's collection size (-N, which trec_eval's
-    options hold: N); and, under 9.0.8 without -c, 10.0's value for a query whose ranking is empty. 9.0.8 leaves a
-    judged query missing from the run (-c) at 0, but evaluates one that -J or -M0 left empty, as 10.0 evaluates
-    both; without -c every query evaluated is in the run."""
-    call = parse(spelling, args.level_for_rel, args.compat)
-    named = {c: call.values[c] for c in "abcd"} if m.name == "utility" else {}
+    """A measure string with what trec_eval's options say of it: utility's collection size (-N, which trec_eval's
+    options hold: N); level 0 under a negative -l for the measures of judged documents (_JUDGED_RELEVANT); and, under
+    9.0.8 without -c, 10.0's value of utility and yaap for a query whose ranking is empty. 9.0.8 leaves a judged
+    query missing from the run (-c) at 0, but evaluates one that -J or -M0 left empty, as 10.0 evaluates both;
+    without -c every query evaluated is in the run."""
+    named = {}
     if m.name == "utility" and args.Number_docs_in_coll is not None:
         named["N"] = args.Number_docs_in_coll
-    if args.compat == "trec_eval-9.0.8" and not args.complete_rel_info_wanted:
+    if m.name in _JUDGED_RELEVANT and args.level_for_rel < 0:
+        named["rel"] = 0
+    if m.name in _TREC_GRADES and args.level_for_rel < 0:
+        named["grades"] = "trec_eval"
+    if m.name in ("utility", "yaap") and args.compat == "trec_eval-9.0.8" and not args.complete_rel_info_wanted:
         named["compat"] = "trec_eval-10.0"
-    return f"{call.measure.name}({','.join(f'{k}={v!r}' for k, v in named.items())})" if named else spelling
+    if not named:
+        return spelling
+    if isinstance(spelling, tuple):  # 11pt_avg at given points: the mean of these
+        return tuple(_with_options(m, s, args) for s in spelling)
+    call = parse(spelling, args.level_for_rel, args.compat)
+    params = tuple((n, named.get(n, v)) for n, v in call.params)
+    return dataclasses.replace(call, params=params, given=call.given | set(named)).canonical
 
 
-def _relstring_text(values: dict, names: list) -> str:
+def _relstring_text(values: dict, names: list, trec_grades: bool) -> str:
     """trec_eval's relstring: one character per ranked document, up to the list's end: the grade (0-9),
-    '>' above 9, '.' for a negative grade (in the pool, unjudged), '-' without a judgment."""
+    '>' above 9, '.' for a negative grade (in the pool, unjudged), '-' without a judgment (graded -1 with
+    trec_grades, which lists a negative grade at -2)."""
     chars = []
     for i, (_, spelling) in enumerate(names, start=1):
         if i > (values[_NUM_RET] or 0):
             break
         grade = values[spelling]
-        grade = None if grade is None else math.trunc(grade)  # trec_eval keeps grades as integers
+        grade = None if grade is None or (trec_grades and grade == -1) else math.trunc(grade)  # integers, as trec_eval
         chars.append("-" if grade is None else "." if grade < 0 else ">" if grade > 9 else str(grade))
     return "".join(chars)
 
@@ -324,7 +344,8 @@ def _print(printed: list, wanted: dict, per_query: dict, shown: list, aggregate:
                 if m.summary_only:
                     continue
                 if m.kind == "relstring":
-                    out.append(trec_line(names[0][0], q, f"'{_relstring_text(per_query[q], names)}'"))
+                    text = _relstring_text(per_query[q], names, args.level_for_rel < 0)
+                    out.append(trec_line(names[0][0], q, f"'{text}'"))
                     continue
                 for shown, spelling in names:
                     line(shown, q, per_query[q][spelling] or 0.0, m.kind == "count")
