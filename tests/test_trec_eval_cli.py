@@ -176,7 +176,7 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
 # Where a script would notice, `sqlmetrics trec_eval` exits as trec_eval does (trec_eval.c of 10.0 and 9.0.8):
 # 10.0 walks the qrels' queries and stops at one the run does not rank unless -c (exit 4, "result qid ... not
 # found in qrels"); 9.0.8 walked the run's and skipped it. Both exit 4 on a repeated document ("Can't calculate
-# measure"); 10.0 quits reading an empty run (exit 2).
+# measure"); both quit reading an empty run (exit 2), and 9.0.8 stops when no query of the run is judged (exit 7).
 @pytest.mark.parametrize("compat, qrels, run, flags, status, says", [
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", [], 4, "judged query 'q2' has no ranking"),
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-c"], 0, ""),
@@ -188,6 +188,12 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-J"], 4, "judged query 'q2' has no ranking"),
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d9 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", ["-J"], 0, ""),
     (V10, "q1 0 d1 1\n", "", ["-J"], 2, "is empty"),
+    # 9.0.8 walks the run's queries: when none is judged it stops (exit 7), -c or not. An empty run file stops both
+    # versions reading it (exit 2), -c or not.
+    (V9, "q1 0 d1 1\n", "q9 Q0 d1 1 1.0 t\n", [], 7, "ranks no query of the qrels"),
+    (V9, "q1 0 d1 1\n", "\n \n", ["-c"], 7, "ranks no query of the qrels"),
+    (V9, "q1 0 d1 1\n", "", ["-c"], 2, "is empty"),
+    (V10, "q1 0 d1 1\n", "", ["-c"], 2, "is empty"),
     # Every rel_info line is data to trec_eval (get_qrels.c): a blank one, or one of whitespace, is "Malformed line".
     (V10, "q1 0 d1 1\n\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),
     (V9, "q1 0 d1 1\n \t\r\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),

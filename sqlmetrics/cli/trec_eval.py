@@ -89,20 +89,16 @@ def add_parser(sub, parents) -> None:
 
 def _stop_as_10_does(args, res) -> None:
     """trec_eval 10.0 walks the qrels' queries (trec_eval.c): without -c, one with no ranking in the run stops it
-    ('result qid ... not found in qrels', exit 4), and an empty run stops it reading (exit 2). 9.0.8 walked the
-    run's queries and skipped such a query; -c scores it 0. Without -J (nor -M0) the evaluation listed every judged
-    query (queries='qrels', which, none missing, are the intersection's lists): one that ranks nothing is missing.
-    With them a ranked query may keep no document, so the qrels' queries are read again."""
+    ('result qid ... not found in qrels', exit 4). 9.0.8 walked the run's queries and skipped such a query; -c
+    scores it 0. Without -J (nor -M0) the evaluation listed every judged query (queries='qrels', which, none
+    missing, are the intersection's lists): one that ranks nothing is missing. With them a ranked query may keep
+    no document, so the qrels' queries are read again."""
     _, rows = res.per_query
     if _may_empty(args):
         ranked = {q for _, q, *_ in rows}
         missing = sorted(q.encode() for q in _queries(args.files[0], "qrels", args) if q not in ranked)
-        empty = not rows
     else:
         missing = sorted(q.encode() for _, q, num_ret, *_ in rows if not num_ret)
-        empty = len(missing) == len(rows)
-    if empty and _is_empty(args.files[1]):
-        raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval 10.0 quits reading it (exit 2).")
     if missing:  # trec_eval's qrels order: by strcmp
         first = missing[0].decode()
         raise UsageError(f"judged query {first!r} has no ranking in run file {args.files[1]!r}: trec_eval 10.0 stops "
@@ -186,6 +182,8 @@ def run(args) -> tuple:
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
     _refuse_blank_lines(args.files[0])
+    if _is_empty(args.files[1]):
+        raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval quits reading it (exit 2).")
     args.runs, args.name = [args.files[1]], None
     args.qrels = args.files[0]
     runs = command_runs(args)
@@ -215,18 +213,23 @@ def run(args) -> tuple:
     if recount:
         aggregate.update((spelling, aggregate[_NUM_REL_GRADED]) for m, names in printed if m.name == "num_rel"
                          for _, spelling in names)
+    evaluated = _evaluated_queries(per_query, path, args)
+    if not evaluated:  # 9.0.8's stop (10.0 stops earlier, at a judged query the run lacks, or evaluates them all)
+        raise UsageError(f"run file {args.files[1]!r} ranks no query of the qrels: trec_eval 9.0.8 stops there (\"No "
+                         "queries with both results and relevance info\", exit 7).", exit_status=7)
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    shown = _printed_queries(per_query, path, args) if args.query_eval_wanted else []
+    shown = evaluated if args.query_eval_wanted else []
     return _print(printed, wanted, per_query, shown, aggregate, trec_tag(path) or name, args, zscores is not None), None
 
 
-def _printed_queries(per_query: dict, run: str, args) -> list:
-    """The queries trec_eval prints with -q, in its order: 10.0 every one it averaged (with -c, those missing from the
-    run too); 9.0.8 those of the run (it walked the run's), those -J or -M0 left empty included. The evaluation's
-    lists are those of the run but with -c, where a query ranking nothing may be missing or left empty."""
+def _evaluated_queries(per_query: dict, run: str, args) -> list:
+    """The queries trec_eval evaluates (and prints with -q), in its order: 10.0 every one it averages (with -c, those
+    missing from the run too); 9.0.8 those of the run (it walked the run's), those -J or -M0 left empty included.
+    The evaluation's lists are those of the run but with -c, where a query ranking nothing may be missing or
+    left empty."""
     if args.compat == "trec_eval-9.0.8" and args.complete_rel_info_wanted:
         in_run = set(_queries(run, "run", args)) if _may_empty(args) else {q for q, v in per_query.items() if v[_NUM_RET]}
         return sorted(q for q in per_query if q in in_run)
