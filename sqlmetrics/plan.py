@@ -70,9 +70,10 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
                 return _gain_case(value)
             if param.type == "choice":
                 # Parenthesised: the option is spliced into a larger expression (`:gain / log2(...)`); a function
-                # call (CASE and CAST too) or a single term needs none.
+                # call (CASE and CAST too), a single term or a parenthesised option (`:compat`) needs none.
                 option = _bind_placeholders(_parse(param.options[value]), call)
-                return option if isinstance(option, (exp.Func, exp.Column, exp.Literal)) else exp.Paren(this=option)
+                return option if isinstance(option, (exp.Func, exp.Column, exp.Literal, exp.Paren)) \
+                    else exp.Paren(this=option)
             if value is ABSENT:
                 return exp.Null()
             if value == "max_relevance" or param.type == "grade" and value == "max":

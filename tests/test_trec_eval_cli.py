@@ -102,8 +102,8 @@ def test_flags(cli, trec_eval_10_dir, tmp_path):
 
 def test_collection_size_flag(cli, tmp_path):
     """-N N: utility's d term is d * (N + rel_ret - num_ret - R), as trec_eval's m_utility.c computes it. q1 ranks
-    d1 d2 d5 d3 with d1, d3, d4 relevant: rel_ret 2, num_ret 4, R 3. q2 (judged, not ranked; -c) is an empty
-    ranking under trec_eval 10.0: rel_ret = num_ret = 0."""
+    d1 d2 d5 d3 with d1, d3, d4 relevant: rel_ret 2, num_ret 4, R 3. q2 (judged, not ranked; -c) is ranked by
+    trec_eval 10.0 as one document the qrels lack (trec_eval.c's bogus ranking): rel_ret 0, num_ret 1."""
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq1 0 d4 1\nq2 0 d9 1\n")
     run.write_text("q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d5 3 0.7 r\nq1 Q0 d3 4 0.6 r\n")
@@ -116,9 +116,13 @@ def test_collection_size_flag(cli, tmp_path):
     # 1*2 - 1*(4 - 2) + 0 + 0.5*(100 + 2 - 4 - 3) = 47.5. Without -c, 10.0 stops at q2 (judged, not ranked):
     # 9.0.8 (the same utility) skips it.
     assert lines("-q", "-N", "100", "--compat", V9) == [(u, "q1", "47.5000"), (u, "all", "47.5000")]
-    # q2: 0.5*(100 + 0 - 0 - 1) = 49.5, mean 48.5. Without -N, N = 0: q1 2 - 2 + 0.5*(-5), q2 -0.5, mean -1.5.
-    assert lines("-c", "-N", "100") == [(u, "all", "48.5000")]
-    assert lines("-c") == [(u, "all", "-1.5000")]
+    # q2: -1*1 + 0.5*(100 + 0 - 1 - 1) = 48, mean 47.75. Without -N, N = 0: q1 2 - 2 + 0.5*(-5), q2 -1 + 0.5*(-2) =
+    # -2, mean -2.25. (Values of trec_eval 10.0; utility without coefficients prints 0 for q2: the plain name alone
+    # is reset there.)
+    assert lines("-c", "-N", "100") == [(u, "all", "47.7500")]
+    assert lines("-c") == [(u, "all", "-2.2500")]
+    code, out, _ = cli("trec_eval", "-c", "-q", "-m", "utility", qrels, run)
+    assert code == 0 and out.splitlines()[1] == "utility               \tq2\t0.0000"
     assert lines("-c", "-N", "100", "--compat", "trec_eval-9.0.8") == [(u, "all", "23.7500")]  # 9.0.8: q2 is 0
     code, _, err = cli("trec_eval", "-N", "-1", "-m", "utility", qrels, run)
     assert code == 2 and "-N" in err

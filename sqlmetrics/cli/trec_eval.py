@@ -238,10 +238,10 @@ def _evaluated_queries(per_query: dict, run: str, args) -> list:
 
 def _with_options(m: TrecMeasure, spelling: str, args) -> str:
     """A measure string with what trec_eval's options say of it: utility's collection size (-N, which trec_eval's
-    options hold: N); level 0 under a negative -l for the measures of judged documents (_JUDGED_RELEVANT); and, under
-    9.0.8 without -c, 10.0's value of utility and yaap for a query whose ranking is empty. 9.0.8 leaves a judged
-    query missing from the run (-c) at 0, but evaluates one that -J or -M0 left empty, as 10.0 evaluates both;
-    without -c every query evaluated is in the run."""
+    options hold: N); level 0 under a negative -l for the measures of judged documents (_JUDGED_RELEVANT); trec_eval's
+    grades (_TREC_GRADES); under 9.0.8 without -c, 10.0's value of utility and yaap for a query whose ranking is
+    empty (9.0.8 leaves a judged query missing from the run, -c, at 0, but evaluates one that -J or -M0 left empty;
+    without -c every query evaluated is in the run); and 10.0's utility for a missing one under -c."""
     named = {}
     if m.name == "utility" and args.Number_docs_in_coll is not None:
         named["N"] = args.Number_docs_in_coll
@@ -251,6 +251,13 @@ def _with_options(m: TrecMeasure, spelling: str, args) -> str:
         named["grades"] = "trec_eval"
     if m.name in ("utility", "yaap") and args.compat == "trec_eval-9.0.8" and not args.complete_rel_info_wanted:
         named["compat"] = "trec_eval-10.0"
+    if m.name == "utility" and args.compat == "trec_eval-10.0" and args.complete_rel_info_wanted:
+        # 10.0 ranks one document the qrels lack for a judged query missing from the run, then prints 0 for utility
+        # by that name alone (trec_eval.c): with coefficients, utility_a,b,c,d keeps that ranking's value.
+        if spelling == "utility":
+            named["compat"] = "trec_eval-9.0.8"  # 0
+        else:
+            named["missing"] = "trec_eval"
     if not named:
         return spelling
     if isinstance(spelling, tuple):  # 11pt_avg at given points: the mean of these
