@@ -198,6 +198,11 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
     (V9, "q1 0 d1 1\n", "\n \n", ["-c"], 7, "ranks no query of the qrels"),
     (V9, "q1 0 d1 1\n", "", ["-c"], 2, "is empty"),
     (V10, "q1 0 d1 1\n", "", ["-c"], 2, "is empty"),
+    # trec_eval (both) stops at the first query it evaluates when it has no judgment graded 0 or more (its table of
+    # grade counts has size 0: form_res_rels.c); a later one reuses the table before it (P_1: q1 1, q2 0).
+    (V10, "q1 0 d1 -1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", [], 4, "no judgment graded 0 or more"),
+    (V9, "q1 0 d1 -1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", ["-c"], 4, "no judgment graded 0"),
+    (V10, "q1 0 d1 1\nq2 0 d1 -1\n", "q1 Q0 d1 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", [], 0, ""),
     # Every rel_info line is data to trec_eval (get_qrels.c): a blank one, or one of whitespace, is "Malformed line".
     (V10, "q1 0 d1 1\n\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),
     (V9, "q1 0 d1 1\n \t\r\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),

@@ -37,6 +37,7 @@ _BLANK_LINE = re.compile(rb"(?m)^[ \t\v\f\r]*$")  # C's isspace() but \n: trec_e
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
 _NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary with -c (see run())
+_NUM_JUDGED = "NumRel(rel=0)"  # the judgments graded 0 or more: none is trec_eval's stop (_stop_at_no_grade)
 # trec_eval's quirk (both versions, m_prefs_avgjg_Rnonrel(_ret).c): with more non-relevant documents than relevant
 # in a judgment group of one subgroup, it cuts only the lowest grade's documents to R, keeping those graded 0 or -1
 # above a lowest grade of -2; with several subgroups only grade 0 is non-relevant. `eval` cuts every grade <= 0.
@@ -179,6 +180,8 @@ def run(args) -> tuple:
                and any(m.name == "num_rel" for m, _ in printed))
     if recount:
         strings.append(_NUM_REL_GRADED)
+    if args.Rel_info_format == "qrels":
+        strings.append(_NUM_JUDGED)
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
     _refuse_blank_lines(args.files[0])
@@ -217,12 +220,24 @@ def run(args) -> tuple:
     if not evaluated:  # 9.0.8's stop (10.0 stops earlier, at a judged query the run lacks, or evaluates them all)
         raise UsageError(f"run file {args.files[1]!r} ranks no query of the qrels: trec_eval 9.0.8 stops there (\"No "
                          "queries with both results and relevance info\", exit 7).", exit_status=7)
+    if args.Rel_info_format == "qrels" and any(m.name != "num_q" for m, _ in printed):
+        _stop_at_no_grade(per_query[evaluated[0]], evaluated[0])
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
     shown = evaluated if args.query_eval_wanted else []
     return _print(printed, wanted, per_query, shown, aggregate, trec_tag(path) or name, args, zscores is not None), None
+
+
+def _stop_at_no_grade(values: dict, query: str) -> None:
+    """trec_eval (both versions, form_res_rels.c) sizes its table of grade counts by the query's highest grade: for
+    the first query it evaluates, with no judgment graded 0 or more, that size is 0 and it stops ("Can't calculate
+    measure", exit 4). (Later, such a query reuses the table of one before it, at -1; below, trec_eval crashes.)"""
+    if not values[_NUM_JUDGED]:
+        raise UsageError(f"judged query {query!r} has no judgment graded 0 or more, and is the first trec_eval "
+                         "evaluates: it stops there (\"Can't calculate measure\", exit 4). Grade one of its documents "
+                         "0 or more, or remove its judgments.", exit_status=4)
 
 
 def _evaluated_queries(per_query: dict, run: str, args) -> list:
