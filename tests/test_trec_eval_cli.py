@@ -245,6 +245,20 @@ def test_blank_run_lines_are_skipped_as_trec_eval_skips_them(cli, trec_eval_dir,
 
 
 @pytest.mark.parametrize("suite", [V10, V9])
+def test_vertical_tabs_and_form_feeds_split_fields(cli, suite):
+    """\\v and \\f are whitespace to trec_eval (C's isspace) as a space or a tab, in the qrels and the run (RE2's \\s
+    has no \\v): d2 (grade 0) ranks above d1 (1), so P_2 = 1/2 and relstring '01'. A NUL byte, on which trec_eval
+    aborts, is refused naming the line."""
+    Path("q.txt").write_bytes(b"q1\v0\fd1  1 \r\nq1 0 d2\t0\n")
+    Path("r.txt").write_bytes(b"q1\fQ0\vd2 1 3 t\t\nq1 Q0 d1 2 2 t\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-m", "P.2", "-m", "relstring.2", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("P_2", "q1", "0.5000"), ("relstring_2", "q1", "'01'"), ("P_2", "all", "0.5000"))
+    Path("r.txt").write_bytes(b"q1 Q0 d1 1 2 t\nq1 Q0 d2 2 1\0 t\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "q.txt", "r.txt")
+    assert code == 2 and "'r.txt', line 2" in err and "NUL" in err and out == ""
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
 def test_carriage_returns_and_the_tag_are_read_as_trec_eval_reads_them(cli, suite):
     """A lone \\r is whitespace within its line (one line here: its first 6 fields count, the rest is ignored), and
     the tag trec_eval prints is the last line's (each line's replaces the one before)."""

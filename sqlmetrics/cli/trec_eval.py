@@ -221,7 +221,7 @@ def run(args) -> tuple:
         raise UsageError(f"run file {args.files[1]!r} ranks no query of the qrels: trec_eval 9.0.8 stops there (\"No "
                          "queries with both results and relevance info\", exit 7).", exit_status=7)
     if args.Rel_info_format == "qrels" and any(m.name != "num_q" for m, _ in printed):
-        _stop_at_no_grade(per_query[evaluated[0]], evaluated[0])
+        _stop_at_no_grade(per_query[evaluated[0]], evaluated[0], args.files[0])
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
@@ -230,14 +230,14 @@ def run(args) -> tuple:
     return _print(printed, wanted, per_query, shown, aggregate, trec_tag(path) or name, args, zscores is not None), None
 
 
-def _stop_at_no_grade(values: dict, query: str) -> None:
+def _stop_at_no_grade(values: dict, query: str, qrels: str) -> None:
     """trec_eval (both versions, form_res_rels.c) sizes its table of grade counts by the query's highest grade: for
     the first query it evaluates, with no judgment graded 0 or more, that size is 0 and it stops ("Can't calculate
     measure", exit 4). (Later, such a query reuses the table of one before it, at -1; below, trec_eval crashes.)"""
     if not values[_NUM_JUDGED]:
-        raise UsageError(f"judged query {query!r} has no judgment graded 0 or more, and is the first trec_eval "
-                         "evaluates: it stops there (\"Can't calculate measure\", exit 4). Grade one of its documents "
-                         "0 or more, or remove its judgments.", exit_status=4)
+        raise UsageError(f"qrels file {qrels!r}: query {query!r} has no judgment graded 0 or more, and is the first "
+                         "trec_eval evaluates: it stops there (\"Can't calculate measure\", exit 4). Grade one of its "
+                         "documents 0 or more, or remove its judgments.", exit_status=4)
 
 
 def _evaluated_queries(per_query: dict, run: str, args) -> list:
