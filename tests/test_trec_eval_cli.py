@@ -123,6 +123,9 @@ def test_collection_size_flag(cli, tmp_path):
     assert lines("-c") == [(u, "all", "-2.2500")]
     code, out, _ = cli("trec_eval", "-c", "-q", "-m", "utility", qrels, run)
     assert code == 0 and out.splitlines()[1] == "utility               \tq2\t0.0000"
+    # -J drops that document (it has no judgment): q2 is an empty ranking, 0.5*(100 + 0 - 0 - 1) = 49.5; q1 loses
+    # the unjudged d5: 2 - 1 + 0.5*(100 + 2 - 3 - 3) = 49.
+    assert lines("-c", "-J", "-N", "100") == [(u, "all", "49.2500")]
     assert lines("-c", "-N", "100", "--compat", "trec_eval-9.0.8") == [(u, "all", "23.7500")]  # 9.0.8: q2 is 0
     code, _, err = cli("trec_eval", "-N", "-1", "-m", "utility", qrels, run)
     assert code == 2 and "-N" in err

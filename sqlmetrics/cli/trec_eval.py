@@ -267,11 +267,12 @@ def _with_options(m: TrecMeasure, spelling: str, args) -> str:
     if m.name in ("utility", "yaap") and args.compat == "trec_eval-9.0.8" and not args.complete_rel_info_wanted:
         named["compat"] = "trec_eval-10.0"
     if m.name == "utility" and args.compat == "trec_eval-10.0" and args.complete_rel_info_wanted:
-        # 10.0 ranks one document the qrels lack for a judged query missing from the run, then prints 0 for utility
-        # by that name alone (trec_eval.c): with coefficients, utility_a,b,c,d keeps that ranking's value.
+        # 10.0 ranks one document the qrels lack for a judged query missing from the run (which -J or -M0 then drop:
+        # an empty ranking), then prints 0 for utility by that name alone (trec_eval.c): with coefficients,
+        # utility_a,b,c,d keeps that ranking's value.
         if spelling == "utility":
             named["compat"] = "trec_eval-9.0.8"  # 0
-        else:
+        elif not _may_empty(args):
             named["missing"] = "trec_eval"
     if not named:
         return spelling
