@@ -347,3 +347,20 @@ def test_eval_reads_a_negative_level_plainly(cli):
     assert code == 0, err
     got = json.loads(out)["runs"]["r"]["aggregate"]
     assert got == pytest.approx({"AP": (1 / 2 + 2 / 3 + 3 / 4) / 4, "P@4": 0.75, "NumRel": 4})
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_complete_z_scores_sum_what_trec_eval_evaluated(cli, suite):
+    """-c -Z: q1 ranks its relevant d1 first (map 1, z (1 - 0.5) / 0.25 = 2; num_rel 1, z (1 - 1) / 0.5 = 0); q2 is not
+    ranked. 10.0 evaluates it (map 0: z (0 - 0.2) / 0.1 = -2; num_rel 1: z -2) and averages both: Zmap (2 - 2) / 2;
+    9.0.8 evaluates q1 alone and divides by the 2 judged queries: 2 / 2. Znum_rel's summary is trec_eval's recount
+    under -c of the qrels lines graded above 0 (m_num_rel.c), 2, not a sum of z-scores."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 1\n")
+    Path("r.txt").write_text("q1 Q0 d1 1 2 t\nq1 Q0 d2 2 1 t\n")
+    Path("z.txt").write_text("q1 map 0.5 0.25\nq2 map 0.2 0.1\nq1 num_rel 1 0.5\nq2 num_rel 3 1\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-c", "-Z", "z.txt", "-m", "num_rel", "-m", "map",
+                         "q.txt", "r.txt")
+    q2 = [("num_rel", "q2", "-2.0000"), ("map", "q2", "-2.0000")] if suite == V10 else []
+    rows = [("num_rel", "q1", "0.0000"), ("map", "q1", "2.0000"), *q2, ("num_rel", "all", "2.0000"),
+            ("map", "all", "0.0000" if suite == V10 else "1.0000")]
+    assert code == 0 and out == "".join("Z" + line for line in _lines(*rows).splitlines(True)), err  # Z, then the name

@@ -226,8 +226,8 @@ def run(args) -> tuple:
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    shown = evaluated if args.query_eval_wanted else []
-    return _print(printed, wanted, per_query, shown, aggregate, trec_tag(path) or name, args, zscores is not None), None
+    return _print(printed, wanted, per_query, evaluated, aggregate, trec_tag(path) or name, args, zscores is not None), \
+        None
 
 
 def _stop_at_no_grade(values: dict, query: str, qrels: str) -> None:
@@ -355,7 +355,9 @@ def _to_z(qid: str, values: dict, printed: list, zscores: dict) -> dict:
     return out
 
 
-def _print(printed: list, wanted: dict, per_query: dict, shown: list, aggregate: dict, tag: str, args, z: bool) -> str:
+def _print(printed: list, wanted: dict, per_query: dict, evaluated: list, aggregate: dict, tag: str, args,
+           z: bool) -> str:
+    """trec_eval's lines: with -q each evaluated query's (`evaluated`, in order), then the summary's."""
     out = []
 
     def line(name: str, qid: str, value, count: bool):
@@ -365,7 +367,7 @@ def _print(printed: list, wanted: dict, per_query: dict, shown: list, aggregate:
             out.append(trec_line(name, qid, int(value) if count else float(value)))
 
     if args.query_eval_wanted:
-        for q in shown:
+        for q in evaluated:
             for m, names in printed:
                 if m.summary_only:
                     continue
@@ -380,14 +382,19 @@ def _print(printed: list, wanted: dict, per_query: dict, shown: list, aggregate:
     if "runid" in wanted:
         out.append(trec_line("runid", "all", tag))
     queries = list(per_query.values())
+    # The z-scores trec_eval sums: those of the queries it evaluated (9.0.8 with -c leaves the others out, and
+    # divides by every judged query).
+    summed = [per_query[q] if q in evaluated else None for q in per_query] if z else []
     for m, names in printed:
         if m.kind == "relstring":
             continue
         for shown, spelling in names:
             if m.name == "num_q":
                 value = float(len(queries)) if z else aggregate[spelling]
+            elif z and m.name == "num_rel" and args.complete_rel_info_wanted and args.Rel_info_format == "qrels":
+                value = aggregate[spelling]  # trec_eval's recount with -c (m_num_rel.c) replaces the z-scores' sum
             elif z:
-                value = _z_summary(m, [v[spelling] for v in queries])
+                value = _z_summary(m, [v[spelling] if v is not None else 0.0 for v in summed])
             else:
                 value = aggregate[spelling]
             line(shown, "all", value or 0.0, m.kind == "count")
