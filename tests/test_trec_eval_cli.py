@@ -364,3 +364,19 @@ def test_complete_z_scores_sum_what_trec_eval_evaluated(cli, suite):
     rows = [("num_rel", "q1", "0.0000"), ("map", "q1", "2.0000"), *q2, ("num_rel", "all", "2.0000"),
             ("map", "all", "0.0000" if suite == V10 else "1.0000")]
     assert code == 0 and out == "".join("Z" + line for line in _lines(*rows).splitlines(True)), err  # Z, then the name
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_measure_parameters_and_numbers_are_read_as_trec_eval_reads_them(cli, suite):
+    """The first -m with parameters holds (meas_init.c takes the first it finds), a bare -m does not undo it; -m P.
+    is refused (trec_eval: "improper measure in parameter"). A number past a C long is the nearest long (atol):
+    utility.1,1,1,1 on q1 is 2 + (4 - 2) + (3 - 2) + (N + 2 - 4 - 3) = N = 2^63 - 1, printed as a double."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq1 0 d4 1\n")
+    Path("r.txt").write_text("q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d5 3 0.7 r\nq1 Q0 d3 4 0.6 r\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-m", "P.1", "-m", "P.2", "-m", "P", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("P_1", "all", "1.0000")), err
+    code, out, err = cli("trec_eval", "--compat", suite, "-m", "P.", "q.txt", "r.txt")
+    assert code == 2 and "-m P." in err and out == ""
+    code, out, err = cli("trec_eval", "--compat", suite, "-N", "99999999999999999999999", "-m", "utility.1,1,1,1",
+                         "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("utility_1,1,1,1", "all", "9223372036854775808.0000")), err

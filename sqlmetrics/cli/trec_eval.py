@@ -54,6 +54,11 @@ _JUDGED_RELEVANT = ("num_rel_ret", "bpref", "infAP", "gm_bpref", "utility", "set
 _TREC_GRADES = ("iprec_at_recall", "11pt_avg", "Rprec_mult", "Rprec_mult_avgjg", "infAP")
 
 
+def _long(text: str) -> int:
+    """An integer flag as trec_eval reads it into a C long (atol): a number past its range is the nearest long."""
+    return max(-2 ** 63, min(int(text), 2 ** 63 - 1))
+
+
 def add_parser(sub, parents) -> None:
     p = sub.add_parser("trec_eval", parents=parents, add_help=False,
                        help="trec_eval's command line and output, flag for flag (trec_eval 10.0's defaults)",
@@ -69,11 +74,11 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-c", "--complete_rel_info_wanted", action="store_true",
                    help="average over every query of the qrels (missing ones score 0), not the intersection")
     p.add_argument("-n", "--nosummary", action="store_true", help="print no summary ('all') lines")
-    p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="num",
+    p.add_argument("-l", "--level_for_rel", type=_long, default=1, metavar="num",
                    help="grades >= num are relevant (default 1)")
-    p.add_argument("-N", "--Number_docs_in_coll", type=int, metavar="num",
+    p.add_argument("-N", "--Number_docs_in_coll", type=_long, metavar="num",
                    help="documents in the collection (only trec_eval's utility reads it, in its fourth coefficient's term)")
-    p.add_argument("-M", "--Max_retrieved_per_topic", type=int, metavar="num",
+    p.add_argument("-M", "--Max_retrieved_per_topic", type=_long, metavar="num",
                    help="evaluate only each ranking's first num documents")
     p.add_argument("-J", "--Judged_docs_only", action="store_true",
                    help="drop unjudged documents from the rankings first")
