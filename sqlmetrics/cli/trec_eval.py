@@ -231,8 +231,8 @@ def run(args) -> tuple:
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    return _print(printed, wanted, per_query, evaluated, aggregate, trec_tag(path) or name, args, zscores is not None), \
-        None
+    text = _print(printed, wanted, per_query, evaluated, aggregate, trec_tag(path) or name, args, zscores is not None)
+    return text, None
 
 
 def _stop_at_no_grade(values: dict, query: str, qrels: str) -> None:
@@ -389,7 +389,8 @@ def _print(printed: list, wanted: dict, per_query: dict, evaluated: list, aggreg
     queries = list(per_query.values())
     # The z-scores trec_eval sums: those of the queries it evaluated (9.0.8 with -c leaves the others out, and
     # divides by every judged query).
-    summed = [per_query[q] if q in evaluated else None for q in per_query] if z else []
+    chosen = set(evaluated)
+    summed = [values if q in chosen else None for q, values in per_query.items()] if z else []
     for m, names in printed:
         if m.kind == "relstring":
             continue
