@@ -13,7 +13,6 @@ import dataclasses
 import importlib.metadata
 import math
 import os
-import re
 import textwrap
 from pathlib import Path
 
@@ -28,12 +27,11 @@ from ..local.connection import connect
 from ..local.databases import _split_duckdb_target
 from ..local.readers import load
 from ..local.readers.files import file_format
-from ..local.readers.text import first_line_matching
+from ..local.readers.text import first_blank_line
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
 from .common import Progress, UsageError, command_runs, trec_line, trec_tag
 
-_BLANK_LINE = re.compile(rb"(?m)^[ \t\v\f\r]*$")  # C's isspace() but \n: trec_eval's whitespace
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
 _NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary with -c (see run())
@@ -136,7 +134,7 @@ def _refuse_blank_lines(path: str) -> None:
     every reader of ours does both files'."""
     if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
         return
-    number = first_line_matching(Path(path), _BLANK_LINE)
+    number = first_blank_line(Path(path))
     if number is not None:
         raise UsageError(f"rel_info file {path!r}, line {number}: blank; trec_eval reads every line of it as a "
                          "judgment and stops there (\"Malformed line\", exit 2). Remove the line (`sqlmetrics eval` "

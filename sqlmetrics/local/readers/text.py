@@ -52,9 +52,14 @@ def _head(path: Path, compression: str) -> bytes | None:
         return None  # the reader in DuckDB fails too, and _unreadable says why
 
 
-def first_line_matching(path: Path, pattern: re.Pattern) -> int | None:
-    """The number (from 1, as an editor counts) of the first line that `pattern` (with (?m) ^ and $) finds, the
-    file's lines split at \\n alone and decompressed; None when none is found or Python cannot read the file."""
+# A blank line in trec_eval's sense (C's isspace() but \n), found from the \n that ends the line before it (a
+# search with a literal first byte: eight times as fast as one anchored at every line's start).
+_BLANK_AFTER_NEWLINE = re.compile(rb"\n[ \t\v\f\r]*\n")
+
+
+def first_blank_line(path: Path) -> int | None:
+    """The number (from 1, as an editor counts) of the first line of nothing but whitespace, the file's lines split
+    at \\n alone and decompressed; None when there is none or Python cannot read the file."""
     number, carry = 1, b""
     try:
         stream = _open_bytes(path, _compression(path, str(path)))
@@ -69,8 +74,7 @@ def first_line_matching(path: Path, pattern: re.Pattern) -> int | None:
                     block, carry = data[:cut], data[cut:]
                 else:  # the last line, ended as trec_eval ends it
                     block = data + b"\n" if data else b""
-                # Searched up to the block's last \n, not in the empty "line" after it.
-                found = pattern.search(block, 0, len(block) - 1) if block else None
+                found = _BLANK_AFTER_NEWLINE.search(b"\n" + block)  # the block's first line follows a \n too
                 if found:
                     return number + block.count(b"\n", 0, found.start())
                 number += block.count(b"\n")
