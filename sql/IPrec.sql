@@ -5,6 +5,9 @@
 -- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0.9
 --   trec_eval-10.0: 0.5
+-- param grades: choice = ours
+--   ours: rel_so_far
+--   trec_eval: (rel_so_far - unjudged_rel)
 -- param rel: level
 -- at: r
 -- aliases: iprec_at_recall_{r:.2f} (trec_eval), iprec_at_recall.{r:.2f} (trec_eval)
@@ -21,4 +24,8 @@
 --   nearest (C's lround, half away from zero), which for r*R >= 0 is floor(r*R + 0.5) (checked for every
 --   r = 0.00..1.00 and R <= 20000). At r = 0.4, R = 3: 9.0.8 needs 2 relevant (best precision 2/4), 10.0
 --   needs 1 (1/1).
-MAX(CASE WHEN rel_so_far >= FLOOR(CAST(:r AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END)
+-- note: grades='trec_eval' reads the ranking as `sqlmetrics trec_eval` lists it at a negative level (trec_eval's
+--   grades: a document without a judgment is -1, relevant at -1). trec_eval counts the relevant documents down
+--   from the judged relevant ones retrieved, so at each rank it has those above minus the unjudged ones counted
+--   relevant in the whole list (unjudged_rel), and stops at none. At a level >= 0 there are none: the same value.
+MAX(CASE WHEN :grades >= FLOOR(CAST(:r AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END)

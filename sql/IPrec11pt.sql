@@ -4,6 +4,9 @@
 -- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0.9
 --   trec_eval-10.0: 0.5
+-- param grades: choice = ours
+--   ours: rel_so_far
+--   trec_eval: (rel_so_far - unjudged_rel)
 -- param rel: level
 -- aliases: 11pt_avg (trec_eval)
 -- aggregate: mean
@@ -16,16 +19,18 @@
 --   least floor(r*R + 0.9) relevant documents have been seen (10.0: floor(r*R + 0.5), see IPrec.sql) (0 when no rank gets there), r cast to a
 --   double as trec_eval computes it (0.7*3 + 0.9 is just below 3). trec_eval's custom points
 --   (-m 11pt_avg.0.2,0.5,0.8) are not supported: only the default eleven.
+-- note: grades='trec_eval': trec_eval's reading of a ranking listed with its grades, at a negative level (see
+--   IPrec.sql).
 (
-    COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
-  + COALESCE(MAX(CASE WHEN rel_so_far >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + :compat) THEN CAST(rel_so_far AS DOUBLE) / rnk END), 0)
+    COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.0 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.1 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.2 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.3 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.4 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.5 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.6 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.7 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.8 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(0.9 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
+  + COALESCE(MAX(CASE WHEN :grades >= FLOOR(CAST(1.0 AS DOUBLE) * num_rel + :compat) THEN CAST(:grades AS DOUBLE) / rnk END), 0)
 ) / 11

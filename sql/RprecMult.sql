@@ -2,6 +2,9 @@
 -- description: Precision at a multiple of R: relevant documents in the top c divided by c, where c = floor(mult*R + 0.9) (by c even past the end of the ranking).
 -- reference: trec_eval Rprec_mult_m (9.0.8 rounding), Rprec_mult_avgjg_m (10.0)
 -- param mult: number = 1
+-- param grades: choice = ours
+--   ours: SUM(CASE WHEN rnk <= FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9) THEN is_rel ELSE 0 END)
+--   trec_eval: CASE WHEN SUM(CASE WHEN rnk <= FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9) THEN is_rel ELSE 0 END) > MAX(unjudged_rel) THEN SUM(CASE WHEN rnk <= FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9) THEN is_rel ELSE 0 END) - MAX(unjudged_rel) ELSE 0 END
 -- param rel: level
 -- aliases: Rprec_mult_{mult:.2f} (trec_eval), Rprec_mult.{mult:.2f} (trec_eval), Rprec_mult_avgjg_{mult:.2f} (trec_eval), Rprec_mult_avgjg.{mult:.2f} (trec_eval)
 -- aggregate: mean
@@ -16,5 +19,8 @@
 -- note: The `_avgjg` spellings are trec_eval's -R qrels_jg measures: with qrels_format='qrels_jg' every measure
 --   is computed per judgment group (the qrels' second field) and averaged over the query's groups, in the
 --   statement (statement/), not here. With ordinary qrels each query is one group, and they equal this measure.
-CAST(SUM(CASE WHEN rnk <= FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9) THEN is_rel ELSE 0 END) AS DOUBLE)
-  / NULLIF(FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9), 0)
+-- note: grades='trec_eval' reads the ranking as `sqlmetrics trec_eval` lists it at a negative level (trec_eval's
+--   grades: a document without a judgment is -1, relevant at -1). trec_eval counts the relevant documents down
+--   from the judged relevant ones retrieved: at c it has those in the top c minus the unjudged ones counted
+--   relevant in the whole list (unjudged_rel), never below 0. At a level >= 0 there are none: the same value.
+CAST(:grades AS DOUBLE) / NULLIF(FLOOR(CAST(:mult AS DOUBLE) * num_rel + 0.9), 0)

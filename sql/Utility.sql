@@ -9,6 +9,9 @@
 -- param compat: choice = trec_eval-10.0
 --   trec_eval-9.0.8: 0
 --   trec_eval-10.0: (CAST(:c AS DOUBLE) - CAST(:d AS DOUBLE)) * num_rel + CAST(:d AS DOUBLE) * :N
+-- param missing: choice = compat
+--   compat: :compat
+--   trec_eval: CAST(:b AS DOUBLE) + (CAST(:c AS DOUBLE) - CAST(:d AS DOUBLE)) * num_rel + CAST(:d AS DOUBLE) * (:N - 1)
 -- param rel: level
 -- aliases: utility (trec_eval), utility_{a},{b},{c},{d} (trec_eval), utility.{a},{b},{c},{d} (trec_eval)
 -- aggregate: mean
@@ -24,9 +27,12 @@
 --   size (trec_eval's -N, 0 without it, which makes the term negative): with d = 0.5 and N = 100,
 --   1*2 - 1*3 + 0.5*(100 + 2 - 5 - 3) = 46.
 -- note: A judged query absent from the run (queries="qrels", trec_eval -c): 9.0.8 leaves it 0; 10.0 evaluates
---   an empty ranking, (c - d) * R + d * N (examples 3 and 4: q1 scores 1, q2 0 or 3; last example: q1 scores
---   1 + 0.5*(100 + 1 - 1 - 1) = 50.5, q2 (0 - 0.5)*1 + 0.5*100 = 49.5: mean 50).
-CASE WHEN MAX(num_ret) IS NULL THEN :compat ELSE
+--   it, and compat='trec_eval-10.0' gives it the value of an empty ranking, (c - d) * R + d * N (examples 3 and
+--   4: q1 scores 1, q2 0 or 3; last example: q1 scores 1 + 0.5*(100 + 1 - 1 - 1) = 50.5, q2 (0 - 0.5)*1 +
+--   0.5*100 = 49.5: mean 50). trec_eval 10.0 itself ranks one document the qrels lack there (its "bogus"
+--   ranking): b + (c - d) * R + d * (N - 1), missing='trec_eval' (`sqlmetrics trec_eval -c` with coefficients;
+--   without them it prints 0 there).
+CASE WHEN MAX(num_ret) IS NULL THEN :missing ELSE
   CAST(:a AS DOUBLE) * SUM(is_rel)
   + CAST(:b AS DOUBLE) * (MAX(num_ret) - SUM(is_rel))
   + CAST(:c AS DOUBLE) * (num_rel - SUM(is_rel))

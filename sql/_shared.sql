@@ -5,6 +5,10 @@
 -- num_ret (the list's length, on every row: read it as MAX(num_ret)). Only the rows that can change a
 -- measure are there — the judged documents and the list's first row — so a template must give an
 -- unjudged document no weight (every measure does: it is neither relevant nor has a gain).
+-- With trec_eval's grades (`sqlmetrics trec_eval` at a negative -l; statement.Shape.trec_grades) every ranked row is
+-- there, a document without a judgment graded -1 and one graded below 0 -2, as trec_eval lists them; at a level
+-- below 0 they count as relevant. unjudged_rel, the list's documents counted relevant with a grade below 0 (none at
+-- a level >= 0), is what trec_eval's interpolated precision and Rprec_mult then subtract (grades='trec_eval').
 --
 -- Scopes: "row" columns are computed per ranked document; "window" columns are running values down the
 -- list (the renderer supplies PARTITION BY the list key and ORDER BY rnk); "query" columns are aggregates
@@ -13,6 +17,7 @@
 -- row is_rel: CASE WHEN relevance >= :level THEN 1 ELSE 0 END
 -- window rel_so_far: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 -- window nonrel_so_far: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- window unjudged_rel: SUM(CASE WHEN relevance < 0 AND relevance >= :level THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 -- query num_rel: SUM(CASE WHEN relevance >= :level THEN 1 ELSE 0 END)
 -- query query_max_relevance: MAX(relevance)
 -- query num_nonrel: SUM(CASE WHEN relevance >= 0 AND relevance < :level THEN 1 ELSE 0 END)

@@ -1,6 +1,9 @@
 -- measure: infAP
 -- description: Inferred AP (trec_eval infAP): average precision estimated from a judged sample of the pool. Documents without a qrels row are outside the pool and count as non-relevant; documents judged with a negative grade are in the pool but unjudged, and are assumed relevant in the same proportion as the judged ones above them.
 -- reference: trec_eval infAP (Yilmaz & Aslam, CIKM 2006), same in 9.0.8 and 10.0; ir_measures infAP
+-- param grades: choice = ours
+--   ours: CASE WHEN relevance IS NOT NULL THEN 1 ELSE 0 END
+--   trec_eval: CASE WHEN relevance <> -1 THEN 1 ELSE 0 END
 -- param rel: level
 -- aliases: infAP (trec_eval)
 -- aggregate: mean
@@ -14,7 +17,9 @@
 --   1/5 + 3/5 * 1.00001/2.00002 = 1/2; (1 + 1/2) / 3 = 1/2. Second: d2 at rank 4 has A = 2 (d1, d4), 0
 --   relevant and 1 non-relevant above: 1/4 + 2/4 * 0.00001/1.00002; d3 at rank 5 has A = 3, 1 relevant and 1
 --   non-relevant above: 1/5 + 3/5 * 1.00001/2.00002 = 1/2; (0.2500049999 + 1/2) / 2 = 0.37500250.
--- window inpool_so_far: SUM(CASE WHEN relevance IS NOT NULL THEN 1 ELSE 0 END) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+-- note: grades='trec_eval' reads the ranking as `sqlmetrics trec_eval` lists it at a negative level (trec_eval's
+--   grades): a document without a judgment is -1 there, out of the pool; one graded below 0, -2, in it.
+-- window inpool_so_far: SUM(:grades) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 SUM(
   CASE WHEN is_rel = 1 THEN
     CAST(1 AS DOUBLE) / rnk + CAST(inpool_so_far - 1 AS DOUBLE) / rnk

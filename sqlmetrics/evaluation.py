@@ -49,11 +49,12 @@ def evaluate(qrels, run, measures, **options) -> Results:
     """
     fetch = options.pop("_fetch", fetch_arrow)  # the command line takes Python rows, not pyarrow
     progress = options.pop("_progress", None)  # the command line's progress line: told each step
+    trec_grades = options.pop("_trec_grades", False)  # `sqlmetrics trec_eval` at a negative -l: see Shape.trec_grades
     o = resolve(EVALUATE, options)
     check_log_options(qrels, o.group_by, o.label, o.relevance)
     out_format = checked_output(o.output, o.into_mode)
     if o.engine is None:
-        results = evaluate_local(qrels, run, measures, o, fetch, progress)
+        results = evaluate_local(qrels, run, measures, o, fetch, progress, trec_grades)
     else:
         from .engines import evaluate_on  # here: a local evaluation loads no other engine's dialect
 

@@ -133,8 +133,8 @@ OPTIONS = (
            "precision's recall rounding, a judged query the run misses in utility and yaap): 10.0, the current "
            "release, or 9.0.8, which pytrec_eval and ir_measures reproduce",
            _EVERYWHERE, choices=("trec_eval-9.0.8", "trec_eval-10.0")),
-    Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M)",
-           _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N", minimum=1),
+    Option("depth", None, "evaluate only each ranking's first N documents, after sorting (trec_eval -M); 0 leaves "
+           "every ranking empty", _EVERYWHERE, kind="int", flags=("-M", "--depth"), metavar="N", minimum=0),
     Option("judged_only", False, "drop the documents without a judgment (or with a negative grade) from each "
            "ranking before evaluating it (trec_eval -J, ir_measures judged_only)", _EVERYWHERE, kind="flag",
            flags=("-J", "--judged-only")),

@@ -19,7 +19,7 @@ from .deferred import exp, sqlglot
 from .errors import SqlmetricsError
 
 READ = "duckdb"  # the dialect templates are written in
-LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "num_rel", "num_nonrel")
+LEVEL_COLUMNS = ("is_rel", "rel_so_far", "nonrel_so_far", "unjudged_rel", "num_rel", "num_nonrel")
 
 
 def column_name(text: str) -> str:
@@ -71,8 +71,11 @@ def _bind_placeholders(tree: exp.Expression, call: MeasureCall) -> exp.Expressio
             if param.type == "gains":
                 return _gain_case(value)
             if param.type == "choice":
-                # Parenthesised: the option is spliced into a larger expression (`:gain / log2(...)`).
-                return exp.Paren(this=_bind_placeholders(_parse(param.options[value]), call))
+                # Parenthesised: the option is spliced into a larger expression (`:gain / log2(...)`); a function
+                # call (CASE and CAST too), a single term or a parenthesised option (`:compat`) needs none.
+                option = _bind_placeholders(_parse(param.options[value]), call)
+                return option if isinstance(option, (exp.Func, exp.Column, exp.Literal, exp.Paren)) \
+                    else exp.Paren(this=option)
             if value is ABSENT:
                 return exp.Null()
             if value == "max_relevance" or param.type == "grade" and value == "max":

@@ -60,7 +60,8 @@ CUT_QRELS = [("q1", "d1", 1), ("q1", "d5", 0)]
 CUT_RUN = [("q1", "d2", 4.0), ("q1", "d3", 3.0), ("q1", "d1", 2.0), ("q1", "d5", 1.0)]
 
 
-@pytest.mark.parametrize("depth, expected", [(2, {"num_ret": 0, "P@2": 0.0, "AP": 0.0}),
+@pytest.mark.parametrize("depth, expected", [(0, {"num_ret": 0, "P@2": 0.0, "AP": 0.0}),
+                                             (2, {"num_ret": 0, "P@2": 0.0, "AP": 0.0}),
                                              (3, {"num_ret": 1, "P@2": 0.5, "AP": 1.0}),
                                              (None, {"num_ret": 2, "P@2": 0.5, "AP": 1.0})])
 def test_depth_cuts_before_judged_only_drops(tmp_path, depth, expected):
@@ -75,6 +76,15 @@ def test_depth_cuts_before_judged_only_drops(tmp_path, depth, expected):
     con.executemany("INSERT INTO run VALUES (?, ?, ?)", CUT_RUN)
     sql = sqlmetrics.render(list(expected), "sqlite", depth=depth, judged_only=True)
     assert con.execute(sql).fetchall() == [tuple(expected.values())]
+
+
+def test_depth_zero_leaves_every_ranking_empty():
+    """depth=0 (trec_eval -M0) evaluates each list as empty; with queries='intersection' the lists in both the qrels
+    and the run (q, r) are still the ones averaged: NumRel sums their 2 relevant documents, NumRet and P@1 are 0."""
+    qrels = {"q": {"a": 1}, "r": {"b": 1}, "s": {"c": 1}}
+    run = {"q": {"a": 1.0}, "r": {"x": 1.0}}
+    res = sqlmetrics.evaluate(qrels, run, ["NumRet", "NumRel", "P@1"], depth=0, queries="intersection")
+    assert res.aggregate == {"NumRet": 0, "NumRel": 2, "P@1": 0.0}
 
 
 # A measure's own judged_only (ir_measures' AP(judged_only=True)) sees q1's list as trec_eval -J would: d1

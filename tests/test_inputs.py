@@ -86,6 +86,20 @@ def test_trec_blank_lines_are_skipped(tmp_path):
     check(evaluate(tmp_path / "qrels", tmp_path / "run"))
 
 
+def test_trec_carriage_returns_are_whitespace(tmp_path, monkeypatch):
+    """CRLF lines among LF ones (DuckDB's line reader refused the mix), and a lone \\r inside a line, which DuckDB
+    would end it at: whitespace within the line to trec_eval (the fields after the 6th are ignored). Read from a
+    copy, removed after the evaluation."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "qrels").write_bytes(trec_qrels_text().replace("\n", "\r\n", 3).encode())
+    lines = trec_run_text().replace("\n", "\r\n", 2).splitlines(keepends=True)
+    lines[4] = lines[4].replace("\n", "\rq2 Q0 x 1 9.0 t\n")  # q2's b, then words of the same line
+    (tmp_path / "run").write_bytes("".join(lines).encode())
+    check(evaluate(tmp_path / "qrels", tmp_path / "run"))
+    assert not list((tmp_path / "tmp").glob("sqlmetrics-input-*"))
+
+
 def test_csv_tsv_with_mapped_and_recognised_columns(tmp_path):
     pd.DataFrame(QRELS, columns=["qid", "docno", "label"]).to_csv(tmp_path / "qrels.csv", index=False)
     pd.DataFrame(RUN, columns=["q", "doc", "bm25"]).to_csv(tmp_path / "run.tsv", sep="\t", index=False)

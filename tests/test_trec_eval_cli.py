@@ -2,6 +2,7 @@
 name changed, print exactly trec_eval's bytes: trec_eval 10.0's suite by default, 9.0.8's under
 --compat trec_eval-9.0.8 (the suites and the command behind each file: ../shared/data/trec_eval*_test).
 """
+import json
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,8 @@ def test_flags(cli, trec_eval_10_dir, tmp_path):
 
 def test_collection_size_flag(cli, tmp_path):
     """-N N: utility's d term is d * (N + rel_ret - num_ret - R), as trec_eval's m_utility.c computes it. q1 ranks
-    d1 d2 d5 d3 with d1, d3, d4 relevant: rel_ret 2, num_ret 4, R 3. q2 (judged, not ranked; -c) is an empty
-    ranking under trec_eval 10.0: rel_ret = num_ret = 0."""
+    d1 d2 d5 d3 with d1, d3, d4 relevant: rel_ret 2, num_ret 4, R 3. q2 (judged, not ranked; -c) is ranked by
+    trec_eval 10.0 as one document the qrels lack (trec_eval.c's bogus ranking): rel_ret 0, num_ret 1."""
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq1 0 d4 1\nq2 0 d9 1\n")
     run.write_text("q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d5 3 0.7 r\nq1 Q0 d3 4 0.6 r\n")
@@ -115,9 +116,16 @@ def test_collection_size_flag(cli, tmp_path):
     # 1*2 - 1*(4 - 2) + 0 + 0.5*(100 + 2 - 4 - 3) = 47.5. Without -c, 10.0 stops at q2 (judged, not ranked):
     # 9.0.8 (the same utility) skips it.
     assert lines("-q", "-N", "100", "--compat", V9) == [(u, "q1", "47.5000"), (u, "all", "47.5000")]
-    # q2: 0.5*(100 + 0 - 0 - 1) = 49.5, mean 48.5. Without -N, N = 0: q1 2 - 2 + 0.5*(-5), q2 -0.5, mean -1.5.
-    assert lines("-c", "-N", "100") == [(u, "all", "48.5000")]
-    assert lines("-c") == [(u, "all", "-1.5000")]
+    # q2: -1*1 + 0.5*(100 + 0 - 1 - 1) = 48, mean 47.75. Without -N, N = 0: q1 2 - 2 + 0.5*(-5), q2 -1 + 0.5*(-2) =
+    # -2, mean -2.25. (Values of trec_eval 10.0; utility without coefficients prints 0 for q2: the plain name alone
+    # is reset there.)
+    assert lines("-c", "-N", "100") == [(u, "all", "47.7500")]
+    assert lines("-c") == [(u, "all", "-2.2500")]
+    code, out, _ = cli("trec_eval", "-c", "-q", "-m", "utility", qrels, run)
+    assert code == 0 and out.splitlines()[1] == "utility               \tq2\t0.0000"
+    # -J drops that document (it has no judgment): q2 is an empty ranking, 0.5*(100 + 0 - 0 - 1) = 49.5; q1 loses
+    # the unjudged d5: 2 - 1 + 0.5*(100 + 2 - 3 - 3) = 49.
+    assert lines("-c", "-J", "-N", "100") == [(u, "all", "49.2500")]
     assert lines("-c", "-N", "100", "--compat", "trec_eval-9.0.8") == [(u, "all", "23.7500")]  # 9.0.8: q2 is 0
     code, _, err = cli("trec_eval", "-N", "-1", "-m", "utility", qrels, run)
     assert code == 2 and "-N" in err
@@ -179,7 +187,7 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
 # Where a script would notice, `sqlmetrics trec_eval` exits as trec_eval does (trec_eval.c of 10.0 and 9.0.8):
 # 10.0 walks the qrels' queries and stops at one the run does not rank unless -c (exit 4, "result qid ... not
 # found in qrels"); 9.0.8 walked the run's and skipped it. Both exit 4 on a repeated document ("Can't calculate
-# measure"); 10.0 quits reading an empty run (exit 2).
+# measure"); both quit reading an empty run (exit 2), and 9.0.8 stops when no query of the run is judged (exit 7).
 @pytest.mark.parametrize("compat, qrels, run, flags, status, says", [
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", [], 4, "judged query 'q2' has no ranking"),
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-c"], 0, ""),
@@ -191,6 +199,20 @@ def test_rbp_prints_trec_eval_10s_digit_on_a_boundary(cli):
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n", ["-J"], 4, "judged query 'q2' has no ranking"),
     (V10, "q1 0 d1 1\nq2 0 d1 1\n", "q1 Q0 d9 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", ["-J"], 0, ""),
     (V10, "q1 0 d1 1\n", "", ["-J"], 2, "is empty"),
+    # 9.0.8 walks the run's queries: when none is judged it stops (exit 7), -c or not. An empty run file stops both
+    # versions reading it (exit 2), -c or not.
+    (V9, "q1 0 d1 1\n", "q9 Q0 d1 1 1.0 t\n", [], 7, "ranks no query of the qrels"),
+    (V9, "q1 0 d1 1\n", "\n \n", ["-c"], 7, "ranks no query of the qrels"),
+    (V9, "q1 0 d1 1\n", "", ["-c"], 2, "is empty"),
+    (V10, "q1 0 d1 1\n", "", ["-c"], 2, "is empty"),
+    # trec_eval (both) stops at the first query it evaluates when it has no judgment graded 0 or more (its table of
+    # grade counts has size 0: form_res_rels.c); a later one reuses the table before it (P_1: q1 1, q2 0).
+    (V10, "q1 0 d1 -1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", [], 4, "no judgment graded 0 or more"),
+    (V9, "q1 0 d1 -1\nq2 0 d1 1\n", "q1 Q0 d1 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", ["-c"], 4, "no judgment graded 0"),
+    (V10, "q1 0 d1 1\nq2 0 d1 -1\n", "q1 Q0 d1 1 1.0 t\nq2 Q0 d1 1 1.0 t\n", [], 0, ""),
+    # Every rel_info line is data to trec_eval (get_qrels.c): a blank one, or one of whitespace, is "Malformed line".
+    (V10, "q1 0 d1 1\n\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),
+    (V9, "q1 0 d1 1\n \t\r\n", "q1 Q0 d1 1 1.0 t\n", [], 2, "line 2: blank"),
 ])
 def test_exit_statuses_are_trec_evals(cli, compat, qrels, run, flags, status, says):
     Path("q.txt").write_text(qrels)
@@ -214,3 +236,151 @@ def test_complete_num_rel_summary_is_trec_evals_recount(cli, trec_eval_dir, suit
         per_query = sum(int(v) for _, q, v in rows if q != "all")
         (summary,) = [int(v) for _, q, v in rows if q == "all"]
         assert summary == (graded if complete else per_query) and graded != per_query
+
+
+# trec_eval's run reader (get_trec_results.c, both versions) splits lines at \n alone and fields at C's whitespace
+# (space, \t, \v, \f, \r); a line of whitespace alone is skipped.
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_blank_run_lines_are_skipped_as_trec_eval_skips_them(cli, trec_eval_dir, trec_eval_10_dir, suite):
+    folder = _folder(suite, trec_eval_dir, trec_eval_10_dir)
+    lines = (folder / "results.test").read_bytes().split(b"\n")
+    lines[3:3] = [b"  \t ", b"", b"\x0b\x0c\r"]
+    lines[20] += b"\r"  # one CRLF line among LF ones
+    Path("odd.run").write_bytes(b"\n".join(lines))
+    code, out, err = cli("trec_eval", "--compat", suite, folder / "qrels.test", "odd.run")
+    assert code == 0 and out == (folder / "out.test").read_text(), err
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_vertical_tabs_and_form_feeds_split_fields(cli, suite):
+    """\\v and \\f are whitespace to trec_eval (C's isspace) as a space or a tab, in the qrels and the run (RE2's \\s
+    has no \\v): d2 (grade 0) ranks above d1 (1), so P_2 = 1/2 and relstring '01'. A NUL byte, on which trec_eval
+    aborts, is refused naming the line."""
+    Path("q.txt").write_bytes(b"q1\v0\fd1  1 \r\nq1 0 d2\t0\n")
+    Path("r.txt").write_bytes(b"q1\fQ0\vd2 1 3 t\t\nq1 Q0 d1 2 2 t\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-m", "P.2", "-m", "relstring.2", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("P_2", "q1", "0.5000"), ("relstring_2", "q1", "'01'"), ("P_2", "all", "0.5000"))
+    Path("r.txt").write_bytes(b"q1 Q0 d1 1 2 t\nq1 Q0 d2 2 1\0 t\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "q.txt", "r.txt")
+    assert code == 2 and "'r.txt', line 2" in err and "NUL" in err and out == ""
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_carriage_returns_and_the_tag_are_read_as_trec_eval_reads_them(cli, suite):
+    """A lone \\r is whitespace within its line (one line here: its first 6 fields count, the rest is ignored), and
+    the tag trec_eval prints is the last line's (each line's replaces the one before)."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 1\n")
+    expected = "runid                 \tall\t{}\nnum_ret               \tall\t{}\nP_2                   \tall\t{}\n"
+    for run, printed in ((b"q1 Q0 d1 1 2.0 r\rq1 Q0 d2 2 1.0 r\n", ("r", 1, "0.5000")),
+                         (b"q1 Q0 d1 1 2.0 first\r\nq1 Q0 d2 2 1.0 last\n\n", ("last", 2, "1.0000"))):
+        Path("r.txt").write_bytes(run)
+        code, out, err = cli("trec_eval", "--compat", suite, "-m", "runid", "-m", "num_ret", "-m", "P.2", "q.txt", "r.txt")
+        assert code == 0 and out == expected.format(*printed), err
+
+
+def _lines(*rows) -> str:
+    return "".join(f"{name:<22}\t{q}\t{value}\n" for name, q, value in rows)
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_depth_zero_evaluates_empty_rankings(cli, suite):
+    """trec_eval -M0 cuts every ranking to nothing (form_res_rels.c: num_results = 0) and evaluates it: num_ret 0,
+    map 0, num_rel as judged, utility.1,-1,2,0 = 2 * the relevant documents not retrieved (q1 4, q2 2). q3 is not
+    judged. A negative -M crashes trec_eval: refused."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\n")
+    Path("r.txt").write_text("q1 Q0 d8 1 2.0 r\nq2 Q0 d1 1 1.0 r\nq3 Q0 d1 1 1.0 r\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-M0", "-q", "-m", "num_ret", "-m", "num_rel", "-m", "map",
+                         "-m", "utility.1,-1,2,0", "q.txt", "r.txt")
+    u = "utility_1,-1,2,0"
+    assert code == 0 and out == _lines(
+        ("num_ret", "q1", 0), ("num_rel", "q1", 2), ("map", "q1", "0.0000"), (u, "q1", "4.0000"),
+        ("num_ret", "q2", 0), ("num_rel", "q2", 1), ("map", "q2", "0.0000"), (u, "q2", "2.0000"),
+        ("num_ret", "all", 0), ("num_rel", "all", 3), ("map", "all", "0.0000"), (u, "all", "3.0000")), err
+    code, out, err = cli("trec_eval", "--compat", suite, "-M", "-1", "q.txt", "r.txt")
+    assert code == 2 and "-M" in err and out == ""
+
+
+def test_judged_only_empty_ranking_is_printed_and_scored_by_9(cli):
+    """9.0.8 walks the run's queries: q1, whose only document -J drops, is evaluated as an empty ranking and printed
+    (utility.1,-1,2,0: 2 * R = 4); q2 ranks its relevant d1 (1). The mean is (4 + 1) / 2."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\n")
+    Path("r.txt").write_text("q1 Q0 d8 1 2.0 r\nq2 Q0 d1 1 1.0 r\n")
+    code, out, err = cli("trec_eval", "--compat", V9, "-q", "-J", "-m", "num_ret", "-m", "utility.1,-1,2,0",
+                         "q.txt", "r.txt")
+    u = "utility_1,-1,2,0"
+    assert code == 0 and out == _lines(("num_ret", "q1", 0), (u, "q1", "4.0000"), ("num_ret", "q2", 1),
+                                       (u, "q2", "1.0000"), ("num_ret", "all", 1), (u, "all", "2.5000")), err
+
+
+# trec_eval's reading of a negative -l (form_res_rels.c, both versions): a ranked document the qrels lack is listed at
+# -1 and one graded below 0 at -2; the rank-by-rank measures count every listed document at the level or above as
+# relevant, while R (num_rel) and num_rel_ret count the judged documents graded 0 or more. q1 ranks d5 (no qrels row:
+# -1), d1 (1), d3 (-1: -2), d2 (0); R = 3 (d1, d2, d4). At -l -1 ranks 1, 2 and 4 count: map (1/1 + 2/2 + 3/4) / 3 =
+# 0.9167, Rprec 2/3, P_5 3/5, recip_rank 1; bpref counts the judged d1, d2 (2/3). Interpolated precision counts down
+# from the 2 judged relevant retrieved, less the 1 unjudged counted: 1 relevant at rank 2, 2 at rank 4, so 0.5000
+# wherever r*R rounds to 2 or less (10.0: r <= 0.8; 9.0.8, r*R + 0.9 truncated: r <= 0.7), else 0.
+NEGATIVE_QRELS = "q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 -1\nq1 0 d4 1\n"
+NEGATIVE_RUN = "q1 Q0 d5 1 4 t\nq1 Q0 d1 2 3 t\nq1 Q0 d3 3 2 t\nq1 Q0 d2 4 1 t\n"
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_negative_level_is_read_as_trec_eval_reads_it(cli, suite):
+    Path("q.txt").write_text(NEGATIVE_QRELS)
+    Path("r.txt").write_text(NEGATIVE_RUN)
+    code, out, err = cli("trec_eval", "--compat", suite, "-l", "-1", "q.txt", "r.txt")
+    iprec = [("iprec_at_recall_0.%d0" % i if i < 10 else "iprec_at_recall_1.00", "all",
+              "0.5000" if i <= (8 if suite == V10 else 7) else "0.0000") for i in range(11)]
+    precision = [(f"P_{k}", "all", f"{3 / k:.4f}") for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert code == 0 and out == _lines(
+        ("runid", "all", "t"), ("num_q", "all", 1), ("num_ret", "all", 4), ("num_rel", "all", 3),
+        ("num_rel_ret", "all", 2), ("map", "all", "0.9167"), ("gm_map", "all", "0.9167"), ("Rprec", "all", "0.6667"),
+        ("bpref", "all", "0.6667"), ("recip_rank", "all", "1.0000"), *iprec, *precision), err
+    # At -l -2 every ranked document counts: map (1 + 1 + 1 + 1) / 3, Rprec 3/3; relstring: - for no qrels row.
+    code, out, err = cli("trec_eval", "--compat", suite, "-l", "-2", "-q", "-m", "map", "-m", "Rprec", "-m",
+                         "relstring.4", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("map", "q1", "1.3333"), ("Rprec", "q1", "1.0000"), ("relstring_4", "q1", "'-1.0'"),
+                                       ("map", "all", "1.3333"), ("Rprec", "all", "1.0000")), err
+
+
+def test_eval_reads_a_negative_level_plainly(cli):
+    """`eval -l -1`: a grade >= -1 is relevant, d3's -1 too (it is a judgment), a document without one never: the
+    relevant are d1, d3, d2 at ranks 2, 3, 4 and d4, R = 4, so AP = (1/2 + 2/3 + 3/4) / 4 and P@4 = 3/4."""
+    Path("q.txt").write_text(NEGATIVE_QRELS)
+    Path("r.txt").write_text(NEGATIVE_RUN)
+    code, out, err = cli("eval", "-l", "-1", "-m", "AP", "-m", "P@4", "-m", "NumRel", "-f", "json", "q.txt", "r.txt")
+    assert code == 0, err
+    got = json.loads(out)["runs"]["r"]["aggregate"]
+    assert got == pytest.approx({"AP": (1 / 2 + 2 / 3 + 3 / 4) / 4, "P@4": 0.75, "NumRel": 4})
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_complete_z_scores_sum_what_trec_eval_evaluated(cli, suite):
+    """-c -Z: q1 ranks its relevant d1 first (map 1, z (1 - 0.5) / 0.25 = 2; num_rel 1, z (1 - 1) / 0.5 = 0); q2 is not
+    ranked. 10.0 evaluates it (map 0: z (0 - 0.2) / 0.1 = -2; num_rel 1: z -2) and averages both: Zmap (2 - 2) / 2;
+    9.0.8 evaluates q1 alone and divides by the 2 judged queries: 2 / 2. Znum_rel's summary is trec_eval's recount
+    under -c of the qrels lines graded above 0 (m_num_rel.c), 2, not a sum of z-scores."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 1\n")
+    Path("r.txt").write_text("q1 Q0 d1 1 2 t\nq1 Q0 d2 2 1 t\n")
+    Path("z.txt").write_text("q1 map 0.5 0.25\nq2 map 0.2 0.1\nq1 num_rel 1 0.5\nq2 num_rel 3 1\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-c", "-Z", "z.txt", "-m", "num_rel", "-m", "map",
+                         "q.txt", "r.txt")
+    q2 = [("num_rel", "q2", "-2.0000"), ("map", "q2", "-2.0000")] if suite == V10 else []
+    rows = [("num_rel", "q1", "0.0000"), ("map", "q1", "2.0000"), *q2, ("num_rel", "all", "2.0000"),
+            ("map", "all", "0.0000" if suite == V10 else "1.0000")]
+    assert code == 0 and out == "".join("Z" + line for line in _lines(*rows).splitlines(True)), err  # Z, then the name
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_measure_parameters_and_numbers_are_read_as_trec_eval_reads_them(cli, suite):
+    """The first -m with parameters holds (meas_init.c takes the first it finds), a bare -m does not undo it; -m P.
+    is refused (trec_eval: "improper measure in parameter"). A number past a C long is the nearest long (atol):
+    utility.1,1,1,1 on q1 is 2 + (4 - 2) + (3 - 2) + (N + 2 - 4 - 3) = N = 2^63 - 1, printed as a double."""
+    Path("q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\nq1 0 d4 1\n")
+    Path("r.txt").write_text("q1 Q0 d1 1 0.9 r\nq1 Q0 d2 2 0.8 r\nq1 Q0 d5 3 0.7 r\nq1 Q0 d3 4 0.6 r\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-m", "P.1", "-m", "P.2", "-m", "P", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("P_1", "all", "1.0000")), err
+    code, out, err = cli("trec_eval", "--compat", suite, "-m", "P.", "q.txt", "r.txt")
+    assert code == 2 and "-m P." in err and out == ""
+    code, out, err = cli("trec_eval", "--compat", suite, "-N", "99999999999999999999999", "-m", "utility.1,1,1,1",
+                         "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("utility_1,1,1,1", "all", "9223372036854775808.0000")), err

@@ -138,8 +138,8 @@ NICKNAMES = {
 
 
 def requested(values: list, compat: str) -> dict:
-    """{trec_eval measure name: parameters or None}, from -m values (nicknames expanded, a later -m with
-    parameters overriding)."""
+    """{trec_eval measure name: parameters or None}, from -m values (nicknames expanded; the first -m with
+    parameters holds, as trec_eval takes the first it finds for a measure: meas_init.c)."""
     requested: dict = {}
     for value in values:
         name, dot, params = value.partition(".")
@@ -154,7 +154,10 @@ def requested(values: list, compat: str) -> dict:
             raise SqlmetricsError(f"-m {value}: {name!r} is not a trec_eval measure sqlmetrics computes."
                                   f"{_did_you_mean(value, compat)} `sqlmetrics trec_eval -h -m all_trec` describes "
                                   "the measures it computes; `sqlmetrics eval` takes every spelling (-m nDCG@10).")
-        if dot:
+        if dot and not params:
+            raise SqlmetricsError(f"-m {value}: no parameters after the dot (trec_eval: \"improper measure in "
+                                  f"parameter\"); write -m {name} for its defaults.")
+        if dot and requested.get(name) is None:
             requested[name] = tuple(p for p in params.split(",") if p != "") or None
         else:
             requested.setdefault(name, None)

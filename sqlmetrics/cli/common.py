@@ -7,6 +7,7 @@ import errno
 import gzip
 import io
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -28,7 +29,7 @@ from ..local.output import (arrow_column, database_target, output_format, proces
                             write_table)
 from ..local.readers.files import file_format
 from ..local.readers.roles import KNOWN_NAMES
-from ..local.readers.text import first_bytes
+from ..local.readers.text import last_line_matching
 from ..local.runs import unique_names
 from ..options import ROLES, taken_by
 
@@ -482,14 +483,15 @@ def trec_line(name: str, qid: str, value, prefix: str = "") -> str:
     return f"{prefix}{name:<22}\t{qid}\t{text}\n"
 
 
+# A TREC line that holds data: not blank, not a comment (trec_eval 10.0), as the reader reads them.
+_TREC_DATA_LINE = re.compile(rb"^[ \t\v\f\r]*[^ \t\n\v\f\r#]")
+
+
 def trec_tag(path: str) -> str | None:
-    """The run tag (6th field of the first line) of a TREC run file, as trec_eval prints for `runid`."""
+    """The run tag of a TREC run file as trec_eval prints it for `runid`: the 6th field of its last line
+    (trec_eval keeps each line's tag as it reads them; get_trec_results.c). None for what Python cannot read."""
     if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
         return None
-    # Compression by the first bytes, as the reader decides it; None for what Python cannot read (zstd).
-    head = first_bytes(Path(path))
-    for line in (head or b"").decode("utf-8", "replace").splitlines():
-        fields = line.split()
-        if fields and not fields[0].startswith("#"):  # a comment line (trec_eval 10.0)
-            return fields[5] if len(fields) >= 6 else None
-    return None
+    line = last_line_matching(Path(path), _TREC_DATA_LINE)
+    fields = (line or b"").split()  # bytes split at C's whitespace, as trec_eval splits
+    return fields[5].decode("utf-8", "replace") if len(fields) >= 6 else None

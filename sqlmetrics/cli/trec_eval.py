@@ -9,10 +9,12 @@ measures, and trec_eval 10.0's definitions (`--compat trec_eval-9.0.8` gives 9.0
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.metadata
 import math
 import os
 import textwrap
+from pathlib import Path
 
 from ..catalogue import parse, parse_all
 from ..catalogue.trec import BY_TREC_NAME, MEASURES, TrecMeasure, relstring_names, requested
@@ -22,7 +24,10 @@ from ..local.checks import RepeatedDocument
 from ..identifiers import quote_identifier
 from ..local.collect import python_rows
 from ..local.connection import connect
+from ..local.databases import _split_duckdb_target
 from ..local.readers import load
+from ..local.readers.files import file_format
+from ..local.readers.text import first_blank_line
 from ..options import BY_NAME
 from ..statement import GMAP_FLOOR
 from .common import Progress, UsageError, command_runs, trec_line, trec_tag
@@ -30,11 +35,26 @@ from .common import Progress, UsageError, command_runs, trec_line, trec_tag
 MISSING_ZSCORE = -1000000.0  # what trec_eval prints when the -Z file has no mean for a measure and query
 _NUM_RET = "NumRet"  # always evaluated: trec_eval prints a query only when the run ranks documents for it
 _NUM_REL_GRADED = "NumRel(rel=1)"  # num_rel at grade > 0: trec_eval's summary with -c (see run())
+_NUM_JUDGED = "NumRel(rel=0)"  # the judgments graded 0 or more: none is trec_eval's stop (_stop_at_no_grade)
 # trec_eval's quirk (both versions, m_prefs_avgjg_Rnonrel(_ret).c): with more non-relevant documents than relevant
 # in a judgment group of one subgroup, it cuts only the lowest grade's documents to R, keeping those graded 0 or -1
 # above a lowest grade of -2; with several subgroups only grade 0 is non-relevant. `eval` cuts every grade <= 0.
 _TREC_SPELLINGS = {"prefs_avgjg_Rnonrel": "PrefsAvgJGRnonrel(nonrel=trec_eval)",
                    "prefs_avgjg_Rnonrel_ret": "PrefsAvgJGRnonrelRet(nonrel=trec_eval)"}
+# trec_eval's reading of a negative -l (form_res_rels.c, both versions): it lists a ranked document the qrels lack at
+# -1 and one graded below 0 at -2, and its rank-by-rank measures (map, P, recall, ...) count every document listed
+# at the level or above as relevant (at -1 the unjudged ones; at -2 all), while R counts the grades >= 0 (a map over
+# 1 is then possible). These measures count the judged documents alone, the grades from the level up (>= 0: all):
+# their value at -l 0. (evaluate(_trec_grades=True) lists the documents as trec_eval does.)
+_JUDGED_RELEVANT = ("num_rel_ret", "bpref", "infAP", "gm_bpref", "utility", "set_P", "set_relative_P", "set_recall",
+                    "set_map", "set_F")
+# These read the ranking with trec_eval's grades (-1 without a judgment) as trec_eval does: see their grades= notes.
+_TREC_GRADES = ("iprec_at_recall", "11pt_avg", "Rprec_mult", "Rprec_mult_avgjg", "infAP")
+
+
+def _long(text: str) -> int:
+    """An integer flag as trec_eval reads it into a C long (atol): a number past its range is the nearest long."""
+    return max(-2 ** 63, min(int(text), 2 ** 63 - 1))
 
 
 def add_parser(sub, parents) -> None:
@@ -52,11 +72,11 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-c", "--complete_rel_info_wanted", action="store_true",
                    help="average over every query of the qrels (missing ones score 0), not the intersection")
     p.add_argument("-n", "--nosummary", action="store_true", help="print no summary ('all') lines")
-    p.add_argument("-l", "--level_for_rel", type=int, default=1, metavar="num",
+    p.add_argument("-l", "--level_for_rel", type=_long, default=1, metavar="num",
                    help="grades >= num are relevant (default 1)")
-    p.add_argument("-N", "--Number_docs_in_coll", type=int, metavar="num",
+    p.add_argument("-N", "--Number_docs_in_coll", type=_long, metavar="num",
                    help="documents in the collection (only trec_eval's utility reads it, in its fourth coefficient's term)")
-    p.add_argument("-M", "--Max_retrieved_per_topic", type=int, metavar="num",
+    p.add_argument("-M", "--Max_retrieved_per_topic", type=_long, metavar="num",
                    help="evaluate only each ranking's first num documents")
     p.add_argument("-J", "--Judged_docs_only", action="store_true",
                    help="drop unjudged documents from the rankings first")
@@ -73,20 +93,16 @@ def add_parser(sub, parents) -> None:
 
 def _stop_as_10_does(args, res) -> None:
     """trec_eval 10.0 walks the qrels' queries (trec_eval.c): without -c, one with no ranking in the run stops it
-    ('result qid ... not found in qrels', exit 4), and an empty run stops it reading (exit 2). 9.0.8 walked the
-    run's queries and skipped such a query; -c scores it 0. Without -J the evaluation listed every judged query
-    (queries='qrels', which, none missing, are the intersection's lists): one that ranks nothing is missing.
-    With -J a ranked query may keep no document, so the qrels' queries are read again."""
+    ('result qid ... not found in qrels', exit 4). 9.0.8 walked the run's queries and skipped such a query; -c
+    scores it 0. Without -J (nor -M0) the evaluation listed every judged query (queries='qrels', which, none
+    missing, are the intersection's lists): one that ranks nothing is missing. With them a ranked query may keep
+    no document, so the qrels' queries are read again."""
     _, rows = res.per_query
-    if args.Judged_docs_only:
+    if _may_empty(args):
         ranked = {q for _, q, *_ in rows}
-        missing = sorted(q.encode() for q in _judged_queries(args) if q not in ranked)
-        empty = not rows
+        missing = sorted(q.encode() for q in _queries(args.files[0], "qrels", args) if q not in ranked)
     else:
         missing = sorted(q.encode() for _, q, num_ret, *_ in rows if not num_ret)
-        empty = len(missing) == len(rows)
-    if empty and _is_empty(args.files[1]):
-        raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval 10.0 quits reading it (exit 2).")
     if missing:  # trec_eval's qrels order: by strcmp
         first = missing[0].decode()
         raise UsageError(f"judged query {first!r} has no ranking in run file {args.files[1]!r}: trec_eval 10.0 stops "
@@ -94,14 +110,35 @@ def _stop_as_10_does(args, res) -> None:
                          "--compat trec_eval-9.0.8 to skip it as 9.0.8 did.", exit_status=4)
 
 
-def _judged_queries(args) -> list:
+def _may_empty(args) -> bool:
+    """Whether a ranked query may be left with no document: -J drops its unjudged ones, -M0 all. trec_eval (both)
+    evaluates and prints such a query, as an empty ranking."""
+    return args.Judged_docs_only or args.Max_retrieved_per_topic == 0
+
+
+def _queries(path: str, kind: str, args) -> list:
+    """The query ids of the qrels or the run, read again (only where the evaluation cannot tell them)."""
     con = connect()
     try:
-        qrels = load(con, args.files[0], "qrels", layout=None if args.Rel_info_format == "qrels" else args.Rel_info_format)
-        return [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(qrels.columns['query_id'])} "
-                                          f"AS VARCHAR) FROM {qrels.view}").fetchall()]
+        layout = None if kind == "run" or args.Rel_info_format == "qrels" else args.Rel_info_format
+        loaded = load(con, path, kind, layout=layout)
+        return [r[0] for r in con.execute(f"SELECT DISTINCT CAST({quote_identifier(loaded.columns['query_id'])} "
+                                          f"AS VARCHAR) FROM {loaded.view}").fetchall()]
     finally:
         con.close()
+
+
+def _refuse_blank_lines(path: str) -> None:
+    """trec_eval reads every line of the rel_info file as data, whatever -R says (get_qrels.c and its siblings, both
+    versions): one blank or of whitespace alone stops it ("Malformed line", exit 2). Its run reader skips them, as
+    every reader of ours does both files'."""
+    if _split_duckdb_target(path) or file_format(Path(path)) != "trec":
+        return
+    number = first_blank_line(Path(path))
+    if number is not None:
+        raise UsageError(f"rel_info file {path!r}, line {number}: blank; trec_eval reads every line of it as a "
+                         "judgment and stops there (\"Malformed line\", exit 2). Remove the line (`sqlmetrics eval` "
+                         "skips blank lines).")
 
 
 def _is_empty(path: str) -> bool:
@@ -126,8 +163,8 @@ def run(args) -> tuple:
         raise UsageError(f"-T {args.Results_format}: the only results format is 'trec_results'.")
     if args.Number_docs_in_coll is not None and args.Number_docs_in_coll < 0:
         raise UsageError("-N takes the number of documents in the collection, at least 0.")
-    if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 1:
-        raise UsageError("-M takes a positive number of documents.")
+    if args.Max_retrieved_per_topic is not None and args.Max_retrieved_per_topic < 0:  # trec_eval crashes there
+        raise UsageError("-M takes the number of documents to evaluate of each ranking, at least 0.")
 
     printed = []  # (TrecMeasure, [(printed name, our measure string)]) in trec_eval's order
     for m in MEASURES:
@@ -136,9 +173,7 @@ def run(args) -> tuple:
                             relstring_names(wanted[m.name])))
     printed = [(m, [(shown, _TREC_SPELLINGS.get(spelling, spelling)) for shown, spelling in names])
                for m, names in printed]
-    if args.Number_docs_in_coll is not None:  # utility alone reads it (its d term): a parameter of utility's
-        printed = [(m, [(shown, _with_collection_size(spelling, args) if m.name == "utility" else spelling)
-                        for shown, spelling in names]) for m, names in printed]
+    printed = [(m, [(shown, _with_options(m, spelling, args)) for shown, spelling in names]) for m, names in printed]
     strings = list(dict.fromkeys([_NUM_RET, *(s for _, names in printed for _, spelling in names
                                               for s in (spelling if isinstance(spelling, tuple) else [spelling]))]))
     # trec_eval's quirk (both versions, m_num_rel.c): with -c the summary num_rel is a recount of the qrels lines
@@ -148,16 +183,21 @@ def run(args) -> tuple:
                and any(m.name == "num_rel" for m, _ in printed))
     if recount:
         strings.append(_NUM_REL_GRADED)
+    if args.Rel_info_format == "qrels":
+        strings.append(_NUM_JUDGED)
     parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
 
+    _refuse_blank_lines(args.files[0])
+    if _is_empty(args.files[1]):
+        raise UsageError(f"run file {args.files[1]!r} is empty; trec_eval quits reading it (exit 2).")
     args.runs, args.name = [args.files[1]], None
     args.qrels = args.files[0]
     runs = command_runs(args)
     (name, path), = runs.items()
-    # 10.0 without -c (nor -J) evaluates every judged query too, to stop where 10.0 does (_stop_as_10_does).
+    # 10.0 without -c (nor -J, -M0) evaluates every judged query too, to stop where 10.0 does (_stop_as_10_does).
     stop_as_10 = args.compat == "trec_eval-10.0" and not args.complete_rel_info_wanted
-    every_judged = args.complete_rel_info_wanted or (stop_as_10 and not args.Judged_docs_only)
-    # A run of blank lines only is trec_eval's run with no results (-c scores it 0); an empty file stops it, below.
+    every_judged = args.complete_rel_info_wanted or (stop_as_10 and not _may_empty(args))
+    # A run of blank lines only is trec_eval's run with no results (-c scores it 0); an empty file stops it, above.
     options = dict(queries="qrels" if every_judged else "intersection",
                    relevance_level=args.level_for_rel, compat=args.compat, judged_only=args.Judged_docs_only,
                    qrels_format=args.Rel_info_format, empty_run="score")
@@ -168,7 +208,7 @@ def run(args) -> tuple:
     with Progress("evaluating", quiet=args.quiet) as progress:
         try:
             res = evaluate(args.qrels, {name: path}, strings, **options, _fetch=python_rows,
-                           _progress=progress.listener)
+                           _progress=progress.listener, _trec_grades=args.level_for_rel < 0)
         except RepeatedDocument as e:  # this command takes no --duplicates; trec_eval (both) exits 4 on a repeat
             raise UsageError(f"{e.where}. Remove the repeat: trec_eval takes each document once per query "
                              "(`sqlmetrics eval --duplicates max` keeps its highest score).", exit_status=4) from None
@@ -180,28 +220,83 @@ def run(args) -> tuple:
     if recount:
         aggregate.update((spelling, aggregate[_NUM_REL_GRADED]) for m, names in printed if m.name == "num_rel"
                          for _, spelling in names)
+    evaluated = _evaluated_queries(per_query, path, args)
+    if not evaluated:  # 9.0.8's stop (10.0 stops earlier, at a judged query the run lacks, or evaluates them all)
+        raise UsageError(f"run file {args.files[1]!r} ranks no query of the qrels: trec_eval 9.0.8 stops there (\"No "
+                         "queries with both results and relevance info\", exit 7).", exit_status=7)
+    if args.Rel_info_format == "qrels" and any(m.name != "num_q" for m, _ in printed):
+        _stop_at_no_grade(per_query[evaluated[0]], evaluated[0], args.files[0])
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
         per_query = {q: _to_z(q, vals, printed, zscores) for q, vals in per_query.items()}
-    return _print(printed, wanted, per_query, aggregate, trec_tag(path) or name, args, zscores is not None), None
+    text = _print(printed, wanted, per_query, evaluated, aggregate, trec_tag(path) or name, args, zscores is not None)
+    return text, None
 
 
-def _with_collection_size(spelling: str, args) -> str:
-    """A utility measure string with the collection size of -N (N, which trec_eval's options hold)."""
-    coefficients = parse(spelling, args.level_for_rel, args.compat).values
-    return "Utility(" + ",".join(f"{c}={coefficients[c]!r}" for c in "abcd") + f",N={args.Number_docs_in_coll})"
+def _stop_at_no_grade(values: dict, query: str, qrels: str) -> None:
+    """trec_eval (both versions, form_res_rels.c) sizes its table of grade counts by the query's highest grade: for
+    the first query it evaluates, with no judgment graded 0 or more, that size is 0 and it stops ("Can't calculate
+    measure", exit 4). (Later, such a query reuses the table of one before it, at -1; below, trec_eval crashes.)"""
+    if not values[_NUM_JUDGED]:
+        raise UsageError(f"qrels file {qrels!r}: query {query!r} has no judgment graded 0 or more, and is the first "
+                         "trec_eval evaluates: it stops there (\"Can't calculate measure\", exit 4). Grade one of its "
+                         "documents 0 or more, or remove its judgments.", exit_status=4)
 
 
-def _relstring_text(values: dict, names: list) -> str:
+def _evaluated_queries(per_query: dict, run: str, args) -> list:
+    """The queries trec_eval evaluates (and prints with -q), in its order: 10.0 every one it averages (with -c, those
+    missing from the run too); 9.0.8 those of the run (it walked the run's), those -J or -M0 left empty included.
+    The evaluation's lists are those of the run but with -c, where a query ranking nothing may be missing or
+    left empty."""
+    if args.compat == "trec_eval-9.0.8" and args.complete_rel_info_wanted:
+        in_run = set(_queries(run, "run", args)) if _may_empty(args) else {q for q, v in per_query.items() if v[_NUM_RET]}
+        return sorted(q for q in per_query if q in in_run)
+    return sorted(per_query)
+
+
+def _with_options(m: TrecMeasure, spelling: str, args) -> str:
+    """A measure string with what trec_eval's options say of it: utility's collection size (-N, which trec_eval's
+    options hold: N); level 0 under a negative -l for the measures of judged documents (_JUDGED_RELEVANT); trec_eval's
+    grades (_TREC_GRADES); under 9.0.8 without -c, 10.0's value of utility and yaap for a query whose ranking is
+    empty (9.0.8 leaves a judged query missing from the run, -c, at 0, but evaluates one that -J or -M0 left empty;
+    without -c every query evaluated is in the run); and 10.0's utility for a missing one under -c."""
+    named = {}
+    if m.name == "utility" and args.Number_docs_in_coll is not None:
+        named["N"] = args.Number_docs_in_coll
+    if m.name in _JUDGED_RELEVANT and args.level_for_rel < 0:
+        named["rel"] = 0
+    if m.name in _TREC_GRADES and args.level_for_rel < 0:
+        named["grades"] = "trec_eval"
+    if m.name in ("utility", "yaap") and args.compat == "trec_eval-9.0.8" and not args.complete_rel_info_wanted:
+        named["compat"] = "trec_eval-10.0"
+    if m.name == "utility" and args.compat == "trec_eval-10.0" and args.complete_rel_info_wanted:
+        # 10.0 ranks one document the qrels lack for a judged query missing from the run (which -J or -M0 then drop:
+        # an empty ranking), then prints 0 for utility by that name alone (trec_eval.c): with coefficients,
+        # utility_a,b,c,d keeps that ranking's value.
+        if spelling == "utility":
+            named["compat"] = "trec_eval-9.0.8"  # 0
+        elif not _may_empty(args):
+            named["missing"] = "trec_eval"
+    if not named:
+        return spelling
+    if isinstance(spelling, tuple):  # 11pt_avg at given points: the mean of these
+        return tuple(_with_options(m, s, args) for s in spelling)
+    call = parse(spelling, args.level_for_rel, args.compat)
+    params = tuple((n, named.get(n, v)) for n, v in call.params)
+    return dataclasses.replace(call, params=params, given=call.given | set(named)).canonical
+
+
+def _relstring_text(values: dict, names: list, trec_grades: bool) -> str:
     """trec_eval's relstring: one character per ranked document, up to the list's end: the grade (0-9),
-    '>' above 9, '.' for a negative grade (in the pool, unjudged), '-' without a judgment."""
+    '>' above 9, '.' for a negative grade (in the pool, unjudged), '-' without a judgment (graded -1 with
+    trec_grades, which lists a negative grade at -2)."""
     chars = []
     for i, (_, spelling) in enumerate(names, start=1):
         if i > (values[_NUM_RET] or 0):
             break
         grade = values[spelling]
-        grade = None if grade is None else math.trunc(grade)  # trec_eval keeps grades as integers
+        grade = None if grade is None or (trec_grades and grade == -1) else math.trunc(grade)  # integers, as trec_eval
         chars.append("-" if grade is None else "." if grade < 0 else ">" if grade > 9 else str(grade))
     return "".join(chars)
 
@@ -264,7 +359,9 @@ def _to_z(qid: str, values: dict, printed: list, zscores: dict) -> dict:
     return out
 
 
-def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: str, args, z: bool) -> str:
+def _print(printed: list, wanted: dict, per_query: dict, evaluated: list, aggregate: dict, tag: str, args,
+           z: bool) -> str:
+    """trec_eval's lines: with -q each evaluated query's (`evaluated`, in order), then the summary's."""
     out = []
 
     def line(name: str, qid: str, value, count: bool):
@@ -273,15 +370,14 @@ def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: s
         else:
             out.append(trec_line(name, qid, int(value) if count else float(value)))
 
-    # 9.0.8 prints the queries the run ranks; 10.0 every averaged one (with -c, the missing ones too).
-    printed_queries = sorted(q for q, v in per_query.items() if v[_NUM_RET] or args.compat != "trec_eval-9.0.8")
     if args.query_eval_wanted:
-        for q in printed_queries:
+        for q in evaluated:
             for m, names in printed:
                 if m.summary_only:
                     continue
                 if m.kind == "relstring":
-                    out.append(trec_line(names[0][0], q, f"'{_relstring_text(per_query[q], names)}'"))
+                    text = _relstring_text(per_query[q], names, args.level_for_rel < 0)
+                    out.append(trec_line(names[0][0], q, f"'{text}'"))
                     continue
                 for shown, spelling in names:
                     line(shown, q, per_query[q][spelling] or 0.0, m.kind == "count")
@@ -290,14 +386,20 @@ def _print(printed: list, wanted: dict, per_query: dict, aggregate: dict, tag: s
     if "runid" in wanted:
         out.append(trec_line("runid", "all", tag))
     queries = list(per_query.values())
+    # The z-scores trec_eval sums: those of the queries it evaluated (9.0.8 with -c leaves the others out, and
+    # divides by every judged query).
+    chosen = set(evaluated)
+    summed = [values if q in chosen else None for q, values in per_query.items()] if z else []
     for m, names in printed:
         if m.kind == "relstring":
             continue
         for shown, spelling in names:
             if m.name == "num_q":
                 value = float(len(queries)) if z else aggregate[spelling]
+            elif z and m.name == "num_rel" and args.complete_rel_info_wanted and args.Rel_info_format == "qrels":
+                value = aggregate[spelling]  # trec_eval's recount with -c (m_num_rel.c) replaces the z-scores' sum
             elif z:
-                value = _z_summary(m, [v[spelling] for v in queries])
+                value = _z_summary(m, [v[spelling] if v is not None else 0.0 for v in summed])
             else:
                 value = aggregate[spelling]
             line(shown, "all", value or 0.0, m.kind == "count")

@@ -42,16 +42,17 @@ class _Steps:
             self.progress(name, self.rows, self.con)
 
 
-def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None) -> Results:
+def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None, trec_grades=False) -> Results:
     """evaluate() on an embedded DuckDB: see sqlmetrics.evaluate for the arguments. progress(step, rows,
     con), when given, is told each step as it starts (reading, checking, computing, collecting), the rows
-    read so far, and the connection running it (whose query_progress() DuckDB then keeps)."""
+    read so far, and the connection running it (whose query_progress() DuckDB then keeps). trec_grades:
+    Shape.trec_grades (`sqlmetrics trec_eval` at a negative -l)."""
     with own_names():  # the connection is this evaluation's alone
-        return _evaluate(qrels, run, measures, o, fetch, progress)
+        return _evaluate(qrels, run, measures, o, fetch, progress, trec_grades)
 
 
-def _evaluate(qrels, run, measures, o: Settings, fetch, progress) -> Results:
-    job = _prepare(qrels, measures, o)
+def _evaluate(qrels, run, measures, o: Settings, fetch, progress, trec_grades) -> Results:
+    job = _prepare(qrels, measures, o, trec_grades)
     run = _named_ranx(run)
     qrels_columns, run_columns = _table_columns(o)
     con = connect(o.memory_limit, o.threads, o.temp_directory)

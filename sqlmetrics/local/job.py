@@ -50,7 +50,7 @@ class _Job:
         return bool(self.segments) or self.labels
 
 
-def _prepare(qrels, measures, o: Settings) -> _Job:
+def _prepare(qrels, measures, o: Settings, trec_grades: bool = False) -> _Job:
     segments = tuple([o.group_by] if isinstance(o.group_by, str) else o.group_by or ())
     calls = parse_all(measures, o.relevance_level, o.compat)  # fails on a bad name before any data is read
     taken = {"run", "query_id", "num_lists", *(c.text for c in calls), *output_columns(calls)}
@@ -62,7 +62,8 @@ def _prepare(qrels, measures, o: Settings) -> _Job:
         raise SqlmetricsError(f"qrels_format={o.qrels_format!r} reads judgment groups from the qrels; with qrels=None "
                               "the judgments are the run's own labels.")
     shape = Shape(queries=o.queries, ties=o.ties, relevance_level=o.relevance_level, score_precision=o.score_precision,
-                  depth=o.depth, judged_only=o.judged_only, fixed_order=True, qrels_format=o.qrels_format)
+                  depth=o.depth, judged_only=o.judged_only, fixed_order=True, qrels_format=o.qrels_format,
+                  trec_grades=trec_grades)
     preferences = [c.text for c in calls if c.measure.rows == "preferences"]
     if o.qrels_format == "qrels_jg" and preferences:
         raise SqlmetricsError(f"{preferences[0]} compares preferences: it takes qrels_format='qrels' (one judgment "

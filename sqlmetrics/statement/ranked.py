@@ -44,10 +44,24 @@ def input_ctes(options: Shape, qrels: Source | None, run: Source, key: list) -> 
             ctes.append(("subtopic_judgments", qrels.select(roles)))
             ctes.append(("judgments", _parse_ours("SELECT query_id, doc_id, MAX(relevance) AS relevance "
                                                   "FROM subtopic_judgments GROUP BY query_id, doc_id")))
+        elif options.trec_grades:  # a negative grade counts nowhere; its document is ranked at -2 (_trec_grade)
+            ctes.append(("qrels_rows", qrels.select(roles)))
+            ctes.append(("judgments", _parse_ours(f"SELECT {', '.join(r for r in roles if r != 'relevance')}, CASE WHEN "
+                                                  "relevance >= 0 THEN relevance END AS relevance FROM qrels_rows")))
         else:
             ctes.append(("judgments", qrels.select(roles)))
         ctes.append(run_rows)
     return ctes
+
+
+def _trec_grade(options: Shape) -> exp.Expression:
+    """A ranked document's grade, from its row of the judgments (LEFT JOINed): with trec_grades, trec_eval's -1 when
+    there is none and -2 for a negative grade (there NULL, see input_ctes)."""
+    grade = _c("relevance", "judgments")
+    if not options.trec_grades:
+        return grade
+    return exp.alias_(exp.Case().when(_c("query_id", "judgments").is_(exp.null()), exp.Literal.number(-1))
+                      .when(grade.copy().is_(exp.null()), exp.Literal.number(-2)).else_(grade), "relevance", copy=False)
 
 
 def ideal_ctes(plan: Plan, stats_key: list) -> tuple[list, dict]:
@@ -104,14 +118,16 @@ def _judged_run(options: Shape, key: list) -> exp.Select:
         # Each run row once per judgment group of its query (query_stats has one row per group), judged by
         # that group's judgments: an unjudged document still takes its place in every group's ranking.
         judged = exp.select(*_cols(options.list_key, "run_rows"), _c("judgment_group", "query_stats"),
-                            *_cols(["doc_id", *order_cols], "run_rows"), _c("relevance", "judgments")) \
+                            *_cols(["doc_id", *order_cols], "run_rows"),
+                            _trec_grade(options)) \
             .from_("run_rows", copy=False) \
             .join("query_stats", on=_equal_on("run_rows", "query_stats", ["query_id"]), copy=False) \
             .join("judgments", on=_and(_equal_on("run_rows", "judgments", ["query_id", "doc_id"]),
                                        _equal_on("query_stats", "judgments", ["judgment_group"])),
                   join_type="LEFT", copy=False)
     else:
-        judged = exp.select(*_cols([*key, "doc_id", *order_cols], "run_rows"), _c("relevance", "judgments")) \
+        judged = exp.select(*_cols([*key, "doc_id", *order_cols], "run_rows"),
+                            _trec_grade(options)) \
             .from_("run_rows", copy=False) \
             .join("judgments", on=_equal_on("run_rows", "judgments", ["query_id", "doc_id"]), join_type="LEFT",
                   copy=False) \
@@ -177,8 +193,9 @@ def _lists(options: Shape, key: list) -> exp.Select:
     groups = ["judgment_group"] if options.judgment_groups else []
     if options.labels:
         return exp.select(*_cols(key)).from_("query_stats", copy=False)  # every list of the log
-    if (options.queries == "intersection" or options.group_by) and options.judged_only:
-        # The lists present before judged_only emptied some of them: an emptied list scores 0 (trec_eval -J).
+    if (options.queries == "intersection" or options.group_by) and (options.judged_only or options.depth == 0):
+        # The lists present before judged_only (or depth 0) emptied some of them: an emptied list scores as an
+        # empty ranking (trec_eval -J, -M0).
         return exp.select(*_cols(key)).distinct(copy=False).from_("run_rows", copy=False).where(
             _c("query_id").isin(query=exp.select("query_id").from_("query_stats", copy=False)), copy=False)
     if options.queries == "intersection" or options.group_by:

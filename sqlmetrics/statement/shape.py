@@ -29,6 +29,11 @@ class Shape:
     # is evaluated once per judgment group of its query, its value the mean over those groups (trec_eval's
     # *_avgjg measures); 'prefs' and 'qrels_prefs' carry the groups (and subgroups) of preferences.
     qrels_format: str = "qrels"
+    # trec_eval's grades (`sqlmetrics trec_eval` at a negative -l): a ranked document the qrels lack is graded -1 and
+    # one graded below 0 is -2 (form_res_rels.c; both below every level >= 0), and the judgments' negative grades
+    # count nowhere (its R is of grades >= 0). At a level of -1, the rank-by-rank measures count an unjudged document
+    # as relevant, as trec_eval does.
+    trec_grades: bool = False
 
     @property
     def judgment_groups(self) -> bool:

@@ -16,13 +16,13 @@ from .trec import TREC_FIELDS, _trec_view
 
 
 def _csv_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt: str, compression: str,
-              head: bytes, layout: str | None) -> Loaded:
+              head: bytes, layout: str | None, scratch: str | None = None) -> Loaded:
     """A CSV or TSV file, its first line the header.
 
     CSV and TSV are read as text: ids are compared as written (`007`, `1.50`), and scores and grades
     are checked and converted by the evaluation, whatever DuckDB's sniffer would have guessed. The
     file is read into a table here, once: a bad byte or line is found (and explained) now, not by
-    a later query of the evaluation.
+    a later query of the evaluation. `scratch`: a folder for the copy a headerless TSV read as TREC text may need.
     """
     view = _fresh(kind)
     delim = "\t" if fmt == "tsv" else ","
@@ -32,7 +32,7 @@ def _csv_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt:
         if fmt == "tsv" and fields and len(names) == len(fields):
             # Headerless, with TREC's fields (qrels `q 0 doc grade`, runs `q Q0 doc rank score tag`):
             # TREC text with tabs, read as such.
-            return _trec_view(con, path, kind, label, compression, head, layout)
+            return _trec_view(con, path, kind, label, compression, head, layout, scratch)
         example = {"qrels": ("query-id", "corpus-id", "score"),
                    **{k: required for k, (required, _) in RAG_ROLES.items()}}.get(kind, ("query_id", "doc_id", "score"))
         trec = (f", or give every line the {len(fields)} fields of TREC text ({' '.join(fields)})"

@@ -58,8 +58,7 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
             if columns and own_columns:
                 raise SqlmetricsError(f"{label}: TREC text has fixed columns; qrels_columns= applies to CSV, "
                                       "Parquet and tables.")
-            return dataclasses.replace(_trec_view(con, source, kind, label, compression, head, layout),
-                                       temporary=temporary)
+            return _kept(_trec_view(con, source, kind, label, compression, head, layout, temporary), temporary)
         if fmt != "parquet" and not head.strip():
             # Nothing in it, not even a header: a run that retrieved nothing (every judged query scores 0);
             # empty qrels are refused by the checks, naming the file.
@@ -69,12 +68,18 @@ def _file_view(con, path: Path, kind: str, label: str, columns: dict | None, fmt
                                        temporary=temporary)
         if fmt == "parquet":
             return dataclasses.replace(_parquet_view(con, str(source), kind, label, columns), temporary=temporary)
-        return dataclasses.replace(_csv_view(con, source, kind, label, columns, fmt, compression, head, layout),
-                                   temporary=temporary)
+        return _kept(_csv_view(con, source, kind, label, columns, fmt, compression, head, layout, temporary),
+                     temporary)
     except BaseException:
         if temporary:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _kept(loaded: Loaded, temporary: str | None) -> Loaded:
+    """The loaded file with the folder to remove after the evaluation: ours, or the one its reader made (a TREC
+    file's copy, put in ours when there is one)."""
+    return dataclasses.replace(loaded, temporary=temporary or loaded.temporary)
 
 
 def _literal(path: Path) -> tuple[Path, str | None]:

@@ -3,6 +3,7 @@ the layout; their lines, read by DuckDB; and, when DuckDB cannot read one, why, 
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import zlib
 from pathlib import Path
@@ -51,13 +52,69 @@ def _head(path: Path, compression: str) -> bytes | None:
         return None  # the reader in DuckDB fails too, and _unreadable says why
 
 
-def first_bytes(path: Path) -> bytes | None:
-    """The first 64 kB of a file's text, decompressed whatever its name says; None when Python cannot read
-    them (a missing file, zstd, damaged gzip)."""
+# A blank line in trec_eval's sense (C's isspace() but \n), found from the \n that ends the line before it (a
+# search with a literal first byte: eight times as fast as one anchored at every line's start).
+_BLANK_AFTER_NEWLINE = re.compile(rb"\n[ \t\v\f\r]*\n")
+
+
+def first_blank_line(path: Path) -> int | None:
+    """The number (from 1, as an editor counts) of the first line of nothing but whitespace, the file's lines split
+    at \\n alone and decompressed; None when there is none or Python cannot read the file."""
+    number, carry = 1, b""
     try:
-        return _head(path, _compression(path, str(path)))
-    except SqlmetricsError:
-        return None
+        stream = _open_bytes(path, _compression(path, str(path)))
+        if stream is None:
+            return None
+        with stream:
+            while True:
+                chunk = stream.read(1 << 20)
+                data = carry + chunk
+                if chunk:  # whole lines only
+                    cut = data.rfind(b"\n") + 1
+                    block, carry = data[:cut], data[cut:]
+                else:  # the last line, ended as trec_eval ends it
+                    block = data + b"\n" if data else b""
+                found = _BLANK_AFTER_NEWLINE.search(b"\n" + block)  # the block's first line follows a \n too
+                if found:
+                    return number + block.count(b"\n", 0, found.start())
+                number += block.count(b"\n")
+                if not chunk:
+                    return None
+    except (OSError, EOFError, zlib.error, SqlmetricsError):
+        return None  # the reader says why it cannot be read
+
+
+def last_line_matching(path: Path, pattern: re.Pattern) -> bytes | None:
+    """The last line that `pattern` finds (its search), the file's lines split at \\n alone and decompressed; None when
+    none is found or Python cannot read the file. A plain file is read from its end, a compressed one through."""
+    try:
+        compression = _compression(path, str(path))
+        if compression == "none":
+            return next((line for line in _lines_from_end(path) if pattern.search(line)), None)
+        stream = _open_bytes(path, compression)
+        if stream is None:
+            return None
+        found, carry = None, b""
+        with stream:
+            while chunk := stream.read(1 << 20):
+                *lines, carry = (carry + chunk).split(b"\n")
+                found = next((line for line in reversed(lines) if pattern.search(line)), found)
+        return carry if pattern.search(carry) else found
+    except (OSError, EOFError, zlib.error, SqlmetricsError):
+        return None  # the reader says why it cannot be read
+
+
+def _lines_from_end(path: Path):
+    """A plain file's lines, split at \\n alone, the last first."""
+    with open(path, "rb") as f:
+        end, carry = f.seek(0, os.SEEK_END), b""
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            f.seek(start)
+            first, *lines = (f.read(end - start) + carry).split(b"\n")
+            yield from reversed(lines)
+            end, carry = start, first
+        yield carry
 
 
 def _text_head(con, path: Path, compression: str, label: str, fmt: str) -> bytes:

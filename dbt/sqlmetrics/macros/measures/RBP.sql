@@ -79,9 +79,7 @@ WITH judgments AS (
 {% if k is not none %}      ) * SUM(
         CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1) ELSE 0 END
       ),
-{% else %}      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
+{% else %}      ) * SUM(is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
 {% endif %}      0
 {% if k is not none %}    ) AS rbp_at_{{ k }}
 {% else %}    ) AS rbp
@@ -188,9 +186,7 @@ WITH judgments AS (
           ELSE 0
         END
       ),
-{% else %}      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.8 AS DOUBLE PRECISION), rnk - 1)),
+{% else %}      ) * SUM(is_rel * POWER(CAST(0.8 AS DOUBLE PRECISION), rnk - 1)),
 {% endif %}      0
 {% if k is not none %}    ) AS rbp_at_{{ k }}
 {% else %}    ) AS rbp
@@ -293,9 +289,7 @@ WITH judgments AS (
 {% if k is not none %}      ) * SUM(
         CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1) ELSE 0 END
       ),
-{% else %}      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
+{% else %}      ) * SUM(is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
 {% endif %}      0
 {% if k is not none %}    ) AS rbp_at_{{ k }}
 {% else %}    ) AS rbp
@@ -399,9 +393,7 @@ WITH judgments AS (
           ELSE 0
         END
       ),
-{% else %}      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.8 AS FLOAT64), rnk - 1)),
+{% else %}      ) * SUM(is_rel * POWER(CAST(0.8 AS FLOAT64), rnk - 1)),
 {% endif %}      0
 {% if k is not none %}    ) AS rbp_at_{{ k }}
 {% else %}    ) AS rbp
@@ -501,9 +493,7 @@ WITH judgments AS (
 {% if k is not none %}      ) * SUM(
         CASE WHEN rnk <= {{ k }} THEN is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1) ELSE 0 END
       ),
-{% else %}      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
+{% else %}      ) * SUM(is_rel * POWER(CAST(0.8 AS DOUBLE), rnk - 1)),
 {% endif %}      0
 {% if k is not none %}    ) AS rbp_at_{{ k }}
 {% else %}    ) AS rbp

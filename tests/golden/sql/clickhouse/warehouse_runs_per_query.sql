@@ -193,9 +193,7 @@ WITH judgments AS (
     COALESCE(
       (
         1 - CAST(0.5 AS Nullable(Float64))
-      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.5 AS Nullable(Float64)), rnk - 1)),
+      ) * SUM(is_rel * POWER(CAST(0.5 AS Nullable(Float64)), rnk - 1)),
       0
     ) AS rbp_p_0_5,
     COALESCE(

@@ -189,9 +189,7 @@ WITH judgments AS (
     COALESCE(
       (
         1 - CAST(0.5 AS DOUBLE PRECISION)
-      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.5 AS DOUBLE PRECISION), rnk - 1)),
+      ) * SUM(is_rel * POWER(CAST(0.5 AS DOUBLE PRECISION), rnk - 1)),
       0
     ) AS rbp_p_0_5,
     COALESCE(

@@ -189,9 +189,7 @@ WITH judgments AS (
     COALESCE(
       (
         1 - CAST(0.5 AS DOUBLE)
-      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.5 AS DOUBLE), rnk - 1)),
+      ) * SUM(is_rel * POWER(CAST(0.5 AS DOUBLE), rnk - 1)),
       0
     ) AS rbp_p_0_5,
     COALESCE(CAST(SUM(CASE WHEN rnk <= 5 THEN is_rel_at_2 ELSE 0 END) AS DOUBLE) / 5, 0) AS p_rel_2_at_5,

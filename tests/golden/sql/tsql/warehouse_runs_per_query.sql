@@ -180,14 +180,9 @@ WITH judgments AS (
       ),
       0
     ) AS err_gmax_max_at_20,
-    COALESCE(
-      (
-        1 - CAST(0.5 AS FLOAT)
-      ) * SUM((
-        is_rel
-      ) * POWER(CAST(0.5 AS FLOAT), rnk - 1)),
-      0
-    ) AS rbp_p_0_5,
+    COALESCE((
+      1 - CAST(0.5 AS FLOAT)
+    ) * SUM(is_rel * POWER(CAST(0.5 AS FLOAT), rnk - 1)), 0) AS rbp_p_0_5,
     COALESCE(CAST(SUM(CASE WHEN rnk <= 5 THEN is_rel_at_2 ELSE 0 END) AS FLOAT) / 5, 0) AS p_rel_2_at_5,
     COALESCE(
       CAST(SUM(
