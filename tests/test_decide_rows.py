@@ -134,6 +134,19 @@ def test_the_segments_are_found_by_name_whatever_the_order_case_and_types():
         sqlmetrics.decide(old)
 
 
+def test_a_null_segment_is_the_same_segment_from_a_list_and_from_pandas():
+    """pandas' string dtype turns a NULL segment (None) into NaN: once read as the segment 'nan', a segment the list
+    of the same rows calls None (hypothesis found it, re-casing the names of a pandas frame)."""
+    import pandas as pd
+
+    nulled = [{**r, "date": None if r["date"] == "2024-06-02" else r["date"]} for r in rows()]
+    plain = _decide(nulled)
+    assert [c["segment"]["date"] for c in plain["comparisons"]].count(None) == 2  # nDCG@5 and RR
+    frame = pd.DataFrame.from_records(nulled).astype({"date": pd.StringDtype(na_value=float("nan"))})
+    assert frame["date"].isna().sum() == 8 and frame["date"].to_list().count(None) == 0
+    assert _decide(frame) == plain
+
+
 def test_a_segment_named_like_a_column_in_any_case_is_refused():
     with pytest.raises(sqlmetrics.SqlmetricsError, match=r"group_by= 'Kind': .* \(in any case\)"):
         sqlmetrics.render_compare(["RR"], "duckdb", run="log", **{**OPTIONS, "group_by": ["Kind"]})

@@ -7,6 +7,7 @@ the trec_eval binaries by hand (CI has none); tests/test_trec_eval_cli.py holds 
 trec_eval's bytes."""
 import contextlib
 import io
+import os
 import re
 import tempfile
 from pathlib import Path
@@ -36,7 +37,7 @@ FLAGS = st.tuples(st.sets(st.sampled_from(["-q", "-c", "-J", "-n"])), st.none() 
 # trec_eval's line: the name left-justified in 22 characters, the query, the value (a count, 4 decimals, a quoted
 # relstring, or the run tag).
 LINE = re.compile(r"^(\S+) *\t(\S+)\t(-?\d+|-?\d+\.\d{4}|'[^']*'|\S+)$")
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("SQLMETRICS_FUZZ", "40")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

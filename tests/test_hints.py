@@ -124,7 +124,19 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("command, argv", CASES, ids=[f"{c} {' '.join(a)}" for c, a in CASES])
+def _tiered(cases: list) -> list:
+    """Each command's first case in the fast tier, the rest in the full suite."""
+    seen = set()
+    out = []
+    for command, argv in cases:
+        slow = command in seen
+        seen.add(command)
+        out.append(pytest.param(command, argv, id=f"{command} {' '.join(argv)}",
+                                marks=[pytest.mark.slow] if slow else []))
+    return out
+
+
+@pytest.mark.parametrize("command, argv", _tiered(CASES))
 def test_a_hint_names_only_flags_its_command_accepts(command, argv, files, capsys, monkeypatch):
     monkeypatch.chdir(files)
     try:

@@ -342,6 +342,19 @@ def test_negative_level_is_read_as_trec_eval_reads_it(cli, suite):
                                        ("map", "all", "1.3333"), ("Rprec", "all", "1.0000")), err
 
 
+def test_a_measure_left_undefined_by_a_negative_level_is_an_error_naming_the_level(cli):
+    """At -l -3 the unjudged d3 (trec_eval's -1) and the judged d1 are both relevant with R = 1: yaap's S = 1 + 2/2
+    makes 1 + R - S = 0, and trec_eval prints inf. Once the error blamed an exponential gain the command lacks; the
+    cause is the level (found by tests/test_fuzz_trec_eval.py)."""
+    Path("q.txt").write_text("1 0 d1 0\n")
+    Path("r.txt").write_text("1 Q0 d1 1 1 t\n1 Q0 d3 2 2 t\n")
+    code, out, err = cli("trec_eval", "-l", "-3", "-m", "yaap", "q.txt", "r.txt")
+    assert code == 2 and out == "" and err.splitlines()[-1] == (
+        "sqlmetrics trec_eval: error: yaap has no finite value for query '1': it would be inf. -l -3 counts every "
+        "judged document, and those trec_eval marks unjudged, as relevant, which leaves the measure undefined; use a "
+        "relevance level of 0 or more."), err
+
+
 def test_eval_reads_a_negative_level_plainly(cli):
     """`eval -l -1`: a grade >= -1 is relevant, d3's -1 too (it is a judgment), a document without one never: the
     relevant are d1, d3, d2 at ranks 2, 3, 4 and d4, R = 4, so AP = (1/2 + 2/3 + 3/4) / 4 and P@4 = 3/4."""

@@ -22,8 +22,10 @@ def python_rows(con, query: str, names: list) -> tuple:
 
 
 def _check_finite(con, job: _Job) -> None:
-    """No NaN or infinity ever reaches the results. The inputs are finite (checked), so a non-finite value
-    is an overflow inside a measure, such as an exponential gain 2^grade - 1 past grade 1023."""
+    """No NaN or infinity ever reaches the results. The inputs are finite (checked), so a non-finite value is an
+    overflow inside a measure (an exponential gain 2^grade - 1 past grade 1023) or, below relevance level 0, a
+    measure whose formula assumes that unjudged documents are not relevant (trec_eval's yaap and Rndcg print inf
+    or nan there)."""
     outs = output_columns(job.calls)
     counts = con.execute("SELECT " + ", ".join(f"COUNT(*) FILTER (WHERE NOT isfinite({o}))" for o in outs)
                          + " FROM per_list_result").fetchall()[0]
@@ -31,11 +33,18 @@ def _check_finite(con, job: _Job) -> None:
         if count:
             where = con.execute(f"SELECT query_id, {out} FROM per_list_result WHERE NOT isfinite({out}) "
                                 "ORDER BY ALL LIMIT 1").fetchall()[0]
+            level = call.values.get("rel")
+            undefined = isinstance(level, (int, float)) and level < 0
+            if undefined:
+                cause = (f"relevance_level={level:g} counts every judged document, and those trec_eval marks "
+                         "unjudged, as relevant, which leaves the measure undefined; use a relevance level of 0 "
+                         "or more.")
+            else:
+                cause = ("An exponential gain (2^grade - 1, as gain='exp' and ERR compute it) overflows for grades "
+                         "of 1024 or more; use smaller grades or the linear gain.")
             raise SqlmetricsError(
-                f"{call.text} overflows a double for query {where[0]!r}"
-                + (f" and {count - 1} more lists" if count > 1 else "") + f": its value there would be {where[1]}. An exponential gain (2^grade - 1, as gain='exp' and ERR compute it) "
-                "overflows for grades of 1024 or more; use smaller grades or the linear gain.")
-
+                f"{call.text} {'has no finite value' if undefined else 'overflows a double'} for query {where[0]!r}"
+                + (f" and {count - 1} more lists" if count > 1 else "") + f": it would be {where[1]}. " + cause)
 
 
 # How far past a bound a value may be and still be the rounding of a value on it (Personalization of identical

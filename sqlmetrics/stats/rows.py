@@ -112,6 +112,12 @@ def _rows(stats) -> list:
     if hasattr(stats, "to_pylist"):  # pyarrow
         return stats.to_pylist()
     if hasattr(stats, "to_dict"):  # pandas
+        # A text column's missing value is NULL, whatever pandas calls it (its string dtype turns None into NaN);
+        # only a float column's NaN can be the NaN of a DOUBLE segment.
+        texts = [c for c, kind in stats.dtypes.items() if getattr(kind, "kind", "O") != "f" and stats[c].isna().any()]
+        if texts:
+            stats = stats.astype({c: object for c in texts})
+            stats[texts] = stats[texts].where(stats[texts].notna(), None)
         return stats.to_dict("records")
     raise SqlmetricsError(f"decide() takes a file, a pyarrow table, a pandas frame or a list of dicts; got "
                           f"{type(stats).__name__}.")
