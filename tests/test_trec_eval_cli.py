@@ -300,6 +300,27 @@ def test_depth_zero_evaluates_empty_rankings(cli, suite):
     assert code == 2 and "-M" in err and out == ""
 
 
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_an_emptied_ranking_prints_trec_evals_nan_for_interpolated_precision(cli, suite):
+    """-M2 keeps q1's unjudged dx, dy and -J drops them: q1's ranking is empty and evaluated. trec_eval's interpolated
+    precision starts there from num_rel_ret / num_ret = 0 / 0, printed -nan, at every recall point needing no
+    relevant document (R = 1: 10.0 rounds r to 0 up to 0.4; 9.0.8's r + 0.9 truncates to 0 at 0.0 alone), so
+    11pt_avg too, and the means over q1 and q2 (1.0000) are -nan as well. `eval` gives q1 the plain 0."""
+    Path("q.txt").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d1 1\n")
+    Path("r.txt").write_text("1 Q0 dx 1 3 t\n1 Q0 dy 2 2 t\n1 Q0 d1 3 1 t\n2 Q0 d1 1 1 t\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-M2", "-J", "-m", "iprec_at_recall.0,0.4,0.5",
+                         "-m", "11pt_avg", "q.txt", "r.txt")
+    nan, zero, one = "  -nan", "0.0000", "1.0000"
+    early, early_mean = (nan, nan) if suite == V10 else (zero, "0.5000")  # recall 0.4 of one relevant document
+    names = ("iprec_at_recall_0.00", "iprec_at_recall_0.40", "iprec_at_recall_0.50")
+    assert code == 0 and out == _lines(
+        *zip(names, ["1"] * 3, [nan, early, zero]), ("11pt_avg", "1", nan),
+        *zip(names, ["2"] * 3, [one] * 3), ("11pt_avg", "2", one),
+        *zip(names, ["all"] * 3, [nan, early_mean, "0.5000"]), ("11pt_avg", "all", nan)), err
+    code, out, err = cli("eval", "-J", "--depth", "2", "-q", "-f", "trec", "-m", "iprec_at_recall.0", "q.txt", "r.txt")
+    assert code == 0 and "iprec_at_recall_0.00  \t1\t0.0000" in out, (out, err)
+
+
 def test_judged_only_empty_ranking_is_printed_and_scored_by_9(cli):
     """9.0.8 walks the run's queries: q1, whose only document -J drops, is evaluated as an empty ranking and printed
     (utility.1,-1,2,0: 2 * R = 4); q2 ranks its relevant d1 (1). The mean is (4 + 1) / 2."""

@@ -479,7 +479,7 @@ def remove(path: Path) -> None:
 def trec_line(name: str, qid: str, value, prefix: str = "") -> str:
     """One line as trec_eval prints it: the name padded to 22 (after the prefix, 'Z' for z-scores), the query,
     the value: an integer as it is, a number with 4 decimals, text as it is."""
-    text = value if isinstance(value, (str, int)) else f"{value:6.4f}"
+    text = value if isinstance(value, (str, int)) else f"{value:6.4f}" if value == value else "  -nan"  # C's 0.0/0.0
     return f"{prefix}{name:<22}\t{qid}\t{text}\n"
 
 

@@ -50,6 +50,7 @@ _JUDGED_RELEVANT = ("num_rel_ret", "bpref", "infAP", "gm_bpref", "utility", "set
                     "set_map", "set_F")
 # These read the ranking with trec_eval's grades (-1 without a judgment) as trec_eval does: see their grades= notes.
 _TREC_GRADES = ("iprec_at_recall", "11pt_avg", "Rprec_mult", "Rprec_mult_avgjg", "infAP")
+_NAN_WHEN_EMPTY = ("IPrec", "IPrec11pt")  # trec_eval prints -nan for an empty ranking: _nan_of_empty_rankings
 
 
 def _long(text: str) -> int:
@@ -185,7 +186,9 @@ def run(args) -> tuple:
         strings.append(_NUM_REL_GRADED)
     if args.Rel_info_format == "qrels":
         strings.append(_NUM_JUDGED)
-    parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
+    calls = parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
+    if _may_empty(args):  # the R of each interpolated precision, for _nan_of_empty_rankings
+        strings += list(dict.fromkeys(_num_rel(c) for c in calls if c.measure.name in _NAN_WHEN_EMPTY))
 
     _refuse_blank_lines(args.files[0])
     if _is_empty(args.files[1]):
@@ -226,6 +229,8 @@ def run(args) -> tuple:
                          "queries with both results and relevance info\", exit 7).", exit_status=7)
     if args.Rel_info_format == "qrels" and any(m.name != "num_q" for m, _ in printed):
         _stop_at_no_grade(per_query[evaluated[0]], evaluated[0], args.files[0])
+    if _may_empty(args):
+        _nan_of_empty_rankings(per_query, aggregate, evaluated, args)
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
@@ -253,6 +258,34 @@ def _evaluated_queries(per_query: dict, run: str, args) -> list:
         in_run = set(_queries(run, "run", args)) if _may_empty(args) else {q for q, v in per_query.items() if v[_NUM_RET]}
         return sorted(q for q in per_query if q in in_run)
     return sorted(per_query)
+
+
+def _num_rel(call) -> str:
+    return f"NumRel(rel={call.values['rel']!r})"
+
+
+def _nan_of_empty_rankings(per_query: dict, aggregate: dict, evaluated: list, args) -> None:
+    """trec_eval's -nan (both versions, m_iprec_at_recall.c, m_11pt_avg.c): a ranking that -J or -M0 left empty is
+    evaluated, and its interpolated precision starts from num_rel_ret / num_ret = 0 / 0, a NaN (negative, printed
+    -nan) that every recall point needing no relevant document keeps: those rounding to 0 of R (10.0: lround(r R),
+    9.0.8: (long) (r R + 0.9)), 0.0 always, so 11pt_avg too. Its mean over the queries is -nan as well. `eval` and
+    the rest score such a ranking 0, a plain value, as the contract says of an empty ranking."""
+    empty = [q for q in evaluated if not per_query[q][_NUM_RET]]
+    if not empty:
+        return
+    for spelling in list(per_query[empty[0]]):
+        call = parse(spelling, args.level_for_rel, args.compat)
+        if call.measure.name not in _NAN_WHEN_EMPTY:
+            continue
+        for q in empty:
+            rel = per_query[q][_num_rel(call)] or 0
+            if call.measure.name == "IPrec":
+                r, nines = call.values["r"], call.values["compat"] == "trec_eval-9.0.8"
+                needed = math.floor(r * rel + 0.9) if nines else math.floor(r * rel + 0.5)
+            else:
+                needed = 0  # 11pt_avg's first point, recall 0.0
+            if needed == 0:
+                per_query[q][spelling] = aggregate[spelling] = math.nan
 
 
 def _with_options(m: TrecMeasure, spelling: str, args) -> str:
