@@ -13,6 +13,7 @@ import tea_tasting as tt
 
 import sqlmetrics
 from sqlmetrics.demo import make_ab
+from sqlmetrics.stats.html import build_report
 
 COLUMNS = {"query_id": "session", "doc_id": "doc", "rank_position": "position", "run_name": "arm"}
 OPTIONS = dict(columns=COLUMNS, ties="rank", label="clicked", baseline="control", max_p=0.05)
@@ -84,6 +85,19 @@ def test_welch_over_users_equals_tea_tasting(cuped):
             assert c.ci_high - c.ci_low < p.ci_high - p.ci_low
             assert (c.ci_high - c.ci_low) / (p.ci_high - p.ci_low) == pytest.approx(
                 math.sqrt(1 - c.variance_reduction), rel=1e-3)  # the t quantiles differ by their df alone
+        # The tables print the arms' unadjusted means: the pairs table shows their difference (tea-tasting's without
+        # CUPED) beside CUPED's, each named, where it once showed CUPED's alone under the unadjusted means.
+        text, page = rep.pairs_table(), build_report(None, EXPERIMENT, MEASURES, unit="user", pre_period=PRE,
+                                                     **OPTIONS).to_html()
+        assert text.splitlines()[0].split()[3:6] == ["unadjusted", "CUPED", "difference"]
+        assert "<th>unadjusted</th><th>CUPED difference [95% CI]</th>" in page
+        for c in rep.comparisons:
+            plain_difference = _oracle(c.measure, False)[0].effect_size
+            assert rep.unadjusted(c) == pytest.approx(plain_difference, rel=1e-9)
+            assert rep.unadjusted(c) == pytest.approx(rep.means["treatment"][c.measure] - rep.means["control"][c.measure])
+            row = next(line.split() for line in text.splitlines() if line.startswith(c.measure + " "))
+            assert row[3:5] == [f"{plain_difference:+.4f}", f"{c.difference:+.4f}"]
+            assert f"<td>{plain_difference:+.4f}</td><td>{c.difference:+.4f} [" in page
 
 
 @pytest.mark.slow  # segments: the same statistics per day (the fast suite's case is the whole log)

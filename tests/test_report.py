@@ -246,6 +246,31 @@ def test_arms_per_segment_equal_compare(arm_report):
     assert "▲/▼: significantly better/worse than control" in page
 
 
+def test_unpaired_arms_draw_each_arms_distribution_not_empty_differences():
+    """A/B arms without group_by rank different sessions: once the page drew "RR: treatment − control per query (0
+    better, 0 worse, 0 tied)", an empty chart. It draws each arm's values over its own lists: per arm a histogram of
+    shares (summing to 1 over the arm's lists, counted here from evaluate()'s per-list values) and its mean."""
+    options = dict(ARM_OPTIONS, group_by=None)
+    report = build_report(None, LOG, ["RR"], baseline="control", **options)
+    assert not report.comparison.paired and report.deltas == {}
+    assert report.chart_names() == [("spread", "RR"), ("pr", None)]
+    per_list = sqlmetrics.evaluate(None, LOG, ["RR"], **{k: v for k, v in options.items() if k != "max_p"})
+    expected = {}
+    for row in per_list.per_query.to_pylist():
+        expected.setdefault(row["run"], []).append(row["RR"])
+    ax = report.chart("spread", "RR").axes[0]
+    drawn = {p.get_label().split(" (")[0]: p for p in ax.patches}
+    assert sorted(drawn) == ["control", "treatment"]
+    for arm, values in expected.items():
+        shares = drawn[arm].get_data().values
+        assert sum(shares) == pytest.approx(1.0) and f"({len(values)} lists)" in drawn[arm].get_label()
+        means = [line.get_xdata()[0] for line in ax.lines if line.get_color() == drawn[arm].get_edgecolor()[:3]
+                 or to_hex(line.get_color()) == to_hex(drawn[arm].get_edgecolor())]
+        assert means == [pytest.approx(sum(values) / len(values), rel=1e-12)]
+    page = report.to_html()
+    assert "per query (0 better" not in page and "Each run's values over its lists" in page
+
+
 @pytest.mark.slow  # a second page build
 def test_sql_block_is_the_rendered_statement(demo_report):
     expected = sqlmetrics.render(demo_report.measures + [f"IPrec@{i / 10:.1f}" for i in range(11)], "duckdb",

@@ -85,6 +85,34 @@ def deltas_chart(measure: str, better: str, baseline: str, deltas: dict):
     return fig
 
 
+@_literal_text
+def spread_chart(measure: str, values: dict):
+    """Each run's distribution of the per-list values of unpaired runs ({run: [value per list]}), which have no
+    per-query differences: the share of each run's lists in each of the same bins, as outlines over each other,
+    and each run's mean as a dashed line of its colour."""
+    import numpy as np
+
+    Figure = figure_class()
+    fig = Figure(figsize=(_WIDTH, 3.2), layout="constrained")
+    ax = fig.subplots()
+    every = [v for vs in values.values() for v in vs]
+    low, high = (min(every), max(every)) if every else (0.0, 1.0)
+    edges = np.linspace(low, high if high > low else low + 1.0, 31)
+    for i, (run, vs) in enumerate(values.items()):
+        colour = f"C{i % 10}"
+        if vs:
+            counts, _ = np.histogram(vs, bins=edges)
+            ax.stairs(counts / len(vs), edges, color=colour, linewidth=1.6, label=f"{run} ({len(vs)} lists)")
+            ax.axvline(math.fsum(vs) / len(vs), color=colour, linestyle="--", linewidth=1.2)
+    ax.set_xlabel(measure)
+    ax.set_ylabel("share of the run's lists")
+    ax.set_title(f"{measure}: each run's values over its own lists (dashed: the mean)", fontsize=10, loc="left")
+    ax.grid(axis="y", color="#e0e0e0", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
 _GAPPED = 120  # up to this many queries the bars are parted (a gap of 0.15 of a query: about 1 pt at 120)
 _BAR = 0.85  # a parted bar's width, in queries
 _SERIES = {WIN: "better", TIE: "tied", LOSS: "worse"}  # the artists' labels (no legend is drawn: the colours say it)

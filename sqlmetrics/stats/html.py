@@ -26,7 +26,7 @@ from ..options import COMPARE, EVALUATE, RENDER, REPORT, BY_NAME, check_log_opti
 from . import charts
 from ..local.runs import unique_names
 from .compare import RESOURCES, analyse_lists, compare, lists_by_segment
-from .report import _cell, _number as _shown, _p, _signed
+from .report import _CUPED_NOTE, _cell, _number as _shown, _p, _signed
 
 RECALL_LEVELS = [i / 10 for i in range(11)]
 CURVE = [f"IPrec@{r:.1f}" for r in RECALL_LEVELS]
@@ -48,15 +48,20 @@ class HtmlReport:
     segments: dict  # {measure: [stats.report.Summary]}, with group_by; only measures averaged as a mean
     sql: str
     options: dict = field(default_factory=dict)  # the evaluation options that differ from their defaults
+    # Unpaired runs (A/B arms, whose lists differ: no per-query differences): {measure: {run: [value per list]}}
+    spreads: dict = field(default_factory=dict)
 
     def chart_names(self) -> list:
-        """Every chart of the page, in page order: ('deltas', measure), ('segments', measure), ('pr', None)."""
-        return ([("deltas", m) for m in self.deltas] + [("segments", m) for m in self.segments]
-                + [("pr", None)])
+        """Every chart of the page, in page order: ('deltas', measure) or ('spread', measure), ('segments', measure),
+        ('pr', None)."""
+        return ([("deltas", m) for m in self.deltas] + [("spread", m) for m in self.spreads]
+                + [("segments", m) for m in self.segments] + [("pr", None)])
 
     def chart(self, kind: str, measure: str | None = None):
         if kind == "deltas":
             return charts.deltas_chart(measure, self.better[measure], self.baseline, self.deltas[measure])
+        if kind == "spread":
+            return charts.spread_chart(measure, self.spreads[measure])
         if kind == "segments":
             return charts.segments_chart(measure, _points(self.segments[measure], len(self.runs) > 1),
                                          self.comparison.level())
@@ -113,14 +118,18 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
                                    baseline=baseline if segs or chosen else None,
                                    resources={k: getattr(o, k) for k in RESOURCES}, split=o.split,
                                    sequential=o.sequential)
-    deltas, segments = {}, {}
+    deltas, spreads, segments = {}, {}, {}
     if segs:
         segments = {m: [s for s in comparison.summary if s.measure == m and s.n] for m in texts
                     if aggregate[m] == "mean"}
-    else:
+    elif comparison.paired:
         by_run = lists.get((), {})  # {run: {query_id: [value per measure]}}
         deltas = {m: {r: _differences(by_run.get(r, {}), by_run.get(baseline, {}), k) for r in named if r != baseline}
                   for k, m in enumerate(texts)}
+    else:  # each arm's own lists: what there is to draw is each arm's distribution of values
+        by_run = lists.get((), {})
+        spreads = {m: {r: [v[k] for _, v in sorted(by_run.get(r, {}).items()) if _number(v[k])] for r in named}
+                   for k, m in enumerate(texts)}
     curves = {r: [res.aggregate[r][m] for m in CURVE] for r in named}
     render_options = {k: v for k, v in given.items() if RENDER in BY_NAME[k].takers}
     if len(named) > 1:  # the runs as one table with a run_name column, as evaluate() unions them
@@ -128,7 +137,8 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     sql = _sql(evaluated, qrels is None, render_options)
     changed = {k: v for k, v in given.items() if v != BY_NAME[k].default}
     return HtmlReport(runs=named, measures=texts, better=better, aggregate=aggregate, baseline=baseline,
-                      comparison=comparison, deltas=deltas, curves=curves, group_by=segs, segments=segments,
+                      comparison=comparison, deltas=deltas, spreads=spreads, curves=curves, group_by=segs,
+                      segments=segments,
                       sql=sql, options=changed)
 
 
@@ -248,10 +258,17 @@ def _page(report: HtmlReport, digits: int) -> str:
         parts.append(f"<p class=\"mismatch\" role=\"alert\"><strong>Warning:</strong> {e(mismatch)}</p>")
     if not report.group_by:
         parts.append(_results(report, digits))
-        parts.append(f"<h2 id=\"deltas\">Per-query differences against {e(report.baseline)}</h2>\n"
-                     "<p class=\"note\">Each bar is one query: the run's value minus the baseline's, sorted from the "
-                     "largest improvement (green) to the largest loss (red).</p>")
-        parts += [_figure(report, "deltas", m) for m in report.deltas]
+        if report.deltas:
+            parts.append(f"<h2 id=\"deltas\">Per-query differences against {e(report.baseline)}</h2>\n"
+                         "<p class=\"note\">Each bar is one query: the run's value minus the baseline's, sorted from "
+                         "the largest improvement (green) to the largest loss (red).</p>")
+            parts += [_figure(report, "deltas", m) for m in report.deltas]
+        if report.spreads:
+            parts.append("<h2 id=\"spread\">Each run's values over its lists</h2>\n"
+                         "<p class=\"note\">The runs rank different lists (the arms of an A/B test), so there are no "
+                         "per-query differences: each run's share of lists at each value, and its mean (the dashed "
+                         "line).</p>")
+            parts += [_figure(report, "spread", m) for m in report.spreads]
     if report.group_by:
         parts.append(_segments_table(report, digits))
         parts += [_figure(report, "segments", m) for m in report.segments]
@@ -312,16 +329,21 @@ def _pairs(rep, digits: int) -> str:
                     f" [{_signed(c.ci_low, digits)}, {_signed(c.ci_high, digits)}]")  # as compare prints it
         rows.append("<tr>" + "".join(f"<td class=\"l\">{e(_cell(v))}</td>" for v in c.segment)
                     + f"<td class=\"l\">{e(c.measure)}</td><td class=\"l\">{e(c.run)}</td>"
-                    f"<td class=\"l\">{e(c.baseline)}</td><td>{_signed(c.difference, digits)}{interval}</td>"
+                    f"<td class=\"l\">{e(c.baseline)}</td>"
+                    + (f"<td>{_signed(rep.unadjusted(c), digits)}</td>" if rep.cuped else "")
+                    + f"<td>{_signed(c.difference, digits)}{interval}</td>"
                     f"<td>{_p(c.p_adjusted)}</td>"
                     f"<td>{wtl}</td><td class=\"sig\">{'*' if c.significant else ''}</td></tr>")
     p_name = f"p ({rep.correction})" if rep.correction else "p"
-    difference = "difference" + (f" [{rep.level()} CI]" if any(not math.isnan(c.ci_low) for c in rep.comparisons) else "")
+    difference = ("CUPED difference" if rep.cuped else "difference") + (
+        f" [{rep.level()} CI]" if any(not math.isnan(c.ci_low) for c in rep.comparisons) else "")
     return (f"<table>\n<tr>{head}<th class=\"l\">measure</th><th class=\"l\">run</th><th class=\"l\">baseline</th>"
-            f"<th>{difference}</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n"
-            + "\n".join(rows) + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}; difference = mean of run − "
-            "baseline per " + ("query" if rep.paired else "list") + (" (of log values for geometric means)"
-                                                                     if "geometric" in rep.aggregate.values() else "")
+            + ("<th>unadjusted</th>" if rep.cuped else "")
+            + f"<th>{difference}</th><th>{e(p_name)}</th><th>win/tie/loss</th><th></th></tr>\n"
+            + "\n".join(rows) + f"\n</table>\n<p class=\"note\">* p &lt; {rep.max_p:g}"
+            + (e(_CUPED_NOTE) if rep.cuped else "; difference = mean of run − baseline per "
+               + ("query" if rep.paired else "list"))
+            + (" (of log values for geometric means)" if "geometric" in rep.aggregate.values() else "")
             + "; win/tie/loss counts the queries both runs answered"
             + ("" if rep.paired else " (–: the runs' lists are not paired, so there is nothing to count)") + ".</p>")
 

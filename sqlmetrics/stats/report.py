@@ -65,6 +65,10 @@ class Summary:
     ci_high: float
 
 
+_CUPED_NOTE = ("; unadjusted = run - baseline of the arms' means; CUPED difference = the same, less the part the "
+               "covariate predicts (the pre-period's values), which the test, interval and d are of")
+
+
 @dataclass
 class Report:
     """compare()'s result. `segment_means[segment][run][measure]` (`means[run][measure]` without segments);
@@ -256,7 +260,9 @@ class Report:
         stat = {"student": "t", "welch": "t", "wilcoxon": "W", "mannwhitney": "U", "tukey": "statistic"}.get(self.test)
         interval = self.test in _INTERVALS
         effect = ("d_z" if self.paired else "d") if self.extended else None
-        header = [*self.segment_names, "measure", "run", "baseline", "difference", *([stat] if stat else []), "p"]
+        # CUPED's difference is not the difference of the means printed above it: both are shown, named.
+        differences = ["unadjusted", "CUPED difference"] if self.cuped else ["difference"]
+        header = [*self.segment_names, "measure", "run", "baseline", *differences, *([stat] if stat else []), "p"]
         if self.correction:
             header.append(f"p ({self.correction})")
         if interval:
@@ -268,7 +274,8 @@ class Report:
         header += ["win/tie/loss", ""]
         rows = [header]
         for c in self.comparisons:
-            row = [*map(_cell, c.segment), c.measure, c.run, c.baseline, _signed(c.difference, digits)]
+            row = [*map(_cell, c.segment), c.measure, c.run, c.baseline,
+                   *([_signed(self.unadjusted(c), digits)] if self.cuped else []), _signed(c.difference, digits)]
             if stat:
                 row.append(_plain(c.statistic, digits) if self.test in ("wilcoxon", "mannwhitney")
                            else _signed(c.statistic, digits))
@@ -284,14 +291,20 @@ class Report:
             wtl = "–" if c.wins is None else f"{c.wins}/{c.ties}/{c.losses}"
             row += [wtl, "*" if c.significant else ""]
             rows.append(row)
-        align = ["l"] * (len(self.segment_names) + 3) + ["r"] + (["r"] if stat else []) + ["r"] + (
+        align = ["l"] * (len(self.segment_names) + 3) + ["r"] * len(differences) + (["r"] if stat else []) + ["r"] + (
             ["r"] if self.correction else []) + (["l"] if interval else []) + (["r"] if effect else []) + (
             ["r"] if self.cuped else []) + ["r", "l"]
         return aligned(rows, align) + "\n" + f"* p < {_g(self.max_p)}" + (
-            " after correction" if self.correction else "") + "; difference = run - baseline" + (
+            " after correction" if self.correction else "") + (_CUPED_NOTE if self.cuped else "; difference = run - baseline") + (
             " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + (
             f"; {self.level()} interval: {_ALWAYS_VALID if self.sequential else _INTERVALS[self.test]}"
             if interval else "") + ".\n"
+
+    def unadjusted(self, c: Comparison) -> float:
+        """The difference of the two means the tables print (run - baseline in c's segment), before CUPED."""
+        means = self.segment_means.get(c.segment, {})
+        x, y = means.get(c.run, {}).get(c.measure), means.get(c.baseline, {}).get(c.measure)
+        return math.nan if x is None or y is None else x - y
 
     def to_markdown(self, digits: int = 4) -> str:
         """A Markdown table (best value per measure in bold, superscript letters) and the footnote."""
