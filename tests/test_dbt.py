@@ -338,3 +338,24 @@ def _plain(value):
     if isinstance(value, float):
         return round(value, 12)
     return value if value is None or isinstance(value, (str, int)) else str(value)
+
+
+def test_the_dbt_tested_is_the_dbt_extras_and_the_docs_name_it():
+    """`pip install ".[dbt]"` installs the versions these tests build with, and docs/warehouses.md names them: an
+    unpinned dbt-duckdb takes the newest dbt-core, which nobody tested."""
+    import tomllib
+
+    dbt = os.environ.get("SQLMETRICS_DBT")
+    if not dbt:
+        unavailable("no dbt executable with dbt-duckdb and dbt-postgres: set SQLMETRICS_DBT (.ci/run makes one)")
+    root = Path(__file__).parents[1]
+    pins = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dbt"]
+    docs = " ".join((root / "docs" / "warehouses.md").read_text().split())
+    assert {p.split("==")[0] for p in pins} == {"dbt-core", "dbt-duckdb", "dbt-postgres"}
+    for pin in pins:
+        name, version = pin.split("==")
+        installed = subprocess.run([str(Path(dbt).with_name("python")), "-c",
+                                    f"import importlib.metadata as m; print(m.version({name!r}))"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+        assert installed == version, (name, installed, version)
+        assert f"{name} {version}" in docs, name

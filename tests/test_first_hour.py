@@ -119,3 +119,25 @@ def test_one_name_is_one_number_in_every_command(compat, tmp_path, capsys):
                 "('q1', 'd2', 1.0)) t(query_id, doc_id, score)")
     row = con.execute(sqlmetrics.render(["iprec_at_recall_0.60", "11pt_avg"], "duckdb", **keyword)).fetchall()[0]
     assert row == pytest.approx((iprec, pt11), abs=1e-12)
+
+
+def test_a_paired_log_has_no_footer_about_judged_queries():
+    """Two rankers' lists of the same sessions, judged by the log's clicks (qrels=None), are paired; their means are
+    over the sessions, so the footer about trec_eval's judged queries (a qrels file's) is not printed, while two
+    runs judged by qrels keep it."""
+    import pyarrow as pa
+
+    import sqlmetrics
+    from sqlmetrics.results import AVERAGED
+
+    log = [{"run": r, "session": f"s{i}", "doc": f"d{j}", "position": j, "clicked": int((i + j + k) % 3 == 0)}
+           for k, r in enumerate(["old", "new"]) for i in range(6) for j in range(1, 4)]
+    report = sqlmetrics.compare(None, pa.Table.from_pylist(log), ["RR"], label="clicked", ties="rank",
+                                columns={"run_name": "run", "query_id": "session", "doc_id": "doc",
+                                         "rank_position": "position"}, test="student")
+    assert report.paired and report.n_queries == 6
+    assert "judged" not in report.footnote() and "judged" not in str(report)
+    qrels = {f"q{i}": {"d1": 1} for i in range(3)}
+    runs = {n: {f"q{i}": {f"d{j}": float((i + j + k) % 4) for j in range(1, 3)} for i in range(3)}
+            for k, n in enumerate(["a", "b"])}
+    assert AVERAGED["qrels"] in sqlmetrics.compare(qrels, runs, ["RR"], test="student").footnote()

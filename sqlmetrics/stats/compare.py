@@ -33,6 +33,12 @@ RESOURCES = ("memory_limit", "threads", "temp_directory")  # DuckDB's, which the
 _RECORDED = ("queries", "ties", "relevance_level", "score_precision", "duplicates")
 
 
+def _recorded(o, qrels) -> dict:
+    """The options a report records. queries= says which judged queries are averaged: a log (qrels=None) has
+    none but its lists, so it records none (and its tables print no footer about judged queries)."""
+    return {k: None if k == "queries" and qrels is None else getattr(o, k) for k in _RECORDED}
+
+
 def compare(qrels, runs, measures, **options):
     """Compare runs ({name: run}, a list of runs named by file stem, or one table whose run_name column,
     mapped in columns=, names the runs) on `measures` with a significance test.
@@ -78,7 +84,7 @@ def compare(qrels, runs, measures, **options):
                               complete=o.test == "tukey")
         return analyse_aggregates(info, rows, segment_names=segs, test=o.test,
                                   max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
-                                  options={k: getattr(o, k) for k in _RECORDED}, seed=o.seed,
+                                  options=_recorded(o, qrels), seed=o.seed,
                                   n_resamples=o.n_resamples, split=o.split, sequential=o.sequential)
     results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
                        _fetch=python_rows, _progress=progress)
@@ -98,7 +104,7 @@ def compare(qrels, runs, measures, **options):
                                  if empty else "."))
     return analyse_lists(run_names, info, lists, segment_names=segment_names, test=o.test, max_p=o.max_p,
                          correction=o.correction, seed=o.seed, n_resamples=o.n_resamples, pairing=o.pairing,
-                         baseline=o.baseline, options={k: getattr(o, k) for k in _RECORDED},
+                         baseline=o.baseline, options=_recorded(o, qrels),
                          resources={k: getattr(o, k) for k in RESOURCES}, split=o.split, sequential=o.sequential)
 
 
@@ -146,7 +152,7 @@ def _compare_units(qrels, log, calls: list, info: dict, o, single: bool, evaluat
             pre.setdefault(row[at[0]], []).append([row[i] for i in at[1:]])
     return analyse_units(run_names, info, by_unit, pre, unit=o.unit, segment_names=segs, max_p=o.max_p,
                          correction=o.correction, baseline=o.baseline, split=o.split,
-                         options={k: getattr(o, k) for k in _RECORDED}, sequential=o.sequential, excluded=excluded)
+                         options=_recorded(o, qrels), sequential=o.sequential, excluded=excluded)
 
 
 def _covariates(log, o, calls: list) -> dict:
