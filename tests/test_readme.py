@@ -246,3 +246,24 @@ def test_the_demo_files_are_as_the_pages_describe():
     assert lists("rag_retrieved.csv", "query_id") == (20, 5, 5)
     assert [c[0] for c in con.execute(f"SELECT * FROM '{d / 'search_log.parquet'}' LIMIT 0").description] == [
         "date", "market", "arm", "session", "query", "doc", "position", "clicked", "purchased", "rating"]
+
+
+def test_the_test_command_is_one_line_of_the_test_extra_alone():
+    """A newcomer installed `.[test,engines]` (2.9 GB) and then Recommenders on a second line before the fast suite
+    could run. The fast suite needs the `test` extra alone (engines, servers, Recommenders and dbt are the full
+    suite's, whose tests skip with their reason without them): the README's command is that one line, and the
+    extra holds none of the engines' drivers nor dbt."""
+    import tomllib
+
+    readme = (REPO / "README.md").read_text()
+    tests = readme.split("## Tests\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", tests, re.S)
+    assert len(blocks) == 1 and len(blocks[0].strip().splitlines()) == 1, blocks
+    command = blocks[0].split("#")[0].split()
+    assert command == ["pip", "install", '".[test]"', "&&", "python", "-m", "pytest", "-m", '"not', 'slow"'], command
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+    def names(extra: str) -> set:
+        return {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0].lower() for r in extras[extra]}
+    engines = names("engines") - names("frames")  # polars is an input's frame library too
+    assert not names("test") & (engines | names("dbt") | {"recommenders"}), names("test") & engines
