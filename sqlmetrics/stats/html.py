@@ -5,7 +5,8 @@ levels, and keeps what the page shows:
 - compare()'s analysis (compare.analyse_lists on the same per-list values): without group_by the results
   table with its significance letters and every pair's test; with group_by (logs) each segment's mean and
   t interval at the tests' level (compare's Report.summary) and, against the baseline, its ▲/▼ marks and tests;
-- per-query differences of every run against the baseline (sorted win/loss bars), without group_by;
+- per-query differences of every run against the baseline (sorted win/loss bars), without group_by; for unpaired
+  runs (A/B arms: no query in common) each run's distribution over its lists instead;
 - precision–recall curves from the mean interpolated precision (IPrec@0.0 ... IPrec@1.0);
 - the SQL statement of the evaluation (sqlmetrics.render() for DuckDB, folded in a <details> block).
 """
@@ -138,8 +139,7 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     changed = {k: v for k, v in given.items() if v != BY_NAME[k].default}
     return HtmlReport(runs=named, measures=texts, better=better, aggregate=aggregate, baseline=baseline,
                       comparison=comparison, deltas=deltas, spreads=spreads, curves=curves, group_by=segs,
-                      segments=segments,
-                      sql=sql, options=changed)
+                      segments=segments, sql=sql, options=changed)
 
 
 build_report.__signature__ = signature(REPORT, "qrels, runs, measures, baseline=None")

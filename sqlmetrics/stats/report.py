@@ -295,7 +295,8 @@ class Report:
             ["r"] if self.correction else []) + (["l"] if interval else []) + (["r"] if effect else []) + (
             ["r"] if self.cuped else []) + ["r", "l"]
         return aligned(rows, align) + "\n" + f"* p < {_g(self.max_p)}" + (
-            " after correction" if self.correction else "") + (_CUPED_NOTE if self.cuped else "; difference = run - baseline") + (
+            " after correction" if self.correction else "") + (
+            _CUPED_NOTE if self.cuped else "; difference = run - baseline") + (
             " (of log values for geometric means)" if "geometric" in self.aggregate.values() else "") + (
             f"; {self.level()} interval: {_ALWAYS_VALID if self.sequential else _INTERVALS[self.test]}"
             if interval else "") + ".\n"
