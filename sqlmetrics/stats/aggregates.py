@@ -455,6 +455,7 @@ def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, sc
     ab_breps: ClickHouse sees an alias in every scope, and `b` is a table's alias in ab_flagged."""
     segs = "".join(f"{c}, " for c in s)
     keys = f"sc, rx, ry, {segs}m"
+    keys_first = ", ".join(f"{k} NULLS FIRST" for k in keys.split(", "))  # as ranks.py says why
     role0, role1 = "AVG(CASE WHEN role = 0 THEN v END)", "AVG(CASE WHEN role = 1 THEN v END)"
     slots = []
     if 1 in scopes:  # paired: the differences over the shared queries, in both directions
@@ -475,9 +476,9 @@ def _bootstrap(s: list, same, seed: int, n_resamples: int, confidence: float, sc
     quantiles = ", ".join(f"MAX(CASE WHEN r.q = {r} THEN r.stat END) AS v{i}" for i, r in enumerate(ranks, 1))
     return f""",
 ab_bslots AS ({' UNION ALL '.join(slots)}),
-ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v) - 1
+ab_bpos AS (SELECT {keys}, role, v, ROW_NUMBER() OVER (PARTITION BY {keys}, role ORDER BY v NULLS FIRST) - 1
                 + role * SUM(CASE WHEN role = 0 THEN 1 ELSE 0 END) OVER (PARTITION BY {keys}) AS slot,
-                DENSE_RANK() OVER (ORDER BY {keys}) AS g FROM ab_bslots),
+                DENSE_RANK() OVER (ORDER BY {keys_first}) AS g FROM ab_bslots),
 ab_bslots_hashed AS ({slots_sql("SELECT slot FROM ab_bpos")}),
 ab_breps AS ({replicates_sql(seed, n_resamples)}),
 ab_bobs AS (SELECT g, {keys}, CASE WHEN sc = 1 THEN AVG(v) ELSE {role0} - {role1} END AS obs, {role0} AS mean0,
@@ -488,7 +489,7 @@ ab_bweights AS (SELECT p.g, p.sc, p.role, p.v, r.b AS rep, {poisson_sql(draw_sql
                 FROM ab_bpos AS p JOIN ab_bslots_hashed AS s ON s.slot = p.slot CROSS JOIN ab_breps AS r),
 ab_bstats AS (SELECT w.g, w.rep, CASE WHEN w.sc = 1 THEN {mean(0)} ELSE {mean(0)} - {mean(1)} END AS stat
               FROM ab_bweights AS w JOIN ab_bobs AS o ON o.g = w.g GROUP BY w.g, w.sc, w.rep),
-ab_branked AS (SELECT g, stat, ROW_NUMBER() OVER (PARTITION BY g ORDER BY stat) AS q FROM ab_bstats),
+ab_branked AS (SELECT g, stat, ROW_NUMBER() OVER (PARTITION BY g ORDER BY stat NULLS FIRST) AS q FROM ab_bstats),
 ab_boot AS (SELECT {', '.join(f'o.{c}' for c in keys.split(', '))},
                 SUM(CASE WHEN ABS(r.stat - o.obs) >= ABS(o.obs) - o.tol THEN 1 ELSE 0 END) AS n, {quantiles}
             FROM ab_branked AS r JOIN ab_bobs AS o ON o.g = r.g GROUP BY o.g, {', '.join(f'o.{c}' for c in keys.split(', '))})"""

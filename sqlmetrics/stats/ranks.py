@@ -15,7 +15,9 @@ RANK_TIE = 1e-12
 def tolerant_ranks_sql(source: str, partition: str, carry: str) -> str:
     """A query over `source` (rows with the value `x`) that keeps `partition` (columns, comma-separated) and
     `carry` and adds r, x's average rank within its partition, and t, the size of its tie group."""
-    over = f"PARTITION BY {partition} ORDER BY x"
+    # NULLS FIRST, the ascending default of MySQL, BigQuery and SQL Server, which cannot say NULLS LAST (DuckDB's
+    # default, which sqlglot would spell out for them); x is never NULL.
+    over = f"PARTITION BY {partition} ORDER BY x NULLS FIRST"
     return f"""
 SELECT {partition}, {carry}, AVG(CAST(pos AS DOUBLE PRECISION)) OVER (PARTITION BY {partition}, grp) AS r,
        CAST(COUNT(*) OVER (PARTITION BY {partition}, grp) AS DOUBLE PRECISION) AS t
