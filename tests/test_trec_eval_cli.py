@@ -3,6 +3,7 @@ name changed, print exactly trec_eval's bytes: trec_eval 10.0's suite by default
 --compat trec_eval-9.0.8 (the suites and the command behind each file: ../shared/data/trec_eval*_test).
 """
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -317,8 +318,42 @@ def test_an_emptied_ranking_prints_trec_evals_nan_for_interpolated_precision(cli
         *zip(names, ["1"] * 3, [nan, early, zero]), ("11pt_avg", "1", nan),
         *zip(names, ["2"] * 3, [one] * 3), ("11pt_avg", "2", one),
         *zip(names, ["all"] * 3, [nan, early_mean, "0.5000"]), ("11pt_avg", "all", nan)), err
+    # At -l 0 the R it needs is the count of judgments graded 0 or more, which the command reads anyway (once asked
+    # for twice: "measure 'NumRel(rel=0)' is listed twice", found by a sweep against the binaries). R = 2 for q1.
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-M2", "-J", "-l", "0", "-m", "iprec_at_recall.0.2",
+                         "q.txt", "r.txt")
+    assert code == 0 and out.splitlines()[0] == "iprec_at_recall_0.20  \t1\t" + (nan if suite == V10 else zero), out
     code, out, err = cli("eval", "-J", "--depth", "2", "-q", "-f", "trec", "-m", "iprec_at_recall.0", "q.txt", "r.txt")
     assert code == 0 and "iprec_at_recall_0.00  \t1\t0.0000" in out, (out, err)
+
+
+@pytest.mark.parametrize("suite", [V10, V9])
+def test_rndcg_without_a_positive_gain_prints_trec_evals_nan(cli, suite):
+    """m_Rndcg.c averages nDCG over the R levels where the ideal DCG is positive and divides by their count: at
+    -l 0, q1's only judgment is graded 0 (relevant there, R = 1, but no positive gain), so 0 / 0, -nan, and the mean
+    with it; q2 has a positive gain and retrieves nothing relevant: 0. `eval` gives q1 the plain 0."""
+    Path("q.txt").write_text("1 0 d5 0\n2 0 d2 1\n2 0 d4 0\n")
+    Path("r.txt").write_text("1 Q0 d3 0 1 t\n1 Q0 d5 1 2.5 t\n2 Q0 x2 3 2.5 t\n")
+    code, out, err = cli("trec_eval", "--compat", suite, "-q", "-l", "0", "-m", "Rndcg", "q.txt", "r.txt")
+    assert code == 0 and out == _lines(("Rndcg", "1", "  -nan"), ("Rndcg", "2", "0.0000"), ("Rndcg", "all", "  -nan")), err
+    code, out, err = cli("eval", "-l", "0", "-q", "-f", "trec", "-m", "Rndcg", "q.txt", "r.txt")
+    assert code == 0 and "Rndcg                 \t1\t0.0000" in out, (out, err)
+
+
+def test_9_with_c_evaluates_an_emptied_ranking_but_not_a_missing_query(cli):
+    """9.0.8 -c: q3, judged but missing from the run, is not evaluated (0); q1, whose only ranked documents -J
+    drops, is evaluated as an empty ranking: utility.1,-1,2,0 = 2 R = 2 and yaap ln(1 / (1 + R)) = -ln 2 (once 0,
+    found by a sweep against the binary). q2, judged d4 (0) and d1 (1), ranks d3, d4, d1, d5; -J leaves d4, d1:
+    utility 1 - 1 = 0, yaap ln((1 + 1/2) / (1 + 1 - 1/2)) = 0. Means over the three judged queries."""
+    Path("q.txt").write_text("1 0 d5 1\n2 0 d4 0\n2 0 d1 1\n3 0 d1 1\n")
+    Path("r.txt").write_text("1 Q0 d1 0 5 t\n1 Q0 d2 1 3 t\n2 Q0 d5 0 2.5 t\n2 Q0 d1 1 3 t\n2 Q0 d3 2 5 t\n"
+                             "2 Q0 d4 3 4 t\n")
+    code, out, err = cli("trec_eval", "--compat", V9, "-c", "-q", "-J", "-m", "utility.1,-1,2,0", "-m", "yaap",
+                         "q.txt", "r.txt")
+    u, ln2 = "utility_1,-1,2,0", math.log(2)
+    assert code == 0 and out == _lines(
+        (u, "1", "2.0000"), ("yaap", "1", f"{-ln2:.4f}"), (u, "2", "0.0000"), ("yaap", "2", "0.0000"),
+        (u, "all", f"{2 / 3:.4f}"), ("yaap", "all", f"{-ln2 / 3:.4f}")), err
 
 
 def test_judged_only_empty_ranking_is_printed_and_scored_by_9(cli):

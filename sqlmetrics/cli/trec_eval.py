@@ -50,7 +50,7 @@ _JUDGED_RELEVANT = ("num_rel_ret", "bpref", "infAP", "gm_bpref", "utility", "set
                     "set_map", "set_F")
 # These read the ranking with trec_eval's grades (-1 without a judgment) as trec_eval does: see their grades= notes.
 _TREC_GRADES = ("iprec_at_recall", "11pt_avg", "Rprec_mult", "Rprec_mult_avgjg", "infAP")
-_NAN_WHEN_EMPTY = ("IPrec", "IPrec11pt")  # trec_eval prints -nan for an empty ranking: _nan_of_empty_rankings
+_NAN_WHEN_EMPTY = ("IPrec", "IPrec11pt")  # trec_eval prints -nan for an empty ranking: _trec_evals_nans
 
 
 def _long(text: str) -> int:
@@ -187,8 +187,9 @@ def run(args) -> tuple:
     if args.Rel_info_format == "qrels":
         strings.append(_NUM_JUDGED)
     calls = parse_all(strings, args.level_for_rel, args.compat)  # a measure missing from the catalogue fails here
-    if _may_empty(args):  # the R of each interpolated precision, for _nan_of_empty_rankings
-        strings += list(dict.fromkeys(_num_rel(c) for c in calls if c.measure.name in _NAN_WHEN_EMPTY))
+    strings += [s for s in dict.fromkeys(_nan_inputs(calls, args)) if s not in strings]  # NumRel(rel=0): _NUM_JUDGED
+    emptied = _values_of_emptied(calls, args)
+    strings += [s for s in dict.fromkeys(emptied.values()) if s not in strings]
 
     _refuse_blank_lines(args.files[0])
     if _is_empty(args.files[1]):
@@ -229,8 +230,12 @@ def run(args) -> tuple:
                          "queries with both results and relevance info\", exit 7).", exit_status=7)
     if args.Rel_info_format == "qrels" and any(m.name != "num_q" for m, _ in printed):
         _stop_at_no_grade(per_query[evaluated[0]], evaluated[0], args.files[0])
-    if _may_empty(args):
-        _nan_of_empty_rankings(per_query, aggregate, evaluated, args)
+    for spelling, evaluated_as in emptied.items():
+        for q in evaluated:
+            if not per_query[q][_NUM_RET]:
+                per_query[q][spelling] = per_query[q][evaluated_as]
+        aggregate[spelling] = math.fsum(v[spelling] or 0.0 for v in per_query.values()) / len(per_query)
+    _trec_evals_nans(per_query, aggregate, evaluated, args)
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
@@ -260,32 +265,74 @@ def _evaluated_queries(per_query: dict, run: str, args) -> list:
     return sorted(per_query)
 
 
-def _num_rel(call) -> str:
-    return f"NumRel(rel={call.values['rel']!r})"
+def _num_rel(level) -> str:
+    return f"NumRel(rel={level!r})"
 
 
-def _nan_of_empty_rankings(per_query: dict, aggregate: dict, evaluated: list, args) -> None:
-    """trec_eval's -nan (both versions, m_iprec_at_recall.c, m_11pt_avg.c): a ranking that -J or -M0 left empty is
-    evaluated, and its interpolated precision starts from num_rel_ret / num_ret = 0 / 0, a NaN (negative, printed
-    -nan) that every recall point needing no relevant document keeps: those rounding to 0 of R (10.0: lround(r R),
-    9.0.8: (long) (r R + 0.9)), 0.0 always, so 11pt_avg too. Its mean over the queries is -nan as well. `eval` and
-    the rest score such a ranking 0, a plain value, as the contract says of an empty ranking."""
-    empty = [q for q in evaluated if not per_query[q][_NUM_RET]]
-    if not empty:
+def _ideal_dcg(call) -> str:
+    """IDCG with the gains of `call` (an Rndcg)."""
+    ideal, gains = parse("IDCG"), call.values["gains"]
+    if gains is None:  # the grades as gains
+        return ideal.canonical
+    params = tuple((n, gains if n == "gains" else v) for n, v in ideal.params)
+    return dataclasses.replace(ideal, params=params, given=ideal.given | {"gains"}).canonical
+
+
+def _nan_inputs(calls: list, args) -> list:
+    """The measures _trec_evals_nans reads: the R of each interpolated precision where a ranking may be left
+    empty (-J, -M0); R at the level and the ideal DCG of each Rndcg."""
+    out = []
+    for c in calls:
+        if c.measure.name in _NAN_WHEN_EMPTY and _may_empty(args):
+            out.append(_num_rel(c.values["rel"]))
+        elif c.measure.name == "Rndcg":
+            out += [_num_rel(args.level_for_rel), _ideal_dcg(c)]
+    return out
+
+
+def _values_of_emptied(calls: list, args) -> dict:
+    """9.0.8 with -c scores a judged query missing from the run 0 (it does not evaluate it), but evaluates a ranked
+    query that -J or -M0 left empty: utility and yaap, whose empty value is not 0 (10.0's, which evaluates both),
+    take that value there. {spelling: the spelling of 10.0's value} (_with_options does it without -c, where
+    every query evaluated is in the run)."""
+    if not (args.compat == "trec_eval-9.0.8" and args.complete_rel_info_wanted and _may_empty(args)):
+        return {}
+    out = {}
+    for c in calls:
+        if c.measure.name in ("Utility", "YAAP"):
+            params = tuple((n, "trec_eval-10.0" if n == "compat" else v) for n, v in c.params)
+            out[c.text] = dataclasses.replace(c, params=params, given=c.given | {"compat"}).canonical
+    return out
+
+
+def _trec_evals_nans(per_query: dict, aggregate: dict, evaluated: list, args) -> None:
+    """Where trec_eval divides 0 by 0 it prints -nan (a NaN, negative on x86), for the query and for the mean over
+    the queries: `eval` and the rest give the plain value the contract says (0), this command trec_eval's bytes.
+    - An empty ranking that -J or -M0 left is evaluated (both versions, m_iprec_at_recall.c, m_11pt_avg.c): its
+      interpolated precision starts from num_rel_ret / num_ret = 0 / 0, which every recall point needing no
+      relevant document keeps: those rounding to 0 of R (10.0: lround(r R); 9.0.8: (long) (r R + 0.9)), recall 0.0
+      always, so 11pt_avg too.
+    - Rndcg (m_Rndcg.c) averages nDCG over the R levels where the ideal DCG is positive: with relevant documents
+      (at -l 0, those graded 0) but no positive gain there is none, and it divides 0 by that count, 0."""
+    if not evaluated:
         return
-    for spelling in list(per_query[empty[0]]):
+    empty = [q for q in evaluated if not per_query[q][_NUM_RET]]
+    for spelling in list(per_query[evaluated[0]]):
         call = parse(spelling, args.level_for_rel, args.compat)
-        if call.measure.name not in _NAN_WHEN_EMPTY:
-            continue
-        for q in empty:
-            rel = per_query[q][_num_rel(call)] or 0
-            if call.measure.name == "IPrec":
-                r, nines = call.values["r"], call.values["compat"] == "trec_eval-9.0.8"
-                needed = math.floor(r * rel + 0.9) if nines else math.floor(r * rel + 0.5)
-            else:
-                needed = 0  # 11pt_avg's first point, recall 0.0
-            if needed == 0:
-                per_query[q][spelling] = aggregate[spelling] = math.nan
+        if call.measure.name in _NAN_WHEN_EMPTY and _may_empty(args):
+            for q in empty:
+                rel = per_query[q][_num_rel(call.values["rel"])] or 0
+                if call.measure.name == "IPrec":
+                    r, nines = call.values["r"], call.values["compat"] == "trec_eval-9.0.8"
+                    needed = math.floor(r * rel + 0.9) if nines else math.floor(r * rel + 0.5)
+                else:
+                    needed = 0  # 11pt_avg's first point, recall 0.0
+                if needed == 0:
+                    per_query[q][spelling] = aggregate[spelling] = math.nan
+        elif call.measure.name == "Rndcg":
+            for q in evaluated:
+                if per_query[q][_num_rel(args.level_for_rel)] and not per_query[q][_ideal_dcg(call)]:
+                    per_query[q][spelling] = aggregate[spelling] = math.nan
 
 
 def _with_options(m: TrecMeasure, spelling: str, args) -> str:
