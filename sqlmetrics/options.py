@@ -50,11 +50,12 @@ EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo
 DECIDE_CMD = "decide"  # `sqlmetrics decide`: compare's report from the statistics of `sqlmetrics sql --compare`
 COUNTERFACTUAL_CMD = "counterfactual"  # `sqlmetrics ips` and `sqlmetrics interleaving`
 FUSE_CMD = "fuse"  # `sqlmetrics fuse`
+CLICKS_CMD = "clicks"  # `sqlmetrics clicks`: a click model fitted to a log (sqlmetrics.clicks)
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
 # DuckDB's resources: every command that opens a DuckDB database for its work
-_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD}
+_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD, CLICKS_CMD}
 _LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 # compare's settings that `sqlmetrics sql --compare` writes into its statement
@@ -338,7 +339,8 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD, FUSE_CMD}
+        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD, FUSE_CMD,
+                    CLICKS_CMD}
         if not o.takers & commands or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""

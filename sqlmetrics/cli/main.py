@@ -42,7 +42,8 @@ from .common import UsageError, check_output, remove, write_output
 # `sqlmetrics trec_eval` in a loop pays for no other), the help and a mistyped command import them all.
 COMMANDS = {"eval": "evaluate", "compare": "compare", "report": "report", "fuse": "fuse", "list": "listing",
             "demo": "demo", "sql": "sql", "decide": "decide", "trec_eval": "trec_eval", "convert": "convert",
-            "ips": "counterfactual", "pbm-ips": "counterfactual", "interleaving": "counterfactual"}
+            "ips": "counterfactual", "pbm-ips": "counterfactual", "interleaving": "counterfactual",
+            "clicks": "clicks"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
