@@ -192,7 +192,14 @@ def test_closed_forms_equal_a_plain_count(model):
 @pytest.mark.parametrize("model", ["cascade", "sdbn", "pbm"])
 def test_the_error_shrinks_with_the_log(model):
     """Logs simulated from each model's own parameters at 1e4 and 1e5 sessions: the mean absolute error of the
-    attractiveness (and PBM's examination, relative to position 1: PBM's scale is not identified) shrinks."""
+    estimates shrinks. PBM's examination and attractiveness are compared after scaling by gamma_1 (its product
+    gamma alpha is identified, each factor only up to a common scale).
+
+    SDBN's closed form reads the last click as the satisfying one, which is the model's own assumption only when
+    every session ends in a satisfying click: the simulated lists end with a document every unsatisfied reader clicks
+    and is satisfied by (alpha = sigma = 1). Without it a reader who goes on unsatisfied and clicks nothing more
+    leaves rows below the last click that the closed form does not count, and the estimates keep a bias (0.03 here)
+    however long the log: docs/clicks.md says so."""
     rng = np.random.default_rng(11)
     docs, positions = 8, 5
     alpha = rng.uniform(0.1, 0.8, docs)
@@ -201,29 +208,35 @@ def test_the_error_shrinks_with_the_log(model):
     errors = []
     for n in (10_000, 100_000):
         order = np.argsort(rng.random((n, docs)), axis=1)[:, :positions]
-        u = rng.random((n, positions))
-        attracted = u < alpha[order]
+        if model == "sdbn":  # the satisfying end of every list: document `docs`
+            order = np.hstack([order, np.full((n, 1), docs)])
+        shown = order.shape[1]
+        a, s = np.append(alpha, 1.0), np.append(sigma, 1.0)
+        attracted = rng.random((n, shown)) < a[order]
         if model == "pbm":
-            clicked = attracted & (rng.random((n, positions)) < gamma)
+            clicked = attracted & (rng.random((n, shown)) < gamma)
         else:  # cascade: stop at the first click; sdbn: stop at a satisfying click
             clicked = np.zeros_like(attracted)
             reading = np.ones(n, dtype=bool)
-            for r in range(positions):
+            for r in range(shown):
                 clicked[:, r] = reading & attracted[:, r]
-                stop = clicked[:, r] if model == "cascade" else clicked[:, r] & (rng.random(n) < sigma[order[:, r]])
+                stop = clicked[:, r] if model == "cascade" else clicked[:, r] & (rng.random(n) < s[order[:, r]])
                 reading &= ~stop
-        log = pa.table({"session": np.repeat(np.arange(n), positions), "query": np.zeros(n * positions, int),
-                        "doc": order.ravel(), "position": np.tile(np.arange(1, positions + 1), n),
+        log = pa.table({"session": np.repeat(np.arange(n), shown), "query": np.zeros(n * shown, int),
+                        "doc": order.ravel(), "position": np.tile(np.arange(1, shown + 1), n),
                         "clicked": clicked.ravel().astype(np.int8)})
         fit = sqlmetrics.fit_clicks(log, model=model, **({"iterations": 500, "tolerance": 1e-8} if model == "pbm" else {}))
         got = {r["doc"]: r["attractiveness"] for r in fit.parameters["attractiveness"].to_pylist()}
         if model == "pbm":
             g = {r["position"]: r["examination"] for r in fit.parameters["examination"].to_pylist()}
-            scale = g[1] / gamma[0]  # alpha * gamma is identified, each only up to this factor
+            scale = g[1] / gamma[0]
             error = np.mean([abs(got[d] * scale - alpha[d]) for d in range(docs)]
                             + [abs(g[r + 1] / scale - gamma[r]) for r in range(positions)])
         else:
             error = np.mean([abs(got[d] - alpha[d]) for d in range(docs)])
+        if model == "sdbn":
+            sat = {r["doc"]: r["satisfaction"] for r in fit.parameters["satisfaction"].to_pylist()}
+            error = (error + np.mean([abs(sat[d] - sigma[d]) for d in range(docs)])) / 2
         errors.append(error)
     assert errors[1] < errors[0] and errors[1] < 0.02, errors
 
@@ -304,5 +317,8 @@ def test_hostile_logs(tmp_path):
                                                               "clicked": [0]}))
     assert "group_by='value' is also a column of the results" in _error(TINY.append_column("value", TINY["doc"]),
                                                                           group_by="value")
+    frame = TINY.to_pandas().astype({"clicked": float})
+    frame.loc[3, "clicked"] = float("nan")  # pandas' missing value: named as the caller wrote it
+    assert "row 4: has the click NaN (column 'clicked')" in _error(frame)
     (tmp_path / "yes.csv").write_text("session,query,doc,position,clicked\ns,q,a,1,yes\n")
     assert "line 2: has the click 'yes'" in _error(str(tmp_path / "yes.csv"))

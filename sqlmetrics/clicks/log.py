@@ -108,11 +108,8 @@ def _refuse_bad_values(con, loaded: Loaded) -> None:
         given = f"{role}_as_given" if role in ("position", "clicked") else "NULL"
         value = con.execute(f"SELECT {given} FROM sqlm_typed WHERE line_no = {first}").fetchone()[0]
         more = f" ({bad} such rows)" if bad > 1 else ""
-        raise SqlmetricsError(f"{loaded.at(first)}: {says.format(value=_shown(value))}{more}.")
-
-
-def _shown(value) -> str:
-    return "NULL" if value is None else repr(value)
+        shown = repr(value) if value is not None else loaded.missing_as.get(loaded.columns[role], "NULL")
+        raise SqlmetricsError(f"{loaded.at(first)}: {says.format(value=shown)}{more}.")
 
 
 def _refuse_mixed_sessions(con, loaded: Loaded, segments: list, seg_cols: list) -> None:
