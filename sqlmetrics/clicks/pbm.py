@@ -24,7 +24,8 @@ def aggregate(con) -> None:
     position): the iterations join integers."""
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_cells AS
-        SELECT seg, query, doc, position, COUNT(*) AS n, CAST(SUM(clicked) AS BIGINT) AS k FROM sqlm_clicks GROUP BY ALL""")
+        SELECT seg, query, doc, position, COUNT(*) AS n, CAST(SUM(clicked) AS BIGINT) AS k
+        FROM sqlm_clicks GROUP BY ALL""")
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_pairs AS
         SELECT ROW_NUMBER() OVER () AS pair, seg, query, doc FROM (SELECT DISTINCT seg, query, doc FROM sqlm_cells)""")
@@ -37,8 +38,8 @@ def aggregate(con) -> None:
         JOIN sqlm_pairs p ON p.seg = c.seg AND p.query = c.query AND p.doc = c.doc
         JOIN sqlm_slots s ON s.seg = c.seg AND s.position = c.position""")
     con.execute("DROP TABLE sqlm_cells")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE sqlm_alpha AS SELECT pair, seg, {INITIAL}::DOUBLE AS value FROM sqlm_pairs")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE sqlm_gamma AS SELECT slot, seg, {INITIAL}::DOUBLE AS value FROM sqlm_slots")
+    for table, key, keys in (("sqlm_alpha", "pair", "sqlm_pairs"), ("sqlm_gamma", "slot", "sqlm_slots")):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {key}, seg, {INITIAL}::DOUBLE AS value FROM {keys}")
 
 
 def fit(con, iterations: int, tolerance: float) -> dict:
@@ -93,12 +94,14 @@ def parameters(con) -> dict:
         CREATE OR REPLACE TEMP TABLE sqlm_attractiveness AS
         SELECT p.seg, p.query, p.doc, a.value AS attractiveness, c.impressions, c.clicks
         FROM sqlm_pairs p JOIN sqlm_alpha a USING (pair)
-        JOIN (SELECT pair, CAST(SUM(n) AS BIGINT) AS impressions, CAST(SUM(k) AS BIGINT) AS clicks FROM sqlm_counts GROUP BY pair) c USING (pair)""")
+        JOIN (SELECT pair, CAST(SUM(n) AS BIGINT) AS impressions, CAST(SUM(k) AS BIGINT) AS clicks
+              FROM sqlm_counts GROUP BY pair) c USING (pair)""")
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_examination AS
         SELECT s.seg, s.position, g.value AS examination, c.impressions, c.clicks
         FROM sqlm_slots s JOIN sqlm_gamma g USING (slot)
-        JOIN (SELECT slot, CAST(SUM(n) AS BIGINT) AS impressions, CAST(SUM(k) AS BIGINT) AS clicks FROM sqlm_counts GROUP BY slot) c USING (slot)""")
+        JOIN (SELECT slot, CAST(SUM(n) AS BIGINT) AS impressions, CAST(SUM(k) AS BIGINT) AS clicks
+              FROM sqlm_counts GROUP BY slot) c USING (slot)""")
     return {"attractiveness": "sqlm_attractiveness", "examination": "sqlm_examination"}
 
 
