@@ -4,7 +4,7 @@ segment: sessions, iterations, last change, log-likelihood) to standard output. 
 summary as text, or go alone to standard output with -f csv, tsv, json or jsonl."""
 from __future__ import annotations
 
-from ..clicks import MODELS, fit_clicks
+from ..clicks import fit_clicks
 from ..clicks.log import ROLES
 from ..local.output import write_table
 from ..options import CLICKS_CMD
@@ -22,15 +22,10 @@ def add_parser(sub, parents) -> None:
                                    "docs/clicks.md.")
     p.add_argument("log", metavar="LOG", help="the click log: a CSV, TSV, Parquet or JSON Lines file, or "
                                               "file.duckdb:table")
-    p.add_argument("--model", default="pbm", metavar="MODEL",
-                   help=f"the click model: {', '.join(MODELS)} (default pbm)")
     p.add_argument("--column", action="append", metavar="ROLE=NAME",
                    help=f"the log's column playing a role ({', '.join(ROLES)}); by default found by its name")
     p.add_argument("--group-by", action="append", metavar="COLUMN", dest="group_by",
                    help="fit one model per segment of this column (repeatable: per market and device)")
-    p.add_argument("--iterations", type=int, metavar="N", help="pbm: the most EM iterations (default 100)")
-    p.add_argument("--tolerance", type=float, metavar="T",
-                   help="pbm: stop when no parameter changes by T or more in an iteration (default 1e-06)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the parameters to FILE (atomically), in the format its extension names: .parquet, "
                         ".csv, .tsv, .json, .jsonl, or FILE.duckdb:TABLE; the summary goes to standard output")
@@ -43,8 +38,7 @@ def add_parser(sub, parents) -> None:
 
 def run(args) -> tuple:
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
-    fit = fit_clicks(args.log, model=args.model, columns=role_pairs(args.column, "--column", ROLES),
-                     group_by=args.group_by, iterations=args.iterations, tolerance=args.tolerance,
+    fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
                      **option_values(args, CLICKS_CMD))
     to_file = args.output and args.output not in STDOUT_NAMES
     if to_file:

@@ -122,8 +122,9 @@ def _iteration_options(name: str, iterates: bool, iterations, tolerance) -> tupl
     if not iterates:
         given = [f"{k}=" for k, v in (("iterations", iterations), ("tolerance", tolerance)) if v is not None]
         if given:
-            raise SqlmetricsError(f"model={name!r} has closed-form estimates: {' and '.join(given)} apply to EM "
-                                  "(model='pbm'); leave them out.")
+            raise SqlmetricsError(f"model={name!r} has closed-form estimates: {' and '.join(given)} "
+                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm'); leave "
+                                  f"{'them' if len(given) > 1 else 'it'} out.")
         return None, None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
     tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance
