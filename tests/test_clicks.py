@@ -255,6 +255,19 @@ def test_fit_table_and_command_line(tmp_path, capsys):
     assert not (tmp_path / "bad.csv").exists()
 
 
+def test_the_long_table_has_one_schema_whatever_the_model():
+    """A file's columns do not change type with the model (cascade has no position: it was a column of type null)."""
+    schemas = set()
+    for model in ("cascade", "sdbn", "pbm"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SqlmetricsWarning)
+            schemas.add(sqlmetrics.fit_clicks(TINY, model=model, **({"iterations": 2} if model == "pbm" else {}))
+                        .table().schema)
+    (schema,) = schemas
+    assert [str(schema.field(c).type) for c in ("position", "impressions", "clicks", "last_clicks", "value")] == \
+        ["int64", "int64", "int64", "int64", "double"]
+
+
 def _error(log, **kw) -> str:
     with pytest.raises(SqlmetricsError) as e:
         sqlmetrics.fit_clicks(log, **kw)

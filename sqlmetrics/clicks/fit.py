@@ -54,21 +54,22 @@ class ClickFit:
 
     def table(self):
         """Every parameter in one long table, as `sqlmetrics clicks -o` writes it: model, the segments, parameter
-        (its name), query, doc, position (null where the parameter has none), value, impressions, clicks, last_clicks."""
+        (its name), query, doc, position (null where the parameter has none), value, impressions, clicks, last_clicks.
+        Its columns have the same types whichever the model: a file's schema does not depend on it."""
         import pyarrow as pa
 
+        keys = self.parameters["attractiveness"].schema
+        types = {"model": pa.string(), **{g: keys.field(g).type for g in self.group_by}, "parameter": pa.string(),
+                 "query": keys.field("query").type, "doc": keys.field("doc").type, "position": pa.int64(),
+                 "value": pa.float64(), "impressions": pa.int64(), "clicks": pa.int64(), "last_clicks": pa.int64()}
         parts = []
         for name, t in self.parameters.items():
-            n = t.num_rows
-            columns = {"model": pa.array([self.model] * n, pa.string()), **{g: t[g] for g in self.group_by},
-                       "parameter": pa.array([name] * n, pa.string())}
-            for column in LONG[1:]:
-                source = name if column == "value" else column
-                columns[column] = t[source] if source in t.column_names else pa.nulls(n)
-            parts.append(pa.table(columns))
-        kinds = {c: next((p[c].type for p in parts if not pa.types.is_null(p[c].type)), pa.null())
-                 for c in parts[0].column_names}
-        return pa.concat_tables([p.cast(pa.schema([(c, kinds[c]) for c in p.column_names])) for p in parts])
+            given = {"model": self.model, "parameter": name, "value": t[name]}
+            columns = {c: given.get(c, t[c] if c in t.column_names else None) for c in types}
+            parts.append(pa.table({c: v if isinstance(v, pa.ChunkedArray) else pa.array([v] * t.num_rows, kind)
+                                   for (c, kind), v in zip(types.items(), columns.values())},
+                                  schema=pa.schema(types.items())))
+        return pa.concat_tables(parts)
 
 
 def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=None, iterations: int | None = None,
