@@ -330,6 +330,12 @@ def test_hostile_logs(tmp_path):
                                                               "clicked": [0]}))
     assert "group_by='value' is also a column of the results" in _error(TINY.append_column("value", TINY["doc"]),
                                                                           group_by="value")
+    # segment columns named as the fit's own inner columns, or in another case than group_by= says
+    for column, group_by in (("seg", "seg"), ("SEG", "seg"), ("seg_1", "seg_1")):
+        fit = sqlmetrics.fit_clicks(TINY.append_column(column, pa.array(["x"] * 6 + ["y"] * 3)), model="sdbn",
+                                    group_by=group_by)
+        assert [(r[column], r["sessions"]) for r in fit.summary.to_pylist()] == [("x", 2), ("y", 1)]
+        assert fit.table().column_names[:2] == ["model", column]
     frame = TINY.to_pandas().astype({"clicked": float})
     frame.loc[3, "clicked"] = float("nan")  # pandas' missing value: named as the caller wrote it
     assert "row 4: has the click NaN (column 'clicked')" in _error(frame)

@@ -96,7 +96,7 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     try:
         loaded = load(con, log, "clicks", _roles(columns), what="click log")
         _refuse_clashes(segments, loaded.label)
-        checked_log(con, loaded, segments)
+        segments = checked_log(con, loaded, segments)
         tables, runs = fit(con, iterations, tolerance)
         result = _collected(con, name, segments, tables, runs, likelihood(con, tables), tolerance)
     except duckdb.Error as e:  # a column of a type DuckDB cannot compare or group (a map, a union)
@@ -177,25 +177,26 @@ def _refuse_clashes(segments: tuple, label: str) -> None:
 def _collected(con, model: str, segments: tuple, tables: dict, runs, likelihood: str, tolerance) -> ClickFit:
     """The parameter tables and the summary as Arrow, the segments by their own columns; a warning per segment that
     did not converge."""
-    seg_cols = "".join(f"s.{_q(g)}, " for g in segments)
+    seg_cols = "".join(f"s.seg_{i}, " for i in range(1, len(segments) + 1))
     parameters = {}
     for name, table in tables.items():
         rest = con.execute(f"SELECT * EXCLUDE (seg) FROM {table} LIMIT 0").description
         order = ", ".join(_q(d[0]) for d in rest if d[0] in ("query", "doc", "position"))
-        parameters[name] = con.sql(f"SELECT {seg_cols}t.* EXCLUDE (seg) FROM {table} t JOIN sqlm_segments s USING (seg) "
-                                   f"ORDER BY s.seg, {order}").to_arrow_table()
+        parameters[name] = _named(con.sql(f"SELECT {seg_cols}t.* EXCLUDE (seg) FROM {table} t JOIN sqlm_segments s "
+                                          f"USING (seg) ORDER BY s.seg, {order}").to_arrow_table(), segments)
     runs = runs or {}
     con.execute("CREATE OR REPLACE TEMP TABLE sqlm_runs (seg BIGINT, iterations BIGINT, last_change DOUBLE)")
     if runs:
         con.executemany("INSERT INTO sqlm_runs VALUES (?, ?, ?)", [(s, i, c) for s, (i, c) in runs.items()])
     converged = f"r.last_change < {tolerance!r}" if tolerance is not None else "true"
     summary = con.sql(f"""
-        SELECT {seg_cols}COUNT(DISTINCT c.session) AS sessions, COUNT(*) AS rows,
+        SELECT s.seg, {seg_cols}COUNT(DISTINCT c.session) AS sessions, COUNT(*) AS rows,
                COALESCE(ANY_VALUE(r.iterations), 0) AS iterations, ANY_VALUE(r.last_change) AS last_change,
                COALESCE(ANY_VALUE({converged}), true) AS converged, ANY_VALUE(l.log_likelihood) AS log_likelihood
         FROM sqlm_clicks c JOIN sqlm_segments s USING (seg) LEFT JOIN sqlm_runs r ON r.seg = c.seg
         LEFT JOIN ({likelihood}) l ON l.seg = c.seg
-        GROUP BY s.seg{''.join(', ' + f's.{_q(g)}' for g in segments)} ORDER BY s.seg""").to_arrow_table()
+        GROUP BY ALL ORDER BY s.seg""").to_arrow_table()
+    summary = _named(summary, segments)
     for row in summary.to_pylist():
         if not row["converged"]:
             where = f" (segment {', '.join(f'{g}={row[g]!r}' for g in segments)})" if segments else ""
@@ -206,3 +207,9 @@ def _collected(con, model: str, segments: tuple, tables: dict, runs, likelihood:
             if row[name] is not None and not math.isfinite(row[name]):  # a bug of ours: never a NaN in a result
                 raise AssertionError(f"{name} is {row[name]} for {row}")
     return ClickFit(model, segments, parameters, summary)
+
+
+def _named(table, segments: tuple):
+    """The segment columns (seg_1, ...; the summary's seg first) under the log's names."""
+    table = table.drop_columns(["seg"]) if "seg" in table.column_names else table
+    return table.rename_columns([*segments, *table.column_names[len(segments):]])

@@ -3,7 +3,8 @@ whether it was clicked. Readers (local.readers.load, kind 'clicks') give the vie
 every problem is named by its row, and what is left is one table the models read:
 
     sqlm_clicks(seg, session, query, doc, position BIGINT, clicked INTEGER)   seg: the segment's number, 0.. ;
-    sqlm_segments(seg, <the group_by columns, as the log names them>)
+    sqlm_segments(seg, seg_1, seg_2, ...)   the group_by columns' values, each segment's; checked_log() returns
+                                            their names as the log spells them
 
 A session is one result page of one query in one segment: its positions are 1..n, each once."""
 from __future__ import annotations
@@ -19,8 +20,10 @@ _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
 MAX_POSITION = 1_000_000_000  # a position past this is a timestamp or an id, not a rank
 
 
-def checked_log(con, loaded: Loaded, group_by: tuple) -> None:
-    """Type the log into sqlm_clicks (and sqlm_segments), or raise the SqlmetricsError of its first problem."""
+def checked_log(con, loaded: Loaded, group_by: tuple) -> tuple:
+    """Type the log into sqlm_clicks (and sqlm_segments), or raise the SqlmetricsError of its first problem; the
+    segment columns' names as the log spells them (group_by= may differ in case). The segments keep numbered names
+    inside (seg_1, ...): a log's column may be called anything, `seg` too."""
     types = _types(con, loaded.view)
     c = {role: _q(loaded.columns[role]) for role in ROLES}
     segments = [_resolved(name, list(types), loaded.label) for name in group_by]
@@ -44,11 +47,11 @@ def checked_log(con, loaded: Loaded, group_by: tuple) -> None:
         SELECT {number} AS seg, {''.join(s + ', ' for s in seg_cols)}session, query, doc,
                CAST(position AS BIGINT) AS position, CAST(clicked AS INTEGER) AS clicked
         FROM sqlm_typed""")
-    named = ", ".join(f"seg_{i} AS {_q(s)}" for i, s in enumerate(segments, 1))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE sqlm_segments AS SELECT DISTINCT seg{', ' + named if named else ''} "
+    con.execute(f"CREATE OR REPLACE TEMP TABLE sqlm_segments AS SELECT DISTINCT seg{''.join(', ' + c for c in seg_cols)} "
                 "FROM sqlm_clicks")
     con.execute("DROP TABLE sqlm_typed")
     con.execute("DROP TABLE sqlm_sessions")
+    return tuple(segments)
 
 
 def _resolved(name: str, present: list, label: str) -> str:
