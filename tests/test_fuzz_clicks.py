@@ -16,6 +16,7 @@ from sqlmetrics import SqlmetricsError, SqlmetricsWarning
 CLICK = st.sampled_from([0, 1] * 40 + [None, 2, -1, "1", "x"])
 DOC = st.sampled_from(["a", "b", "c", "d"] * 20 + [None, "", "é"])
 SEGMENT = st.sampled_from(["de", "fr"] * 4 + [None, "", "ü", " "])
+SEGMENT_NAME = st.sampled_from(["market"] * 4 + ["seg", "SEG", "seg_1", "séance"])  # the fit's own inner names too
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -48,13 +49,13 @@ def _table(rows):
 
 @pytest.mark.slow  # hypothesis, 100 logs x 3 models; test_clicks.py's test_hostile_logs has a case of each class
 @SETTINGS
-@given(logs(), st.sampled_from(["cascade", "sdbn", "pbm"]), st.booleans())
-def test_a_fit_is_finite_and_in_range_or_a_clear_error(rows, model, segmented):
-    log = _table(rows)
+@given(logs(), st.sampled_from(["cascade", "sdbn", "pbm"]), st.booleans(), SEGMENT_NAME)
+def test_a_fit_is_finite_and_in_range_or_a_clear_error(rows, model, segmented, segment):
+    log = _table(rows).rename_columns(["session", "query", "doc", "position", "clicked", segment])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SqlmetricsWarning)  # not converged: said, and still a finite fit
-            fit = sqlmetrics.fit_clicks(log, model=model, group_by="market" if segmented else None,
+            fit = sqlmetrics.fit_clicks(log, model=model, group_by=segment if segmented else None,
                                         **({"iterations": 15} if model == "pbm" else {}))
     except SqlmetricsError as e:
         assert str(e) and "\n" not in str(e)
@@ -70,5 +71,7 @@ def test_a_fit_is_finite_and_in_range_or_a_clear_error(rows, model, segmented):
         else:
             assert all(0 < r["impressions"] and 0 <= r["clicks"] <= r["impressions"] for r in counts)
     summary = fit.summary.to_pylist()
+    if segmented:  # each segment under its own name, its values as the log holds them
+        assert {r[segment] for r in summary} == set(log[segment].to_pylist())
     assert sum(r["rows"] for r in summary) == log.num_rows
     assert all(math.isfinite(r["log_likelihood"]) and r["log_likelihood"] <= 1e-12 for r in summary)
