@@ -308,10 +308,10 @@ def test_hostile_logs(tmp_path):
     (tmp_path / "log.csv").write_text("session,query,doc,position,clicked,market\n"
                                       "1,q,a,1,true,\n1,q,b,2,false,\n2,q,b,1.0,1,de\n2,q,a,2,0,de\n")
     for model in ("cascade", "sdbn", "pbm"):
-        with warnings.catch_warnings():  # a log this small fits PBM at the boundary, slowly: not converged in 20
+        with warnings.catch_warnings():  # a log this small fits PBM at the boundary, slowly: not converged in 5
             warnings.simplefilter("ignore", SqlmetricsWarning)
             fit = sqlmetrics.fit_clicks(str(tmp_path / "log.csv"), model=model, group_by="market",
-                                        **({"iterations": 20} if model == "pbm" else {}))
+                                        **({"iterations": 5} if model == "pbm" else {}))
         assert [r["market"] for r in fit.summary.to_pylist()] == ["de", None]
         for table in fit.parameters.values():
             for column in ("attractiveness", "examination", "satisfaction"):
@@ -323,8 +323,8 @@ def test_hostile_logs(tmp_path):
     assert fit.summary.to_pylist()[0] == {"sessions": 1, "rows": 3, "iterations": 2, "last_change": 0.0,
                                                          "converged": True, "log_likelihood": 0.0}
     log = _log([("s", 1, [(7, 0)] * 3)])  # no click: alpha and gamma fall towards 0 as 1/n, never reaching it
-    with pytest.warns(SqlmetricsWarning, match="did not converge within iterations=20"):
-        fit = sqlmetrics.fit_clicks(log, model="pbm", iterations=20)
+    with pytest.warns(SqlmetricsWarning, match="did not converge within iterations=5"):
+        fit = sqlmetrics.fit_clicks(log, model="pbm", iterations=5)
     assert math.isfinite(fit.summary["log_likelihood"][0].as_py())
     assert "session 1 has no position 1" in _error(pa.table({"session": [1], "query": [1], "doc": [1], "position": [2],
                                                               "clicked": [0]}))
