@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -18,23 +19,35 @@ from ..options import check_log_options
 from . import closed, pbm
 from .log import ROLES, checked_log
 
-# Each model: (fit(con, iterations, tolerance) -> ({parameter: table}, {seg: (iterations, last change)}),
-# log_likelihood(con, tables) -> SQL of (seg, log_likelihood), whether it iterates). UBM, DCM and DBN come here.
-MODELS = {
-    "cascade": (lambda con, *_: (closed.cascade(con), None), closed.log_likelihood, False),
-    "sdbn": (lambda con, *_: (closed.sdbn(con), None), closed.log_likelihood, False),
-    "pbm": (lambda con, iterations, tolerance: _pbm(con, iterations, tolerance), pbm.log_likelihood, True),
-}
-DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6
-# The columns of the long table (ClickFit.table()), after the model and the segments.
-LONG = ("parameter", "query", "doc", "position", "value", "impressions", "clicks", "last_clicks")
-SUMMARY = ("sessions", "rows", "iterations", "last_change", "converged", "log_likelihood")
+@dataclass(frozen=True)
+class Model:
+    """How one click model is fitted: fit(con, iterations, tolerance) writes its parameter tables from sqlm_clicks
+    and returns ({parameter: table}, {seg: (iterations run, last change)} or None for a closed form);
+    log_likelihood(con, tables) is SQL of (seg, log_likelihood). UBM, DCM and DBN come in MODELS the same way."""
+
+    fit: Callable
+    log_likelihood: Callable
+    iterates: bool
 
 
-def _pbm(con, iterations: int, tolerance: float):
+def _closed(model: Callable) -> Callable:
+    return lambda con, iterations, tolerance: (model(con), None)
+
+
+def _pbm(con, iterations: int, tolerance: float) -> tuple:
     pbm.aggregate(con)
     runs = pbm.fit(con, iterations, tolerance)
     return pbm.parameters(con), runs
+
+
+MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False),
+          "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False),
+          "pbm": Model(_pbm, pbm.log_likelihood, True)}
+DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6
+# The columns of the long table (ClickFit.table()) after the model and the segments, and of the summary: a segment
+# column of one of these names is refused.
+LONG = ("parameter", "query", "doc", "position", "value", "impressions", "clicks", "last_clicks")
+SUMMARY = ("sessions", "rows", "iterations", "last_change", "converged", "log_likelihood")
 
 
 @dataclass
@@ -86,8 +99,8 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
     """
-    name, fit, likelihood, iterates = _model(model)
-    iterations, tolerance = _iteration_options(name, iterates, iterations, tolerance)
+    name, chosen = _model(model)
+    iterations, tolerance = _iteration_options(name, chosen.iterates, iterations, tolerance)
     segments = check_log_options("log", group_by, None, None)  # group_by= checked as a log's segments are
     if isinstance(log, dict):
         log = _columns_table(log)
@@ -97,8 +110,8 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
         loaded = load(con, log, "clicks", _roles(columns), what="click log")
         _refuse_clashes(segments, loaded.label)
         segments = checked_log(con, loaded, segments)
-        tables, runs = fit(con, iterations, tolerance)
-        result = _collected(con, name, segments, tables, runs, likelihood(con, tables), tolerance)
+        tables, runs = chosen.fit(con, iterations, tolerance)
+        result = _collected(con, name, segments, tables, runs, chosen.log_likelihood(con, tables), tolerance)
     except duckdb.Error as e:  # a column of a type DuckDB cannot compare or group (a map, a union)
         raise SqlmetricsError(f"{loaded.label if loaded else 'click log'}: cannot be fitted: {_first_line(e)}") \
             from None
@@ -110,13 +123,13 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
 
 
 def _model(model) -> tuple:
-    """(the model's name, its functions): any case; an unknown name suggests the closest."""
+    """(the model's name, its Model): any case; an unknown name suggests the closest."""
     name = model.lower() if isinstance(model, str) else model
     if name not in MODELS:
         close = difflib.get_close_matches(str(name), list(MODELS), n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise SqlmetricsError(f"model={model!r} is not a click model.{hint} The models: {', '.join(MODELS)}.")
-    return (name, *MODELS[name])
+    return name, MODELS[name]
 
 
 def _iteration_options(name: str, iterates: bool, iterations, tolerance) -> tuple:
