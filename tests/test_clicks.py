@@ -84,6 +84,23 @@ def test_pbm_by_hand():
         assert summary["log_likelihood"] == pytest.approx(2 * math.log(1 - x * x), abs=1e-12)
 
 
+def test_pbm_stops_each_segment_on_its_own():
+    """Segment x: every row clicked; alpha and gamma are 1 after the first iteration, the second changes nothing: it
+    stops there, converged. Segment y is test_pbm_by_hand's log (x_n = 1/(n + 2)): it goes on to iterations=6, not
+    converged, its values those of its own 6 iterations, whatever x did."""
+    x = _log([("x1", "q", [("a", 1), ("b", 1)])])
+    y = _log([("y1", "q", [("a", 1), ("b", 0)]), ("y2", "q", [("a", 1), ("b", 0)])])
+    log = pa.concat_tables([x, y]).append_column("market", pa.array(["x"] * 2 + ["y"] * 4))
+    with pytest.warns(SqlmetricsWarning, match=r"\(segment market='y'\) within iterations=6"):
+        fit = sqlmetrics.fit_clicks(log, model="pbm", group_by="market", iterations=6, tolerance=1e-12)
+    summary = {r["market"]: r for r in fit.summary.to_pylist()}
+    assert (summary["x"]["iterations"], summary["x"]["converged"], summary["x"]["last_change"]) == (2, True, 0.0)
+    assert (summary["y"]["iterations"], summary["y"]["converged"]) == (6, False)
+    alpha = {k: r["attractiveness"] for k, r in _values(fit, "attractiveness", ("market", "doc")).items()}
+    assert alpha[("x", "a")] == alpha[("x", "b")] == 1.0 and alpha[("y", "a")] == 1.0
+    assert alpha[("y", "b")] == pytest.approx(1 / 8, abs=1e-15)
+
+
 def _simulated(seed: int, sessions: int, markets=("de", "fr"), docs: int = 6, positions: int = 5):
     """Sessions of one of 3 queries, `positions` of `docs` documents in a random order; a click when examined (by
     position, per market) and attracted (per market, query, doc): the position-based model."""
@@ -250,9 +267,13 @@ def test_fit_table_and_command_line(tmp_path, capsys):
     assert {(r["parameter"], r["doc"], r["value"]) for r in table} == {
         ("attractiveness", "a", 0.0), ("attractiveness", "b", 2 / 3), ("attractiveness", "c", 0.5),
         ("satisfaction", "b", 0.5), ("satisfaction", "c", 1.0)}
-    assert main(["clicks", str(tmp_path / "log.parquet"), "--model", "pdm"]) == 2
-    assert "Did you mean 'pbm'?" in capsys.readouterr().err
-    assert not (tmp_path / "bad.csv").exists()
+    assert main(["clicks", str(tmp_path / "log.parquet"), "--model", "pdm", "-o", str(tmp_path / "bad.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--model pdm is not a click model. Did you mean 'pbm'?" in err
+    pq.write_table(pa.concat_tables([TINY.slice(0, 1), TINY.slice(2, 1)]), tmp_path / "gap.parquet")
+    assert main(["clicks", str(tmp_path / "gap.parquet"), "-o", str(tmp_path / "bad.csv")]) == 2
+    assert "session 's1' has no position 2 (a gap)" in capsys.readouterr().err
+    assert not (tmp_path / "bad.csv").exists()  # nothing written, not even a part
 
 
 def test_the_long_table_has_one_schema_whatever_the_model():
