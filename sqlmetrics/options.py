@@ -50,11 +50,13 @@ EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD = "eval", "compare", "demo
 DECIDE_CMD = "decide"  # `sqlmetrics decide`: compare's report from the statistics of `sqlmetrics sql --compare`
 COUNTERFACTUAL_CMD = "counterfactual"  # `sqlmetrics ips` and `sqlmetrics interleaving`
 FUSE_CMD = "fuse"  # `sqlmetrics fuse`
+CLICKS, CLICKS_CMD = "fit_clicks", "clicks"  # a click model fitted to a log (sqlmetrics.clicks), and its command
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
 # DuckDB's resources: every command that opens a DuckDB database for its work
-_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD}
+_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD, CLICKS, CLICKS_CMD}
+_CLICKS = frozenset({CLICKS, CLICKS_CMD})
 _LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
 # compare's settings that `sqlmetrics sql --compare` writes into its statement
@@ -172,6 +174,12 @@ OPTIONS = (
            group="resources (DuckDB's)"),
     Option("temp_directory", None, "where DuckDB spills past the memory limit", _RESOURCES, metavar="DIR",
            group="resources (DuckDB's)"),
+    Option("model", "pbm", "the click model fitted to a click log: 'cascade', 'sdbn' (closed forms) or 'pbm' (EM); "
+           "any case (docs/clicks.md)", _CLICKS, metavar="MODEL", group="click models"),
+    Option("iterations", None, "the most EM iterations of a click model fitted by EM (pbm; default 100)", _CLICKS,
+           kind="int", metavar="N", minimum=1, group="click models"),
+    Option("tolerance", None, "EM stops when no parameter of the click model changes by this much in an iteration "
+           "(pbm; default 1e-06)", _CLICKS, kind="float", metavar="T", group="click models"),
     Option("group_by", None, "segment columns of the run (date, market, arm): one row per segment",
            _LOGS, kind="names", metavar="COLUMN", group="logs"),
     Option("history", None, "the training interactions (user as query_id, item as doc_id, read as qrels are: "
@@ -338,7 +346,8 @@ def options_table() -> str:
             "|---|---|---|" + "---|" * len(takers) + "---|"]
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
-        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD, FUSE_CMD}
+        commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD, FUSE_CMD,
+                    CLICKS_CMD}
         if not o.takers & commands or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""

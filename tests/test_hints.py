@@ -121,6 +121,8 @@ CASES = [
     ("ips", ["textprop.csv"]),
     ("pbm-ips", ["log.parquet"]),
     ("interleaving", ["log.parquet"]),
+    ("clicks", ["log.parquet"]),  # no session column: map it
+    ("clicks", ["log.parquet", "--column", "session=user_id", "--model", "cascade", "--iterations", "3"]),
 ]
 
 

@@ -391,9 +391,13 @@ def hostile(tmp_path_factory) -> dict:
     pq.write_table(pa.table({"impression": [1, 1], "position": [1, 2], "action": ["a", "b"], "click": [1, 0],
                              "propensity": [0.5, 0.5], "new_action": ["a", "z"]}), folder / "pbm.parquet")
     pq.write_table(pa.table({"impression": [1, 1], "team": ["A", "B"], "click": [1, 0]}), folder / "il.parquet")
+    pq.write_table(pa.table({"market": [math.nan, math.nan, -math.inf, -math.inf], "session": [1, 1, 2, 2],
+                             "query": ["q"] * 4, "doc": ["a", "b", "a", "b"], "position": [1, 2, 1, 2],
+                             "clicked": [1, 0, 0, 1]}), folder / "clicks.parquet")  # NaN and -inf segments
     (folder / "a.run").write_text("q1 Q0 d1 1 2.5 a\nq1 Q0 d2 2 1e-300 a\n")
     (folder / "b.run").write_text("q1 Q0 d2 1 1e300 b\nq1 Q0 d3 2 -0.0 b\n")
-    return {name: str(folder / name) for name in ("ips.parquet", "pbm.parquet", "il.parquet", "a.run", "b.run")}
+    return {name: str(folder / name) for name in ("ips.parquet", "pbm.parquet", "il.parquet", "clicks.parquet", "a.run",
+                                                  "b.run")}
 
 
 def json_writers(log, stats, hostile) -> dict:
@@ -416,6 +420,10 @@ def json_writers(log, stats, hostile) -> dict:
         ("fuse", "json"): ["fuse", "--method", "combsum", "--norm", "zmuv", *runs, "-o", "{out}.json"],
         ("fuse", "jsonl"): ["fuse", "--method", "rrf", *runs, "-o", "{out}.jsonl"],
         ("convert", "jsonl"): ["convert", "run", runs[1], "-o", "{out}.jsonl"],
+        ("clicks", "json"): ["clicks", hostile["clicks.parquet"], "--model", "sdbn", "--group-by", "market", "-o",
+                             "{out}.json"],
+        ("clicks", "jsonl"): ["clicks", hostile["clicks.parquet"], "--model", "sdbn", "--group-by", "market", "-f",
+                              "jsonl"],
     }
 
 
@@ -430,7 +438,7 @@ def test_every_command_writing_json_is_walked(log, tmp_path):
             said = action.help or "" if "--output" in action.option_strings else ""
             found |= {(name, f) for f in ("json", "jsonl") if f in formats or f".{f}," in said or f".{f};" in said}
     assert found == set(json_writers(log, "", {k: "" for k in ("a.run", "b.run", "ips.parquet", "pbm.parquet",
-                                                                  "il.parquet")}))
+                                                                  "il.parquet", "clicks.parquet")}))
 
 
 STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
@@ -440,7 +448,8 @@ STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
     pytest.param(w, marks=() if w in STRICT_FAST else pytest.mark.slow, id="-".join(w)) for w in [
         ("eval", "json"), ("eval", "jsonl"), ("compare", "json"), ("compare", "jsonl"), ("decide", "json"),
         ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
-        ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl")]])
+        ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl"),
+        ("clicks", "json"), ("clicks", "jsonl")]])
 def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, tmp_path, request):
     """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
     not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and
@@ -452,7 +461,7 @@ def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, t
     if "-o" in argv:
         out = pathlib.Path(argv[argv.index("-o") + 1]).read_text()
     values = [strict_json(line) for line in out.splitlines()] if writer[1] == "jsonl" else [strict_json(out)]
-    if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json")):
+    if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json"), ("clicks", "json"), ("clicks", "jsonl")):
         assert "null" in out  # the NaN and -inf segments; SNIPS
     assert values
 

@@ -45,6 +45,15 @@ RAG_ROLES = {
     "embeddings": (("query_id", "generated"), ("embedding", "dimension", "value", "noncommittal")),
     "questions": (("query_id", "generated", "question"), ()),
 }
+# A click log's roles (kind "clicks", sqlmetrics.clicks): one row per shown (session, position), each role found by
+# its own names; the shipped demo log (session, query, doc, position, clicked) needs no mapping.
+CLICK_NAMES = {
+    "session": ("session", "session_id", "sessionid", "serp", "serp_id", "impression", "impression_id", "request_id"),
+    "query": ("query", "query_id", "qid"),
+    "doc": ("doc", "doc_id", "docid", "docno", "document", "document_id", "item", "item_id"),
+    "position": ("position", "rank", "pos", "rank_position"),
+    "clicked": ("clicked", "click", "is_click"),
+}
 # What a RAG role's column holds, said when it is missing (columns= maps none of them).
 RAG_COLUMNS = {
     "statement": "it holds the statement judged",
@@ -107,6 +116,8 @@ def _map_columns(con, view: str, kind: str, label: str, columns: dict | None) ->
 
 def _roles_of(kind: str) -> tuple[tuple, tuple, dict]:
     """(the roles of an input of this kind, those it must have, {role: the column names it is recognised by})."""
+    if kind == "clicks":
+        return tuple(CLICK_NAMES), tuple(CLICK_NAMES), CLICK_NAMES
     if kind in RAG_ROLES:
         required, optional = RAG_ROLES[kind]
         names = {r: (r,) for r in (*required, *optional) if r != "query_id"}  # each the column of its own name
@@ -133,8 +144,9 @@ def _vector_roles(mapping: dict, types: dict, label: str) -> None:
 def _empty_view(con, kind: str, label: str) -> Loaded:
     """An input without rows, with the columns of its roles. A RAG input has columns of its own, which an input
     without any does not show: refused."""
-    if kind in RAG_ROLES:
-        raise SqlmetricsError(f"{label}: is empty, without even its columns ({', '.join(RAG_ROLES[kind][0])}).")
+    if kind in RAG_ROLES or kind == "clicks":
+        roles = RAG_ROLES[kind][0] if kind in RAG_ROLES else CLICK_NAMES
+        raise SqlmetricsError(f"{label}: is empty, without even its columns ({', '.join(roles)}).")
     view = _fresh(kind)
     value = "relevance" if kind == "qrels" else "score"
     con.execute(f"CREATE TEMP VIEW {view} AS SELECT NULL::VARCHAR AS query_id, NULL::VARCHAR AS doc_id, "
