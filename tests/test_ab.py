@@ -272,6 +272,7 @@ def test_pairing_is_decided_from_shared_queries_and_can_be_forced():
     assert analyse_lists(["a", "b"], {"m": ("higher", "mean")}, lists, pairing="paired").comparisons[0].n == 7
 
 
+@pytest.mark.slow  # test_ab_engine.py's engine_aggregates cases are the fast ones
 def test_compare_on_an_engine_equals_local(tmp_path):
     log = pq.read_table(LOG)
     con = sqlite3.connect(":memory:")

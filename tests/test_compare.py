@@ -197,6 +197,7 @@ def test_hash_is_the_same_in_sql_and_python_and_fair():
     assert np.abs(np.corrcoef(signs.T) - np.eye(20)).max() < 0.07
 
 
+@pytest.mark.slow  # resamples; the bootstrap's fast cases are test_compare_all_tests_and_options_run_on_the_demo's
 def test_bootstrap_interval_and_p_agree_with_scipy_within_monte_carlo_error():
     """The Poisson bootstrap (each list weighs Poisson(1)) against numpy's generator doing the same with 200,000
     resamples; and against scipy's classic bootstrap (each resample n draws with replacement), which at n = 40

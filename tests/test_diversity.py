@@ -159,6 +159,7 @@ def test_other_measures_read_each_documents_highest_grade():
     assert {r["query_id"]: r["P@5"] for r in plain} == mine["P@5"]
 
 
+@pytest.mark.slow  # evaluate and the command line over one file; the pyndeval cases stay fast
 def test_four_column_file_through_evaluate_and_the_cli(tmp_path, capsys):
     qrels, run = DATA["graded"]
     qrels_file, run_file = tmp_path / "subtopics.qrels", tmp_path / "a.run"

@@ -260,7 +260,8 @@ def _rendered_equals_local(execute, create, dialect, norm, runs=None):
         assert all(abs(got[k] - want[k]) <= 1e-9 * max(1, abs(want[k])) for k in want), name
 
 
-@pytest.mark.parametrize("norm", ["min-max", pytest.param("rank", marks=pytest.mark.slow)])
+@pytest.mark.slow  # SQLite over every fused value; test_command_line_fuse_and_sql renders the fast case
+@pytest.mark.parametrize("norm", ["min-max", "rank"])
 def test_rendered_for_sqlite(norm):
     import sqlite3
 

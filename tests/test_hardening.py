@@ -129,6 +129,7 @@ def test_a_statement_is_reused_only_by_the_same_evaluation(monkeypatch):
             assert sqlmetrics.evaluate(qrels, run, measures, **options).aggregate == values, options
 
 
+@pytest.mark.slow  # five evaluations of 100,000 rows
 def test_the_same_input_gives_the_same_bits_with_any_thread_count():
     """Floating-point sums depend on the order their terms are added in; DuckDB's threads once added a
     list's rows in whatever order they finished, so per-query values differed by 1 ULP between runs

@@ -220,6 +220,7 @@ def test_measure_keys_are_strings_as_passed():
     assert res.aggregate["P_2"] == res.aggregate["precision@2"]
 
 
+@pytest.mark.slow  # every measure of the catalogue
 def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_measure():
     from sqlmetrics.catalogue import measures
 

@@ -293,6 +293,7 @@ def cwl_residuals(measures: dict, qrels, run) -> dict:
     return out
 
 
+@pytest.mark.slow  # 1.4 s; test_cwl and test_cwl_positions are cwl_eval's fast cases
 @pytest.mark.parametrize("max_grade", GRADES)
 def test_cwl_residuals(max_grade):
     """Unjudged documents, tied scores (the ranking is handed to cwl_eval in our order), runs shorter and longer

@@ -141,6 +141,7 @@ def test_renders_for_every_dialect(dialect):
     assert "rec_items" in sql and "rating_rows" in sql and "train" in sql
 
 
+@pytest.mark.slow  # the demo regenerated; the README example runs as a test too
 def test_the_shipped_demo_is_its_generator_output_and_the_readme_example_holds():
     """sqlmetrics/demo/recsys_*.csv are what make_recsys writes; the README's example equals the oracle there."""
     train, test, reco = make_recsys.rows()
@@ -393,7 +394,8 @@ def test_diversity_and_serendipity_equal_recommenders(seed, categories):
 
 
 
-@pytest.mark.parametrize("seed", [4, pytest.param(5, marks=pytest.mark.slow)])
+@pytest.mark.slow  # Recommenders over two seeds' collections; the diversity oracle cases stay fast
+@pytest.mark.parametrize("seed", [4, 5])
 def test_similarities_at_a_cutoff_equal_recommenders_on_the_top_items(seed):
     """Measures at cutoffs compare only the items down to the largest of them (and, without a measure reading
     pairs within a list, none of those): each equals Recommenders' on the lists cut to its own k, next to a

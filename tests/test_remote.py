@@ -124,7 +124,7 @@ def bucket(s3_server, files, monkeypatch) -> str:
     return "s3://evals"
 
 
-@pytest.mark.parametrize("run", ["run.txt", "run.csv", "run.parquet"])
+@pytest.mark.parametrize("run", ["run.txt", pytest.param("run.csv", marks=pytest.mark.slow), "run.parquet"])
 def test_s3_run_and_qrels_equal_the_local_files(bucket, files, run, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the text objects are copied to
     got = sm.evaluate(f"{bucket}/qrels.txt", f"{bucket}/{run}", MEASURES)
@@ -486,9 +486,10 @@ def test_hive_folders_of_text_runs_and_qrels(tmp_path, files, capsys):
 @pytest.mark.parametrize("fmt, bad, where", [
     ("csv", "query_id,doc_id,score\nq1,d1,1.5\n\nq1,d2,high\n", "line 4: column 'score' holds 'high'"),
     ("trec", "q1 Q0 d1 1 1.5 t\n# a comment\nq1 Q0 d2 2 high t\n", "line 3: column 'score' holds 'high'"),
-    ("jsonl", '{"query_id": "q1", "doc_id": "d1", "score": 1.5}\n{"query_id": "q1", "doc_id": "d2", "score": "high"}\n',
-     "line 2: column 'score' holds 'high'"),
-    ("trec", "q1 Q0 d1 1 1.5 t\nq1 Q0 d2\n", "line 2: expected 6 whitespace-separated fields"),
+    pytest.param("jsonl", '{"query_id": "q1", "doc_id": "d1", "score": 1.5}\n{"query_id": "q1", "doc_id": "d2", '
+                 '"score": "high"}\n', "line 2: column 'score' holds 'high'", marks=pytest.mark.slow),
+    pytest.param("trec", "q1 Q0 d1 1 1.5 t\nq1 Q0 d2\n", "line 2: expected 6 whitespace-separated fields",
+                 marks=pytest.mark.slow),
 ])
 def test_bad_line_of_a_text_glob_names_its_file_and_line(tmp_path, files, fmt, bad, where):
     _write_text(tmp_path / f"good{SUFFIX[fmt]}", _run_rows(3), fmt)

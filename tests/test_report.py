@@ -451,6 +451,7 @@ def test_other_commands_do_not_import_matplotlib():
     assert proc.stdout.strip().endswith("False")
 
 
+@pytest.mark.slow  # a page build
 def test_dollar_signs_in_names_are_text(tmp_path):
     """matplotlib reads $...$ as maths: a run named `bm25 $\\frac{$` failed the report; names are drawn as text."""
     runs = {"bm25 $\\frac{$": str(BM25), "rerank $x$": str(RERANK)}

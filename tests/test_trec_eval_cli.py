@@ -301,7 +301,7 @@ def test_depth_zero_evaluates_empty_rankings(cli, suite):
     assert code == 2 and "-M" in err and out == ""
 
 
-@pytest.mark.parametrize("suite", [V10, V9])
+@pytest.mark.parametrize("suite", [V10, pytest.param(V9, marks=pytest.mark.slow)])
 def test_an_emptied_ranking_prints_trec_evals_nan_for_interpolated_precision(cli, suite):
     """-M2 keeps q1's unjudged dx, dy and -J drops them: q1's ranking is empty and evaluated. trec_eval's interpolated
     precision starts there from num_rel_ret / num_ret = 0 / 0, printed -nan, at every recall point needing no
@@ -327,7 +327,7 @@ def test_an_emptied_ranking_prints_trec_evals_nan_for_interpolated_precision(cli
     assert code == 0 and "iprec_at_recall_0.00  \t1\t0.0000" in out, (out, err)
 
 
-@pytest.mark.parametrize("suite", [V10, V9])
+@pytest.mark.parametrize("suite", [V10, pytest.param(V9, marks=pytest.mark.slow)])
 def test_rndcg_without_a_positive_gain_prints_trec_evals_nan(cli, suite):
     """m_Rndcg.c averages nDCG over the R levels where the ideal DCG is positive and divides by their count: at
     -l 0, q1's only judgment is graded 0 (relevant there, R = 1, but no positive gain), so 0 / 0, -nan, and the mean
