@@ -11,7 +11,8 @@ _LAZY = {
     "demo": "", "render": ".dialects", "evaluate_on": ".engines", "SqlmetricsError": ".errors",
     "SqlmetricsWarning": ".errors", "evaluate": ".evaluation", "fuse": ".local.fuse",
     "optimize_fusion": ".local.fuse", "Results": ".results", "Report": ".stats", "compare": ".stats",
-    "decide": ".stats", "fit_clicks": ".clicks", "interleaving": ".stats", "ips": ".stats", "pbm_ips": ".stats", "render_compare": ".stats",
+    "decide": ".stats", "fit_clicks": ".clicks", "interleaving": ".stats", "ips": ".stats", "pbm_ips": ".stats",
+    "render_compare": ".stats",
 }
 
 __all__ = ["evaluate", "evaluate_on", "fuse", "optimize_fusion", "render", "Results", "compare", "Report", "ips",

@@ -362,3 +362,20 @@ def test_hostile_logs(tmp_path):
     assert "row 4: has the click NaN (column 'clicked')" in _error(frame)
     (tmp_path / "yes.csv").write_text("session,query,doc,position,clicked\ns,q,a,1,yes\n")
     assert "line 2: has the click 'yes'" in _error(str(tmp_path / "yes.csv"))
+
+
+def test_quoted_names_and_huge_positions():
+    """Columns named with quotes, spaces and semicolons, mapped by columns= and grouped by, are read as names, never
+    pasted into SQL; a position that is a timestamp (1e12) or infinite is named, not fitted."""
+    odd = {"session": 'my "session"', "query": "q; DROP TABLE x", "doc": "doc id", "position": "pos'n",
+           "clicked": "Clicked?"}
+    log = TINY.rename_columns([odd[n] for n in TINY.column_names]).append_column('seg "x"', pa.array(["a"] * 9))
+    plain = sqlmetrics.fit_clicks(TINY, model="sdbn")
+    fit = sqlmetrics.fit_clicks(log, model="sdbn", columns=odd, group_by='seg "x"')
+    assert fit.summary.column_names[0] == 'seg "x"' and fit.summary["sessions"].to_pylist() == [3]
+    assert fit.parameters["attractiveness"].drop_columns(['seg "x"']) == plain.parameters["attractiveness"]
+    for bad in (1e12, math.inf):
+        positions = TINY["position"].to_pylist()
+        positions[4] = bad
+        assert f"row 5: has the position {bad!r}" in _error(TINY.set_column(3, "position", pa.array(positions,
+                                                                                                      pa.float64())))

@@ -4,10 +4,13 @@ segment: sessions, iterations, last change, log-likelihood) to standard output. 
 summary as text, or go alone to standard output with -f csv, tsv, json or jsonl."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from ..clicks import fit_clicks
 from ..clicks.log import ROLES
 from ..local.output import write_table
 from ..options import CLICKS_CMD
+from ..stats.report import aligned
 from .common import STDOUT_NAMES, ArrowOutput, add_option_flags, chosen_format, option_values, role_pairs
 
 FORMATS = ("text", "csv", "tsv", "json", "jsonl", "parquet")
@@ -50,12 +53,10 @@ def run(args) -> tuple:
     return summary_text(fit) + "\n" + "\n".join(text_table(t, f"{name}:") for name, t in fit.parameters.items()), None
 
 
-def _creating(args):
+def _creating(args) -> SimpleNamespace:
     """chosen_format's view of the arguments: a DuckDB table is replaced (the fit is written whole), which it checks
     only against --into-mode, a flag this command does not have."""
-    class _Args:
-        output, format, into_mode = args.output, args.format, "create"
-    return _Args
+    return SimpleNamespace(output=args.output, format=args.format, into_mode="create")
 
 
 def summary_text(fit) -> str:
@@ -72,13 +73,10 @@ def summary_text(fit) -> str:
 
 def text_table(table, title: str) -> str:
     """An Arrow table as aligned text: numbers to 6 significant digits, right-aligned; a null as '-'."""
-    names = table.column_names
-    cells = [[_cell(v) for v in table[n].to_pylist()] for n in names]
-    numeric = [all(isinstance(v, (int, float)) or v is None for v in table[n].to_pylist()) for n in names]
-    widths = [max([len(n), *map(len, c)]) for n, c in zip(names, cells)]
-    line = lambda values: "  ".join(v.rjust(w) if r else v.ljust(w)  # noqa: E731
-                                    for v, w, r in zip(values, widths, numeric)).rstrip()
-    return "\n".join([title, line(names), *(line(row) for row in zip(*cells))]) + "\n"
+    columns = [table[n].to_pylist() for n in table.column_names]
+    align = ["r" if all(isinstance(v, (int, float)) or v is None for v in c) else "l" for c in columns]
+    rows = [table.column_names, *zip(*([_cell(v) for v in c] for c in columns))]
+    return f"{title}\n{aligned(rows, align)}\n"
 
 
 def _cell(value) -> str:

@@ -235,7 +235,7 @@ def run(args) -> tuple:
             if not per_query[q][_NUM_RET]:
                 per_query[q][spelling] = per_query[q][evaluated_as]
         aggregate[spelling] = math.fsum(v[spelling] or 0.0 for v in per_query.values()) / len(per_query)
-    _trec_evals_nans(per_query, aggregate, evaluated, args)
+    _trec_evals_nans(calls, per_query, aggregate, evaluated, args)
     printed = _means(printed, per_query, aggregate)
     zscores = _read_zscores(args.Zscore) if args.Zscore else None
     if zscores is not None:
@@ -305,7 +305,7 @@ def _values_of_emptied(calls: list, args) -> dict:
     return out
 
 
-def _trec_evals_nans(per_query: dict, aggregate: dict, evaluated: list, args) -> None:
+def _trec_evals_nans(calls: list, per_query: dict, aggregate: dict, evaluated: list, args) -> None:
     """Where trec_eval divides 0 by 0 it prints -nan (a NaN, negative on x86), for the query and for the mean over
     the queries: `eval` and the rest give the plain value the contract says (0), this command trec_eval's bytes.
     - An empty ranking that -J or -M0 left is evaluated (both versions, m_iprec_at_recall.c, m_11pt_avg.c): its
@@ -314,11 +314,8 @@ def _trec_evals_nans(per_query: dict, aggregate: dict, evaluated: list, args) ->
       always, so 11pt_avg too.
     - Rndcg (m_Rndcg.c) averages nDCG over the R levels where the ideal DCG is positive: with relevant documents
       (at -l 0, those graded 0) but no positive gain there is none, and it divides 0 by that count, 0."""
-    if not evaluated:
-        return
     empty = [q for q in evaluated if not per_query[q][_NUM_RET]]
-    for spelling in list(per_query[evaluated[0]]):
-        call = parse(spelling, args.level_for_rel, args.compat)
+    for call in calls:
         if call.measure.name in _NAN_WHEN_EMPTY and _may_empty(args):
             for q in empty:
                 rel = per_query[q][_num_rel(call.values["rel"])] or 0
@@ -328,11 +325,12 @@ def _trec_evals_nans(per_query: dict, aggregate: dict, evaluated: list, args) ->
                 else:
                     needed = 0  # 11pt_avg's first point, recall 0.0
                 if needed == 0:
-                    per_query[q][spelling] = aggregate[spelling] = math.nan
+                    per_query[q][call.text] = aggregate[call.text] = math.nan
         elif call.measure.name == "Rndcg":
+            ideal = _ideal_dcg(call)
             for q in evaluated:
-                if per_query[q][_num_rel(args.level_for_rel)] and not per_query[q][_ideal_dcg(call)]:
-                    per_query[q][spelling] = aggregate[spelling] = math.nan
+                if per_query[q][_num_rel(args.level_for_rel)] and not per_query[q][ideal]:
+                    per_query[q][call.text] = aggregate[call.text] = math.nan
 
 
 def _with_options(m: TrecMeasure, spelling: str, args) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
+from ..local.logs import _resolve_column
 from ..local.readers import Loaded
 from ..local.readers.loaded import _types
 
@@ -26,7 +27,7 @@ def checked_log(con, loaded: Loaded, group_by: tuple) -> tuple:
     inside (seg_1, ...): a log's column may be called anything, `seg` too."""
     types = _types(con, loaded.view)
     c = {role: _q(loaded.columns[role]) for role in ROLES}
-    segments = [_resolved(name, list(types), loaded.label) for name in group_by]
+    segments = [_resolve_column(name, list(types), loaded.label, "group_by") for name in group_by]
     seg_items = "".join(f"{_q(s)} AS seg_{i}, " for i, s in enumerate(segments, 1))
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_typed AS
@@ -52,16 +53,6 @@ def checked_log(con, loaded: Loaded, group_by: tuple) -> tuple:
     con.execute("DROP TABLE sqlm_typed")
     con.execute("DROP TABLE sqlm_sessions")
     return tuple(segments)
-
-
-def _resolved(name: str, present: list, label: str) -> str:
-    """A group_by= name as the log spells it (any case, when that is one column)."""
-    if name in present:
-        return name
-    folded = [c for c in present if c.lower() == name.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    raise SqlmetricsError(f"{label}: group_by={name!r} is not a column (columns: {', '.join(present)}).")
 
 
 def _number(column: str, kind: str) -> str:
