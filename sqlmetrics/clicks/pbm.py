@@ -48,7 +48,7 @@ def fit(con, iterations: int, tolerance: float) -> dict:
     done = {seg: (0, None) for seg in segments}
     active = list(segments)
     for i in range(1, iterations + 1):
-        changes = step(con, active)
+        changes = step(con, active, len(active) == len(segments))
         for seg, change in changes.items():
             done[seg] = (i, change)
         active = [seg for seg, change in changes.items() if not change < tolerance]
@@ -57,34 +57,34 @@ def fit(con, iterations: int, tolerance: float) -> dict:
     return done
 
 
-def step(con, active: list) -> dict:
-    """One EM iteration of the segments in `active` (the others keep their values); {seg: largest change}."""
+def step(con, active: list, everyone: bool) -> dict:
+    """One EM iteration of the segments in `active` (every segment when `everyone`; the others keep their values);
+    {seg: largest change}.
+
+    Each new value is a GROUP BY over the counts joined to the previous values: the expected examined-and-attractive
+    counts given the previous values (the posteriors times n - k) plus the clicks, whose both are 1, over n. The
+    previous value rides along in the group (ANY_VALUE), so the change needs no second join."""
     con.execute("CREATE OR REPLACE TEMP TABLE sqlm_active AS SELECT UNNEST(?::BIGINT[]) AS seg", [active])
-    # Each cell's expected examined-and-attractive counts given the previous values (the posteriors times n - k),
-    # with the clicks, whose both are 1.
+    only_active = "" if everyone else "SEMI JOIN sqlm_active USING (seg)"
     denominator = f"GREATEST(1 - g.value * a.value, {FLOOR})"
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE sqlm_posterior AS
-        SELECT c.pair, c.slot, c.seg, c.n,
-               c.k + (c.n - c.k) * (1 - g.value) * a.value / {denominator} AS attracted,
-               c.k + (c.n - c.k) * g.value * (1 - a.value) / {denominator} AS examined
-        FROM sqlm_counts c SEMI JOIN sqlm_active USING (seg)
-        JOIN sqlm_alpha a USING (pair) JOIN sqlm_gamma g USING (slot)""")
+    updates = {"sqlm_alpha": ("pair", "a", f"(c.n - c.k) * (1 - g.value) * a.value / {denominator}"),
+               "sqlm_gamma": ("slot", "g", f"(c.n - c.k) * g.value * (1 - a.value) / {denominator}")}
     changes = {}
-    for table, key, value in (("sqlm_alpha", "pair", "attracted"), ("sqlm_gamma", "slot", "examined")):
+    for table, (key, alias, expected) in updates.items():
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE {table}_next AS
-            SELECT {key}, seg, SUM({value}) / SUM(n) AS value FROM sqlm_posterior GROUP BY {key}, seg""")
-        for seg, change in con.execute(f"""
-                SELECT n.seg, MAX(ABS(n.value - o.value)) FROM {table}_next n JOIN {table} o USING ({key})
-                GROUP BY n.seg""").fetchall():
+            SELECT c.{key}, c.seg, SUM(c.k + {expected}) / SUM(c.n) AS value, ANY_VALUE({alias}.value) AS previous
+            FROM sqlm_counts c {only_active} JOIN sqlm_alpha a USING (pair) JOIN sqlm_gamma g USING (slot)
+            GROUP BY c.{key}, c.seg""")
+        for seg, change in con.execute(f"SELECT seg, MAX(ABS(value - previous)) FROM {table}_next "
+                                       "GROUP BY seg").fetchall():
             changes[seg] = max(change, changes.get(seg, 0.0))
-    for table, key in (("sqlm_alpha", "pair"), ("sqlm_gamma", "slot")):  # both from the previous values: then swap
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE {table} AS
-            SELECT o.{key}, o.seg, COALESCE(n.value, o.value) AS value FROM {table} o LEFT JOIN {table}_next n
-            USING ({key})""")
-        con.execute(f"DROP TABLE {table}_next")
+    for table, (key, _, _) in updates.items():  # both from the previous values: then swap
+        if not everyone:  # the segments that stopped keep their values
+            con.execute(f"INSERT INTO {table}_next SELECT {key}, seg, value, value FROM {table} "
+                        "ANTI JOIN sqlm_active USING (seg)")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(f"ALTER TABLE {table}_next RENAME TO {table}")
     return changes
 
 
