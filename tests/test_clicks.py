@@ -323,6 +323,25 @@ def test_bad_logs_are_named(tmp_path):
     assert "Did you mean 'clicked'?" in _error(TINY, columns={"click": "clicked"})
 
 
+def test_long_sessions_and_mixed_segments_are_checked_exactly():
+    """A session's positions are checked as bits up to 64 and counted past them: a repeat past 64 (whose count and
+    largest position look right), a gap past 64, and 64 exactly; a session whose segment is NULL on one row only."""
+    def session(positions, market="de"):
+        n = len(positions)
+        return {"session": ["s"] * n, "query": ["q"] * n, "doc": [f"d{p}" for p in positions],
+                "position": positions, "clicked": [0] * n, "market": [market] * n}
+
+    full = list(range(1, 71))
+    assert "rows 66 and 67: session 's' shows position 66 twice" in _error(
+        pa.table(session(full[:66] + [66] + full[67:])))
+    assert "row 69: session 's' has no position 69 (a gap)" in _error(pa.table(session(full[:68] + [70])))
+    assert "rows 2 and 3: session 's' shows position 2 twice" in _error(pa.table(session([1, 2, 2])))
+    assert sqlmetrics.fit_clicks(pa.table(session(full[:64])), model="cascade").summary["rows"][0].as_py() == 64
+    mixed = session([1, 2])
+    mixed["market"][1] = None
+    assert "session 's' is in more than one segment" in _error(pa.table(mixed), group_by="market")
+
+
 def test_hostile_logs(tmp_path):
     """Text clicks and positions (CSV reads text), true/false clicks, integer ids, a NULL segment (one segment of its
     own), every row clicked, no row clicked, one position: finite values in [0, 1], or a named error."""
