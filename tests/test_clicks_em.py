@@ -382,3 +382,67 @@ def test_hostile_logs_fit_finite(tmp_path, capsys):
     assert main(["clicks", str(tmp_path / "log.csv"), "--model", "DCM", "--group-by", "case", "--iterations", "2",
                  "-o", str(tmp_path / "p.csv")]) == 0
     assert capsys.readouterr().out.startswith("dcm case=all clicked: 2 sessions, 4 rows; 2 iterations, last change 0")
+
+
+# ---- slow properties: consistency, a likelihood that never falls ------------------------------------------------------
+
+def _simulate_large(model: str, n: int, rng, alpha, gamma, lam, positions: int) -> pa.Table:
+    """n sessions of one query, `positions` of len(alpha) documents in a random order, clicked as the model says."""
+    order = np.argsort(rng.random((n, len(alpha))), axis=1)[:, :positions]
+    attracted = rng.random((n, positions)) < alpha[order]
+    clicked = np.zeros((n, positions), dtype=bool)
+    previous = np.zeros(n, dtype=int)
+    reading = np.ones(n, dtype=bool)
+    for r in range(positions):
+        if model == "ubm":
+            clicked[:, r] = attracted[:, r] & (rng.random(n) < gamma[r + 1, previous])
+            previous = np.where(clicked[:, r], r + 1, previous)
+        else:
+            clicked[:, r] = reading & attracted[:, r]
+            reading &= ~clicked[:, r] | (rng.random(n) < lam[r + 1])
+    return pa.table({"session": np.repeat(np.arange(n), positions), "query": np.zeros(n * positions, int),
+                     "doc": order.ravel(), "position": np.tile(np.arange(1, positions + 1), n),
+                     "clicked": clicked.ravel().astype(np.int8)})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["ubm", "dcm"])
+def test_the_error_shrinks_with_the_log(model):
+    """Logs simulated from known parameters at 1e4 and 1e5 sessions: the mean absolute error of the estimates shrinks.
+    UBM's gamma and alpha are compared after scaling by gamma_{1,0} (only their product is identified); DCM's lambda
+    of the last position is not identified (each click there is the session's last, at its end) and is left out."""
+    rng = np.random.default_rng(12)
+    docs, positions = 8, 5
+    alpha = rng.uniform(0.1, 0.8, docs)
+    gamma = np.zeros((positions + 1, positions))  # gamma[r, r']
+    for r in range(1, positions + 1):
+        gamma[r, :r] = np.sort(rng.uniform(0.3, 1.0, r))  # the nearer the previous click, the likelier examined
+    lam = rng.uniform(0.3, 0.9, positions + 1)
+    errors = []
+    for n in (10_000, 100_000):
+        log = _simulate_large(model, n, rng, alpha, gamma, lam, positions)
+        fit = sqlmetrics.fit_clicks(log, model=model, iterations=1000, tolerance=1e-8)
+        got = {r["doc"]: r["attractiveness"] for r in fit.parameters["attractiveness"].to_pylist()}
+        if model == "ubm":
+            g = {(r["position"], r["previous_click"]): r["examination"]
+                 for r in fit.parameters["examination"].to_pylist()}
+            scale = g[(1, 0)] / gamma[1, 0]
+            error = np.mean([abs(got[d] * scale - alpha[d]) for d in range(docs)]
+                            + [abs(v / scale - gamma[k]) for k, v in g.items()])
+        else:
+            got_lam = {r["position"]: r["continuation"] for r in fit.parameters["continuation"].to_pylist()}
+            error = np.mean([abs(got[d] - alpha[d]) for d in range(docs)]
+                            + [abs(got_lam[r] - lam[r]) for r in range(1, positions)])
+        errors.append(error)
+    assert errors[1] < errors[0] and errors[1] < 0.02, errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["ubm", "dcm"])
+@pytest.mark.parametrize("seed", [5, 6])
+def test_em_never_lowers_the_likelihood(model, seed):
+    """EM's log-likelihood after n + 1 iterations is at least that after n (up to rounding), n = 1..15."""
+    log, *_ = _simulated(model, seed, sessions=200, markets=("de",))
+    lls = [_quiet_fit(log, model, iterations=n, tolerance=1e-300).summary["log_likelihood"][0].as_py()
+           for n in range(1, 16)]
+    assert all(b >= a - 1e-9 for a, b in zip(lls, lls[1:])), lls
