@@ -248,7 +248,7 @@ def _check_against_numpy(model: str, seed: int, sessions: int, iterations: int) 
 
 @pytest.mark.parametrize("model", ["ubm", "dcm"])
 def test_em_equals_a_numpy_em_per_segment(model):
-    _check_against_numpy(model, seed=1, sessions=120, iterations=8)
+    _check_against_numpy(model, seed=1, sessions=80, iterations=4)
 
 
 @pytest.mark.slow
@@ -297,14 +297,14 @@ def _numpy_predict(model: str, clicks: list, alpha: list, gamma: dict, lam: dict
 
 
 def _predicted(model: str, train: pa.Table, test: pa.Table) -> tuple:
-    """Fit on `train` (3 iterations), then predict() every row of `train` and of `test` (each its own sqlm_clicks)
+    """Fit on `train` (2 iterations), then predict() every row of `train` and of `test` (each its own sqlm_clicks)
     from the fitted tables; (parameters, the log-likelihood, train's rows, test's rows), rows (session, position,
     conditional, marginal)."""
     chosen = MODELS[model]
     con = connect(None, None, None)
     try:
         checked_log(con, load(con, train, "clicks"), ())
-        tables, _ = chosen.fit(con, 3, 1e-12)
+        tables, _ = chosen.fit(con, 2, 1e-12)
         params = {name: con.sql(f"SELECT * FROM {t}").to_arrow_table() for name, t in tables.items()}
         (_, ll), = con.execute(chosen.log_likelihood(con, tables)).fetchall()
         rows = []
@@ -366,7 +366,7 @@ def test_hostile_logs_fit_finite(tmp_path, capsys):
     log = log.append_column("case", pa.array([s.rsplit(" ", 1)[0] for s in log["session"].to_pylist()]))
     schemas = set()
     for model in ("ubm", "dcm"):
-        fit = _quiet_fit(log, model, group_by="case", iterations=4)
+        fit = _quiet_fit(log, model, group_by="case", iterations=2)
         for parameter, table in fit.parameters.items():
             assert all(0 <= v <= 1 for v in table[parameter].to_pylist()), (model, parameter)
         summary = {r["case"]: r for r in fit.summary.to_pylist()}
