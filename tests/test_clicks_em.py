@@ -18,7 +18,7 @@ import sqlmetrics
 from sqlmetrics.clicks import MODELS
 from sqlmetrics.clicks.log import checked_log
 from sqlmetrics.cli.main import main
-from sqlmetrics.errors import SqlmetricsWarning
+from sqlmetrics.errors import SqlmetricsError, SqlmetricsWarning
 from sqlmetrics.local.connection import connect
 from sqlmetrics.local.readers import load
 
@@ -366,18 +366,23 @@ def test_hostile_logs_fit_finite(tmp_path, capsys):
     log = log.append_column("case", pa.array([s.rsplit(" ", 1)[0] for s in log["session"].to_pylist()]))
     schemas = set()
     for model in ("ubm", "dcm"):
-        fit = _quiet_fit(log, model, group_by="case", iterations=2)
+        fit = _quiet_fit(log, model, group_by="case", iterations=3)
         for parameter, table in fit.parameters.items():
             assert all(0 <= v <= 1 for v in table[parameter].to_pylist()), (model, parameter)
         summary = {r["case"]: r for r in fit.summary.to_pylist()}
         assert all(math.isfinite(r["log_likelihood"]) and r["log_likelihood"] <= 1e-12 for r in summary.values())
         # every row clicked: alpha and gamma (UBM), alpha and lambda_1 (DCM) 1 at once; DCM's lambda_2 stays 0.5 (only
-        # ever a last click at the last position, its bracket 1 - lambda_2 + lambda_2 = 1): then nothing changes
+        # ever a last click at the last position, its bracket 1 - lambda_2 + lambda_2 = 1): then nothing changes, and
+        # that segment stops at 2 while the others run on to 3
         assert summary["all clicked"] | {"rows": 0} == {"case": "all clicked", "sessions": 2, "rows": 0,
                                                         "iterations": 2, "last_change": 0.0, "converged": True,
                                                         "log_likelihood": 0.0}
+        assert summary["to 0 and 1"]["iterations"] == 3
         schemas.add(fit.table().schema)
     assert len(schemas) == 1
+    for column in ("previous_click", "continuation"):  # a segment column named as a column of the results
+        with pytest.raises(SqlmetricsError, match=f"group_by='{column}' is also a column of the results"):
+            sqlmetrics.fit_clicks(log.rename_columns([*log.column_names[:-1], column]), model="ubm", group_by=column)
     pacsv.write_csv(log, tmp_path / "log.csv")
     assert main(["clicks", str(tmp_path / "log.csv"), "--model", "DCM", "--group-by", "case", "--iterations", "2",
                  "-o", str(tmp_path / "p.csv")]) == 0
