@@ -47,8 +47,14 @@ def main() -> None:
         t1 = time.perf_counter()
         runs = pbm.fit(con, args.iterations, 1e-300, step)
         t2 = time.perf_counter()
+        predicted = ""
+        if model != "pbm":  # predict() of every row (PBM's comes with its own branch)
+            tables = dcm.parameters(con) if model == "dcm" else pbm.parameters(con, ubm.SLOT)
+            predict = (dcm if model == "dcm" else ubm).predict
+            con.execute(f"SELECT SUM(conditional), SUM(marginal) FROM ({predict(con, tables)})").fetchall()
+            predicted = f", predict {time.perf_counter() - t2:.2f} s"
         print(f"{model}: {args.rows:,} rows, aggregate {t1 - t0:.2f} s, {runs[0][0]} iterations {t2 - t1:.2f} s "
-              f"({(t2 - t1) / runs[0][0]:.3f} s each)")
+              f"({(t2 - t1) / runs[0][0]:.3f} s each){predicted}")
         con.close()
 
 
