@@ -262,7 +262,7 @@ def test_em_equals_a_numpy_em_per_segment_more_seeds(model, seed):
 
 def _pattern_probability(model: str, clicks: tuple, alpha: list, gamma: dict, lam: dict) -> float:
     """P(a session's clicks are exactly `clicks`) under the model, from its definition (alpha per row, in order)."""
-    p, previous, reading = 1.0, 0, True
+    p, previous = 1.0, 0
     if model == "ubm":
         for r, (c, a) in enumerate(zip(clicks, alpha), 1):
             e = gamma.get((r, previous), 0.5) * a
@@ -389,7 +389,7 @@ def test_hostile_logs_fit_finite(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("dcm case=all clicked: 2 sessions, 4 rows; 2 iterations, last change 0")
 
 
-# ---- slow properties: consistency, a likelihood that never falls ------------------------------------------------------
+# ---- slow properties: consistency, a likelihood that never falls ---------------------------------------------------
 
 def _simulate_large(model: str, n: int, rng, alpha, gamma, lam, positions: int) -> pa.Table:
     """n sessions of one query, `positions` of len(alpha) documents in a random order, clicked as the model says."""

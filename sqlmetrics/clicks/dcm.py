@@ -12,8 +12,8 @@ which is not the maximum of this likelihood: a user who went on after the last c
 read the rows below it. The bracket ties lambda_l to every alpha below it, and those alphas to every other session's
 lambdas: setting the gradient to 0 gives a system of polynomial equations over the whole log, not a ratio of counts
 (we found no closed form; the tiny log of tests/test_clicks.py solves by hand only because it has one such bracket),
-so the exact likelihood is fitted by EM. Latent: G, whether the user went on after the last click, and each row's attractiveness A. Their posterior given
-the session, from the previous iteration's values:
+so the exact likelihood is fitted by EM. Latent: G, whether the user went on after the last click, and each row's
+attractiveness A. Their posterior given the session, from the previous iteration's values:
 
     w = P(G = 1 | clicks) = lambda_l S / (1 - lambda_l + lambda_l S),   S = prod over r > l of (1 - alpha_r)
     P(A_r = 1 | clicks) = c_r above or at l (read); (1 - w) alpha_r below l (unread unless G; if G, read and not
@@ -80,7 +80,8 @@ def aggregate(con) -> None:
     con.execute("ALTER TABLE sqlm_ends DROP COLUMN session")
     con.execute("DROP TABLE sqlm_dcm_log")
     for table, key, keys in (("sqlm_alpha", "pair", "sqlm_pairs"), ("sqlm_lambda", "slot", "sqlm_slots")):
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {key}, seg, {INITIAL}::DOUBLE AS value FROM {keys}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {key}, seg, {INITIAL}::DOUBLE AS value "
+                    f"FROM {keys}")
 
 
 def _went_on() -> str:

@@ -82,7 +82,8 @@ class ClickFit:
         keys = self.parameters["attractiveness"].schema
         types = {"model": pa.string(), **{g: keys.field(g).type for g in self.group_by}, "parameter": pa.string(),
                  "query": keys.field("query").type, "doc": keys.field("doc").type, "position": pa.int64(),
-                 "previous_click": pa.int64(), "value": pa.float64(), "impressions": pa.int64(), "clicks": pa.int64(), "last_clicks": pa.int64()}
+                 "previous_click": pa.int64(), "value": pa.float64(), "impressions": pa.int64(), "clicks": pa.int64(),
+                 "last_clicks": pa.int64()}
         parts = []
         for name, t in self.parameters.items():
             given = {"model": self.model, "parameter": name, "value": t[name]}
@@ -101,8 +102,8 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     DuckDB table 'file.duckdb:table', a pyarrow Table, a pandas or polars DataFrame, a dict of columns), with the
     roles session (one result page), query, doc, position (1..n within the session) and clicked (0/1), found by those
     names or mapped with columns={role: column}.
-    model: 'cascade' or 'sdbn' (closed forms) or 'pbm', 'ubm' or 'dcm' (EM from every parameter at 0.5, at most `iterations` (100)
-    simultaneous updates, stopping when the largest change of any parameter is below `tolerance` (1e-6); one not
+    model: 'cascade' or 'sdbn' (closed forms) or 'pbm', 'ubm' or 'dcm' (EM from every parameter at 0.5, at most
+    `iterations` (100) simultaneous updates, stopping when the largest change of any parameter is below `tolerance` (1e-6); one not
     converged then is a SqlmetricsWarning naming the segment and the last change).
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
