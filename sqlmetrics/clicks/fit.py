@@ -103,8 +103,8 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     roles session (one result page), query, doc, position (1..n within the session) and clicked (0/1), found by those
     names or mapped with columns={role: column}.
     model: 'cascade' or 'sdbn' (closed forms) or 'pbm', 'ubm' or 'dcm' (EM from every parameter at 0.5, at most
-    `iterations` (100) simultaneous updates, stopping when the largest change of any parameter is below `tolerance` (1e-6); one not
-    converged then is a SqlmetricsWarning naming the segment and the last change).
+    `iterations` (100) simultaneous updates, stopping when the largest change of any parameter is below `tolerance`
+    (1e-6); one not converged then is a SqlmetricsWarning naming the segment and the last change).
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
     """
