@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlmetrics
 from sqlmetrics.clicks import MODELS
@@ -285,26 +287,28 @@ def _pattern_probability(model: str, clicks: tuple, alpha: list, gamma: dict, la
 
 
 def _numpy_predict(model: str, clicks: list, alpha: list, gamma: dict, lam: dict) -> list:
-    """[(conditional, marginal)] per row, by enumerating every click pattern of the session."""
+    """[(conditional, marginal)] per row, by enumerating every click pattern of the session; the conditional None
+    where the clicks above have probability 0 (parameters at 0 or 1): it is not defined there."""
     n = len(clicks)
     patterns = {cs: _pattern_probability(model, cs, alpha, gamma, lam) for cs in itertools.product((0, 1), repeat=n)}
     out = []
     for r in range(n):
         above = [p for cs, p in patterns.items() if list(cs[:r]) == clicks[:r]]
         hit = [p for cs, p in patterns.items() if list(cs[:r]) == clicks[:r] and cs[r] == 1]
-        out.append((sum(hit) / sum(above), sum(p for cs, p in patterns.items() if cs[r] == 1)))
+        out.append((sum(hit) / sum(above) if sum(above) > 0 else None,
+                    sum(p for cs, p in patterns.items() if cs[r] == 1)))
     return out
 
 
-def _predicted(model: str, train: pa.Table, test: pa.Table) -> tuple:
-    """Fit on `train` (2 iterations), then predict() every row of `train` and of `test` (each its own sqlm_clicks)
+def _predicted(model: str, train: pa.Table, test: pa.Table, iterations: int = 2) -> tuple:
+    """Fit on `train` (`iterations`), then predict() every row of `train` and of `test` (each its own sqlm_clicks)
     from the fitted tables; (parameters, the log-likelihood, train's rows, test's rows), rows (session, position,
     conditional, marginal)."""
     chosen = MODELS[model]
     con = connect(None, None, None)
     try:
         checked_log(con, load(con, train, "clicks"), ())
-        tables, _ = chosen.fit(con, 2, 1e-12)
+        tables, _ = chosen.fit(con, iterations, 1e-12)
         params = {name: con.sql(f"SELECT * FROM {t}").to_arrow_table() for name, t in tables.items()}
         (_, ll), = con.execute(chosen.log_likelihood(con, tables)).fetchall()
         rows = []
@@ -451,3 +455,38 @@ def test_em_never_lowers_the_likelihood(model, seed):
     lls = [_quiet_fit(log, model, iterations=n, tolerance=1e-300).summary["log_likelihood"][0].as_py()
            for n in range(1, 16)]
     assert all(b >= a - 1e-9 for a, b in zip(lls, lls[1:])), lls
+
+
+@st.composite
+def _small_logs(draw):
+    """1-6 sessions of 1-5 positions over 3 documents (a document may repeat within a session), clicks anywhere."""
+    return _log([(f"s{s}", draw(st.sampled_from(["q", "r"])),
+                  [(draw(st.sampled_from("abc")), draw(st.integers(0, 1))) for _ in range(draw(st.integers(1, 5)))])
+                 for s in range(draw(st.integers(1, 6)))])
+
+
+@pytest.mark.slow  # hypothesis: test_predict_equals_the_model_s_probabilities is its fast case
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_small_logs(), _small_logs(), st.sampled_from(["ubm", "dcm"]), st.integers(1, 40))
+def test_predict_on_any_log(train, test, model, iterations):
+    """Whatever the logs and however far EM has gone (parameters at or near 0 and 1 included): every prediction is
+    finite and in [0, 1], equals the session's click patterns enumerated, and on the training log the conditionals
+    multiply to the fit's likelihood."""
+    params, ll, trained, rows = _predicted(model, train, test, iterations)
+    alpha = {(r["query"], r["doc"]): r["attractiveness"] for r in params["attractiveness"].to_pylist()}
+    gamma = {(r["position"], r["previous_click"]): r["examination"]
+             for r in params["examination"].to_pylist()} if model == "ubm" else {}
+    lam = {r["position"]: r["continuation"] for r in params["continuation"].to_pylist()} if model == "dcm" else {}
+    got = defaultdict(list)
+    for session, _, conditional, marginal in rows:
+        assert 0 <= conditional <= 1 and 0 <= marginal <= 1
+        got[session] += [conditional, marginal]
+    for session, shown in _shown(test).items():
+        expected = _numpy_predict(model, [c for _, _, c in shown], [alpha.get((q, d), 0.5) for q, d, _ in shown],
+                                  gamma, lam)
+        defined = [g for g, e in zip(got[session], (p for pair in expected for p in pair)) if e is not None]
+        assert defined == pytest.approx([p for pair in expected for p in pair if p is not None], abs=1e-12), session
+    clicks = {(r["session"], r["position"]): r["clicked"] for r in train.to_pylist()}
+    probabilities = [p if clicks[(s, r)] else 1 - p for s, r, p, _ in trained]
+    if min(probabilities) > 1e-300:  # else the fit's floor stands in for ln 0
+        assert ll == pytest.approx(sum(math.log(p) for p in probabilities), abs=1e-9)
