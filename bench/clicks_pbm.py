@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,13 +151,15 @@ def command(path: str, iterations: int, memory_limit, threads) -> dict:
 
 
 def _child(what: str, args) -> dict:
-    """Run one measurement in a fresh process: its peak RSS is its own."""
+    """Run one measurement in a fresh process: its peak RSS is its own, and `process` its whole wall time
+    (interpreter and imports included)."""
+    start = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, "--child", what, "--log", str(args.log),
                            "--iterations", str(args.iterations), "--memory-limit", args.memory_limit or "",
                            "--threads", str(args.threads or 0)], capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{what} failed: {done.stderr.strip()}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "process": time.perf_counter() - start}
 
 
 def main() -> None:
@@ -166,6 +169,7 @@ def main() -> None:
     p.add_argument("--memory-limit")
     p.add_argument("--threads", type=int)
     p.add_argument("--folder", default="/tmp")
+    p.add_argument("--repeat", type=int, default=1, help="run each this many times, in turn; print the medians")
     p.add_argument("--only", choices=WHAT, action="append")
     p.add_argument("--child", choices=WHAT, help=argparse.SUPPRESS)
     p.add_argument("--log", help=argparse.SUPPRESS)
@@ -179,17 +183,19 @@ def main() -> None:
         t = time.perf_counter()
         write_log(args.log, args.rows)
         print(f"wrote {args.log} ({args.log.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t:.0f} s")
-    results = {what: _child(what, args) for what in args.only or WHAT}
-    print(f"{args.rows:,} rows, {args.iterations} iterations, memory limit {args.memory_limit or 'none'}")
+    runs = [{what: _child(what, args) for what in args.only or WHAT} for _ in range(args.repeat)]  # interleaved
+    results = {what: {k: statistics.median(r[what][k] for r in runs) for k in runs[0][what]} for what in runs[0]}
+    print(f"{args.rows:,} rows, {args.iterations} iterations, memory limit {args.memory_limit or 'none'}"
+          f"{f', medians of {args.repeat}' if args.repeat > 1 else ''}")
     for what, r in results.items():
-        print(f"  {what:8s} " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v:,}"
+        print(f"  {what:8s} " + ", ".join(f"{k} {v:,.2f}" if k != "iterations" and k != "cells" else f"{k} {v:,.0f}"
                                           for k, v in r.items()))
     if "steps" in results and "floor" in results:
         ours, hand = (results[w]["iterate"] / results[w]["iterations"] for w in ("steps", "floor"))
         print(f"  per iteration: {ours:.3f} s against the floor's {hand:.3f} s: {ours / hand:.2f}x")
     if "command" in results and "numpy" in results:
-        mine, theirs = results["command"]["total"], results["numpy"]["count"] + results["numpy"]["iterate"]
-        print(f"  end to end: the command {mine:.2f} s, numpy {theirs:.2f} s (without starting Python): "
+        mine, theirs = results["command"]["total"], results["numpy"]["process"]
+        print(f"  end to end (whole processes): the command {mine:.2f} s, numpy {theirs:.2f} s: "
               f"numpy / command {theirs / mine:.2f}x")
 
 

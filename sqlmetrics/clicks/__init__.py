@@ -4,6 +4,8 @@ fit.py      fit_clicks(), ClickFit: the log read (local.readers, kind 'clicks') 
             results as Arrow tables
 closed.py   the closed forms: Cascade, SDBN
 pbm.py      the position-based model's EM over the log's counts per (segment, query, doc, position)
+ubm.py      the user browsing model: PBM's EM with examination per (position, previous click)
+dcm.py      the dependent click model's EM on its exact likelihood (going on after the last click latent)
 log.py      the log typed and checked: every bad row named (gaps, repeats, clicks other than 0/1, ...)
 sql.py      what the models' SQL shares (the log-likelihood of a count)
 """

@@ -10,7 +10,7 @@ from every value at INITIAL, until the largest change of any parameter of a segm
 segment stops; the others go on) or the iterations run out.
 
 The update reads only the counts per (segment, query, doc, position): the log is aggregated once (aggregate()), each
-pair and position numbered, and every iteration is three statements over that small table (step())."""
+pair and position numbered, and every iteration is two GROUP BYs over that small table (step())."""
 from __future__ import annotations
 
 from .sql import FLOOR, binomial_ll
@@ -18,37 +18,39 @@ from .sql import FLOOR, binomial_ll
 INITIAL = 0.5
 
 
-def aggregate(con) -> None:
-    """sqlm_counts(pair, slot, seg, n, k): impressions n and clicks k of each (query, doc) pair at each position of a
-    segment, the pairs numbered in sqlm_pairs(pair, seg, query, doc) and the positions in sqlm_slots(slot, seg,
-    position): the iterations join integers."""
-    con.execute("""
+def aggregate(con, rows: str = "sqlm_clicks", slot: tuple = ("position",)) -> None:
+    """sqlm_counts(pair, slot, seg, n, k): impressions n and clicks k of each (query, doc) pair at each examination
+    slot of a segment (its position; UBM's position and previous click, ubm.py), the pairs numbered in
+    sqlm_pairs(pair, seg, query, doc) and the slots in sqlm_slots(slot, seg, *slot): the iterations join integers."""
+    keys = ", ".join(slot)
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_cells AS
-        SELECT seg, query, doc, position, COUNT(*) AS n, CAST(SUM(clicked) AS BIGINT) AS k
-        FROM sqlm_clicks GROUP BY ALL""")
+        SELECT seg, query, doc, {keys}, COUNT(*) AS n, CAST(SUM(clicked) AS BIGINT) AS k
+        FROM {rows} GROUP BY ALL""")
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_pairs AS
         SELECT ROW_NUMBER() OVER () AS pair, seg, query, doc FROM (SELECT DISTINCT seg, query, doc FROM sqlm_cells)""")
-    con.execute("""
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_slots AS
-        SELECT ROW_NUMBER() OVER () AS slot, seg, position FROM (SELECT DISTINCT seg, position FROM sqlm_cells)""")
-    con.execute("""
+        SELECT ROW_NUMBER() OVER () AS slot, seg, {keys} FROM (SELECT DISTINCT seg, {keys} FROM sqlm_cells)""")
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_counts AS
         SELECT p.pair, s.slot, c.seg, c.n, c.k FROM sqlm_cells c
         JOIN sqlm_pairs p ON p.seg = c.seg AND p.query = c.query AND p.doc = c.doc
-        JOIN sqlm_slots s ON s.seg = c.seg AND s.position = c.position""")
+        JOIN sqlm_slots s ON s.seg = c.seg{''.join(f' AND s.{k} = c.{k}' for k in slot)}""")
     con.execute("DROP TABLE sqlm_cells")
     for table, key, keys in (("sqlm_alpha", "pair", "sqlm_pairs"), ("sqlm_gamma", "slot", "sqlm_slots")):
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {key}, seg, {INITIAL}::DOUBLE AS value FROM {keys}")
 
 
-def fit(con, iterations: int, tolerance: float) -> dict:
-    """Iterate; {seg: (iterations run, the last iteration's largest change)} for every segment."""
+def fit(con, iterations: int, tolerance: float, iterate=None) -> dict:
+    """Iterate `iterate` (this module's step(); DCM's, dcm.py); {seg: (iterations run, the last iteration's largest
+    change)} for every segment."""
     segments = [r[0] for r in con.execute("SELECT DISTINCT seg FROM sqlm_pairs ORDER BY seg").fetchall()]
     done = {seg: (0, None) for seg in segments}
     active = list(segments)
     for i in range(1, iterations + 1):
-        changes = step(con, active, len(active) == len(segments))
+        changes = iterate(con, active) if iterate else step(con, active, len(active) == len(segments))
         for seg, change in changes.items():
             done[seg] = (i, change)
         active = [seg for seg, change in changes.items() if not change < tolerance]
@@ -88,17 +90,17 @@ def step(con, active: list, everyone: bool) -> dict:
     return changes
 
 
-def parameters(con) -> dict:
-    """The fitted values with the counts behind each: sqlm_attractiveness and sqlm_examination."""
+def parameters(con, slot: tuple = ("position",)) -> dict:
+    """The fitted values with the counts behind each: sqlm_attractiveness and sqlm_examination (keyed by the slot)."""
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_attractiveness AS
         SELECT p.seg, p.query, p.doc, a.value AS attractiveness, c.impressions, c.clicks
         FROM sqlm_pairs p JOIN sqlm_alpha a USING (pair)
         JOIN (SELECT pair, CAST(SUM(n) AS BIGINT) AS impressions, CAST(SUM(k) AS BIGINT) AS clicks
               FROM sqlm_counts GROUP BY pair) c USING (pair)""")
-    con.execute("""
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_examination AS
-        SELECT s.seg, s.position, g.value AS examination, c.impressions, c.clicks
+        SELECT s.seg, {''.join(f's.{k}, ' for k in slot)}g.value AS examination, c.impressions, c.clicks
         FROM sqlm_slots s JOIN sqlm_gamma g USING (slot)
         JOIN (SELECT slot, CAST(SUM(n) AS BIGINT) AS impressions, CAST(SUM(k) AS BIGINT) AS clicks
               FROM sqlm_counts GROUP BY slot) c USING (slot)""")
