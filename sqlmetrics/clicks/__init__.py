@@ -5,8 +5,10 @@ fit.py      fit_clicks(), ClickFit: the log read (local.readers, kind 'clicks') 
 closed.py   the closed forms: Cascade, SDBN
 pbm.py      the position-based model's EM over the log's counts per (segment, query, doc, position)
 log.py      the log typed and checked: every bad row named (gaps, repeats, clicks other than 0/1, ...)
+propensity.py  propensities(): position bias by intervention harvesting (pivot, adjacent chain) or from a PBM
 sql.py      what the models' SQL shares (the log-likelihood of a count)
 """
 from .fit import MODELS, ClickFit, fit_clicks
+from .propensity import propensities
 
-__all__ = ["ClickFit", "MODELS", "fit_clicks"]
+__all__ = ["ClickFit", "MODELS", "fit_clicks", "propensities"]
