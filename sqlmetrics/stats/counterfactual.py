@@ -189,7 +189,12 @@ def _examined(con, view: str, c: dict, propensities) -> str:
     if isinstance(propensities, dict):
         import pyarrow as pa
 
-        propensities = pa.table({"position": list(propensities), "propensity": list(propensities.values())})
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                   for pair in propensities.items() for v in pair):
+            raise SqlmetricsError("pbm_ips: propensities= as a dict maps each position (a number) to its propensity "
+                                  f"(a number), such as {{1: 1.0, 2: 0.62}}; got {propensities!r}.")
+        propensities = pa.table({"position": pa.array(list(propensities), pa.float64()),
+                                 "propensity": pa.array(list(propensities.values()), pa.float64())})
     if isinstance(propensities, (str, Path)):
         if not Path(propensities).is_file():
             raise SqlmetricsError(f"pbm_ips: propensities= names no file {str(propensities)!r}.")
@@ -200,10 +205,15 @@ def _examined(con, view: str, c: dict, propensities) -> str:
         raise SqlmetricsError(f"pbm_ips: propensities= cannot be a {type(propensities).__name__}; give a table "
                               "(position, propensity) as a pyarrow Table, a DataFrame or a file, or a dict "
                               "{position: propensity}.")
-    names = [r[0] for r in con.execute("DESCRIBE sqlm_thetas").fetchall()]
+    types = dict(r[:2] for r in con.execute("DESCRIBE sqlm_thetas").fetchall())
+    names = list(types)
     if not {"position", "propensity"} <= set(names):
         raise SqlmetricsError(f"pbm_ips: propensities= has columns {names}; it needs position and propensity (and "
                               "any segment columns the log shares, such as market).")
+    for name in ("position", "propensity"):
+        if not (types[name] in _NUMERIC_TYPES or types[name].startswith("DECIMAL")):
+            raise SqlmetricsError(f"pbm_ips: propensities= holds {types[name]} values in column {name!r}; it takes "
+                                  "numbers (a position 1, 2, ...; a propensity such as 0.62).")
     log_names = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
     segments = [n for n in names if n not in ("position", "propensity", "pairs", "impressions", "clicks")]
     absent = [n for n in segments if n not in log_names]
