@@ -80,7 +80,7 @@ def test_segments_each_their_own():
 
 
 def test_pbm_propensities_are_examination_over_position_1():
-    fit = sqlmetrics.fit_clicks(HAND, model="pbm", iterations=30, tolerance=1e-3)
+    fit = sqlmetrics.fit_clicks(HAND, model="pbm", iterations=5, tolerance=0.5)
     gamma = {r["position"]: r["examination"] for r in fit.parameters["examination"].to_pylist()}
     table = fit.propensities()
     assert table.column_names == ["position", "propensity", "impressions", "clicks"]
@@ -202,6 +202,12 @@ def test_command_line(tmp_path, capsys):
     assert main(["clicks", str(tmp_path / "log.parquet"), "--propensities", "pivot", "--pivot", "9", "-o",
                  str(tmp_path / "none.parquet")]) == 2
     assert not (tmp_path / "none.parquet").exists()
+    for flags, message in ((["--pivot", "2"], "--pivot K is the pivot position of --propensities pivot"),
+                           (["--min-impressions", "3"], "give --qrels too"),
+                           (["--qrels", "--propensities", "pbm"], "give one")):
+        capsys.readouterr()
+        assert main(["clicks", str(tmp_path / "log.parquet"), *flags]) == 2
+        assert message in capsys.readouterr().err
 
 
 # --- ultr-bias-toolkit ----------------------------------------------------------------------------------------------
@@ -249,6 +255,7 @@ def _toolkit_theta(estimator, log: pa.Table) -> dict:
     return dict(zip(*(estimator(frame)[c].tolist() for c in ("position", "examination"))))
 
 
+@pytest.mark.slow  # pandas and the toolkit: 0.2 s; the hand-derived case above is the fast one
 def test_toolkit_agrees():
     """On a log where every position is linked (8 rankers): ours and ultr-bias-toolkit's, to 1e-12."""
     pivot, adjacent = _toolkit()

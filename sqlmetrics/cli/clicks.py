@@ -40,15 +40,15 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--propensities", choices=METHODS, metavar="METHOD",
                    help="write position-bias propensities (normalised to position 1) instead of the parameters: "
                         "pivot or adjacent (intervention harvesting), or pbm (a PBM's examination)")
-    p.add_argument("--pivot", type=int, default=1, metavar="K", help="the pivot position of --propensities pivot "
+    p.add_argument("--pivot", type=int, metavar="K", help="the pivot position of --propensities pivot "
                                                                      "(default 1)")
     p.add_argument("--qrels", action="store_true",
                    help="write the fitted model's judgments (query, doc, relevance) instead of the parameters, "
                         "for sqlmetrics eval QRELS")
-    p.add_argument("--parameter", default="attractiveness", metavar="NAME",
+    p.add_argument("--parameter", metavar="NAME",
                    help="with --qrels: the parameter keyed by (query, doc) taken as relevance (default "
                         "attractiveness; sdbn: satisfaction too)")
-    p.add_argument("--min-impressions", type=int, default=1, metavar="N",
+    p.add_argument("--min-impressions", type=int, metavar="N",
                    help="with --qrels: leave unjudged a (query, doc) with fewer impressions (default 1)")
     p.add_argument("--levels", metavar="T1,T2,...",
                    help="with --qrels: integer grades, the count of these increasing thresholds at or below the "
@@ -59,6 +59,7 @@ def add_parser(sub, parents) -> None:
 
 def run(args) -> tuple:
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
+    _refuse_stray_flags(args)
     if args.propensities or args.qrels:
         return _derived(args, fmt)
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
@@ -84,11 +85,13 @@ def _derived(args, fmt: str) -> tuple:
         if model.lower() != "pbm":
             raise UsageError(f"--model {model} with --propensities {args.propensities}: the propensities come from "
                              "intervention harvesting (pivot, adjacent) or from a PBM (pbm); leave --model out.")
-        table = propensities(args.log, args.propensities, columns, args.group_by, args.pivot, **options)
+        table = propensities(args.log, args.propensities, columns, args.group_by,
+                             1 if args.pivot is None else args.pivot, **options)
         key = ("position",)
     else:
         fit = fit_clicks(args.log, columns=columns, group_by=args.group_by, **options)
-        table = fit.qrels(args.min_impressions, args.parameter, _levels(args.levels))
+        table = fit.qrels(1 if args.min_impressions is None else args.min_impressions,
+                          args.parameter or "attractiveness", _levels(args.levels))
         key = ("query", "doc")
     segments = tuple(table.column_names[:table.column_names.index(key[0])])
     if args.output and args.output not in STDOUT_NAMES:
@@ -97,6 +100,16 @@ def _derived(args, fmt: str) -> tuple:
     if fmt != "text":
         return ArrowOutput(table, (), fmt), None
     return text_table(table, "propensities:" if args.propensities else "qrels:"), None
+
+
+def _refuse_stray_flags(args) -> None:
+    """A flag of --propensities pivot or of --qrels given without it would be ignored: say so instead."""
+    if args.pivot is not None and args.propensities != "pivot":
+        raise UsageError("--pivot K is the pivot position of --propensities pivot; give both, or leave --pivot out.")
+    stray = [flag for flag, value in (("--parameter", args.parameter), ("--min-impressions", args.min_impressions),
+                                      ("--levels", args.levels)) if value is not None]
+    if stray and not args.qrels:
+        raise UsageError(f"{stray[0]} says how --qrels judges; give --qrels too, or leave {stray[0]} out.")
 
 
 def _levels(text):
