@@ -117,6 +117,13 @@ def test_bad_arguments(kwargs, message):
         sqlmetrics.propensities(HAND, **kwargs)
 
 
+def test_a_segment_named_as_a_result_column_is_refused():
+    """A segment column called pairs (or propensity, relevance) would make two columns of that name."""
+    log = HAND.append_column("pairs", pa.array(["x"] * HAND.num_rows))
+    with pytest.raises(SqlmetricsError, match="group_by='pairs' is also a column of the results"):
+        sqlmetrics.propensities(log, group_by="pairs")
+
+
 def test_qrels_from_a_fit_and_ndcg():
     """SDBN on HAND-like TINY (test_clicks.py): alpha a 0 (2 impressions), b 2/3 (3), c 1/2 (2). A run ranking c, a,
     b: DCG = 0.5/log2(2) + 0/log2(3) + (2/3)/log2(4), the ideal b, c, a: (2/3)/1 + 0.5/log2(3); nDCG in numpy.

@@ -100,9 +100,10 @@ class ClickFit:
         try:
             con.register("sqlm_examination", self.parameters["examination"])
             table = con.sql(f"""
-                SELECT {keys + ', ' if keys else ''}position, examination / first AS propensity, impressions, clicks
-                FROM (SELECT *, FIRST(examination) OVER ({partition}ORDER BY position) AS first FROM sqlm_examination)
-                WHERE first > 0 ORDER BY {keys + ', ' if keys else ''}position""").to_arrow_table()
+                SELECT {keys + ', ' if keys else ''}position, examination / sqlm_first AS propensity, impressions, clicks
+                FROM (SELECT *, FIRST(examination) OVER ({partition}ORDER BY position) AS sqlm_first
+                      FROM sqlm_examination)
+                WHERE sqlm_first > 0 ORDER BY {keys + ', ' if keys else ''}position""").to_arrow_table()
             lost = con.execute(f"SELECT DISTINCT {keys or 'NULL'} FROM sqlm_examination WHERE position = 1 AND "
                                "examination = 0").fetchall()
         finally:
@@ -241,7 +242,8 @@ def _columns_table(log: dict):
 
 def _refuse_clashes(segments: tuple, label: str) -> None:
     """A segment column named as a column of the results would make two of that name."""
-    taken = {"model", *LONG, "attractiveness", "examination", "satisfaction", *SUMMARY}
+    taken = {"model", *LONG, "attractiveness", "examination", "satisfaction", *SUMMARY,
+             "relevance", "propensity", "pairs"}  # the columns of ClickFit.qrels() and of propensities()
     clash = [s for s in segments if s.lower() in taken]
     if clash:
         raise SqlmetricsError(f"{label}: group_by={clash[0]!r} is also a column of the results "

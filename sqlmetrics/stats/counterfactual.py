@@ -140,8 +140,8 @@ def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip:
     normalised so that theta_1 = 1; any other column is a segment matched by name to the log's column; or a dict
     {position: propensity}) divides each slot's weight by its position's theta_r as well (Joachims, Swaminathan
     and Schnabel 2017): under the position-based model, a click at r is examined-and-attractive with probability
-    theta_r * alpha_d, so the estimate becomes the new policy's expected clicks per list were every position
-    examined as position 1: the expected number of attractive documents it shows (sum over its slots of alpha_d).
+    theta_r * gamma_1 * alpha_d, so the estimate becomes the new policy's expected clicks per list were every
+    position examined as position 1: gamma_1 times the sum of alpha_d over the documents it shows.
     With a deterministic logging ranker, give the log propensity 1.
     Returns {"ips": Estimate, "impressions": lists, "n": rows, "matches": rows of a positive weight}, and
     "clipped" with clip=. memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
@@ -185,7 +185,31 @@ def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip:
 
 def _examined(con, view: str, c: dict, propensities) -> str:
     """A view of the log with each row's examination propensity (sqlm_theta) joined by position and by every other
-    column of the propensities table (its segments), after checking that table and that every row has one."""
+    column of the propensities table (its segments); every row must have one."""
+    segments = _propensity_table(con, propensities)
+    log_names = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+    absent = [n for n in segments if n not in log_names]
+    if absent:
+        raise SqlmetricsError(f"pbm_ips: propensities= has the segment column(s) {absent} that the log lacks; "
+                              "estimate the propensities with the log's own segment columns, or drop those columns.")
+    same = " AND ".join([f"l.{quote_identifier(n)} IS NOT DISTINCT FROM t.{quote_identifier(n)}" for n in segments]
+                        + [f"CAST(l.{c['position']} AS DOUBLE) = CAST(t.\"position\" AS DOUBLE)"])
+    con.execute(f"""CREATE TEMP VIEW sqlm_examined AS SELECT l.*, CAST(t."propensity" AS DOUBLE) AS sqlm_theta
+                    FROM {view} l LEFT JOIN sqlm_thetas t ON {same}""")
+    missing = con.execute(f"SELECT COUNT(*), MIN({c['position']}) FROM sqlm_examined WHERE sqlm_theta IS NULL"
+                          ).fetchone()
+    if missing[0]:
+        raise SqlmetricsError(f"pbm_ips: {missing[0]} row(s) of the log are at a position propensities= does not "
+                              f"give (the first: position {missing[1]}"
+                              f"{' in their segment' if segments else ''}); give every shown position a propensity, "
+                              "or leave those rows out.")
+    return "sqlm_examined"
+
+
+def _propensity_table(con, propensities) -> list:
+    """propensities= as the view sqlm_thetas (position, propensity, segments...), checked: numbers, each (segment,
+    position) once, every propensity positive and finite. Its segment columns' names: every column but position,
+    propensity and the evidence propensities() writes beside them (pairs, impressions, clicks)."""
     if isinstance(propensities, dict):
         import pyarrow as pa
 
@@ -214,12 +238,7 @@ def _examined(con, view: str, c: dict, propensities) -> str:
         if not (types[name] in _NUMERIC_TYPES or types[name].startswith("DECIMAL")):
             raise SqlmetricsError(f"pbm_ips: propensities= holds {types[name]} values in column {name!r}; it takes "
                                   "numbers (a position 1, 2, ...; a propensity such as 0.62).")
-    log_names = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
     segments = [n for n in names if n not in ("position", "propensity", "pairs", "impressions", "clicks")]
-    absent = [n for n in segments if n not in log_names]
-    if absent:
-        raise SqlmetricsError(f"pbm_ips: propensities= has the segment column(s) {absent} that the log lacks; "
-                              "estimate the propensities with the log's own segment columns, or drop those columns.")
     keys = ", ".join(quote_identifier(n) for n in (*segments, "position"))
     theta = 'CAST("propensity" AS DOUBLE)'
     bad, twice = con.execute(f"""
@@ -232,18 +251,7 @@ def _examined(con, view: str, c: dict, propensities) -> str:
     if twice:
         raise SqlmetricsError(f"pbm_ips: propensities= gives {twice} (segment, position) more than once (columns "
                               f"{keys}); one propensity per position of a segment.")
-    same = " AND ".join([f"l.{quote_identifier(n)} IS NOT DISTINCT FROM t.{quote_identifier(n)}" for n in segments]
-                        + [f"CAST(l.{c['position']} AS DOUBLE) = CAST(t.\"position\" AS DOUBLE)"])
-    con.execute(f"""CREATE TEMP VIEW sqlm_examined AS SELECT l.*, CAST(t."propensity" AS DOUBLE) AS sqlm_theta
-                    FROM {view} l LEFT JOIN sqlm_thetas t ON {same}""")
-    missing = con.execute(f"SELECT COUNT(*), MIN({c['position']}) FROM sqlm_examined WHERE sqlm_theta IS NULL"
-                          ).fetchone()
-    if missing[0]:
-        raise SqlmetricsError(f"pbm_ips: {missing[0]} row(s) of the log are at a position propensities= does not "
-                              f"give (the first: position {missing[1]}"
-                              f"{' in their segment' if segments else ''}); give every shown position a propensity, "
-                              "or leave those rows out.")
-    return "sqlm_examined"
+    return segments
 
 
 def _weight(opened, con, view: str, clip, what: str, examination: str | None = None) -> str:
