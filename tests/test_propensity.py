@@ -203,6 +203,16 @@ def test_command_line(tmp_path, capsys):
     assert main(["clicks", str(tmp_path / "log.parquet"), "--model", "cascade", "--qrels", "-o",
                  str(tmp_path / "qrels.parquet")]) == 0
     assert pq.read_table(tmp_path / "qrels.parquet").column_names == ["query", "doc", "relevance"]
+    # eval reads the file as qrels by its column names: a run ranking c, b, a of q gets the nDCG of those grades in
+    # that order (numpy).
+    grades = {r["doc"]: r["relevance"] for r in pq.read_table(tmp_path / "qrels.parquet").to_pylist()}
+    (tmp_path / "run.tsv").write_text("query_id\tdoc_id\tscore\nq\tc\t3\nq\tb\t2\nq\ta\t1\n")
+    gains, ideal = np.array([grades[d] for d in "cba"]), np.array(sorted(grades.values(), reverse=True))
+    discount = 1 / np.log2(np.arange(2, 5))
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "qrels.parquet"), str(tmp_path / "run.tsv"), "-m", "nDCG", "-f", "csv"]) == 0
+    assert float(capsys.readouterr().out.splitlines()[1].split(",")[-1]) == pytest.approx(
+        (gains @ discount) / (ideal @ discount), abs=1e-12)
     capsys.readouterr()
     assert main(["clicks", str(tmp_path / "log.parquet"), "--propensities", "pivot", "--model", "sdbn"]) == 2
     assert "leave --model out" in capsys.readouterr().err
