@@ -99,6 +99,10 @@ def test_positions_without_an_intervention_are_named():
     log = _log([("s1", "q", [("a", 0), ("b", 1)]), ("s2", "q", [("b", 0), ("a", 1)])])
     with pytest.warns(SqlmetricsWarning, match=r"position\(s\) 2 cannot be estimated.*none of those clicked"):
         assert _theta(sqlmetrics.propensities(log)) == {1: 1.0}
+    # pivot 2 shares b and c with position 3 but nothing with position 1: nothing can be normalised to position 1
+    log = _log([("s1", "q", [("a", 1), ("b", 1), ("c", 1)]), ("s2", "q", [("x", 1), ("c", 1), ("b", 1)])])
+    with pytest.warns(SqlmetricsWarning, match=r"position\(s\) 2, 3 cannot be estimated.*or at position 1"):
+        assert _theta(sqlmetrics.propensities(log, pivot=2)) == {1: 1.0}
     log = _log([("s1", "q", [("a", 1), ("b", 0)]), ("s2", "q", [("b", 1), ("a", 0)])])
     with pytest.warns(SqlmetricsWarning, match=r"position\(s\) 2 are estimated 0"):
         assert _theta(sqlmetrics.propensities(log, method="adjacent")) == {1: 1.0, 2: 0.0}

@@ -93,12 +93,12 @@ def _harvested(con, segments: tuple, method: str, pivot: int):
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_ctr AS
         SELECT seg, query, doc, position, SUM(clicked) / COUNT(*) AS ctr FROM sqlm_clicks GROUP BY ALL""")
-    # Every position 1..n of each segment (its sessions' positions are gap-free), with its ratio's sums.
     last = con.execute("SELECT MAX(position) FROM sqlm_clicks").fetchone()[0]
     if method == "pivot" and pivot > last:
         raise SqlmetricsError(f"propensities: the pivot position {pivot} is never shown: the log's positions go to "
                               f"{last}. Give pivot= a position the log shows (1 is the usual pivot).")
-    # The pivot against every position; or each position against the one above (position 1 against itself).
+    # The pivot against every position; or each position against the one above (position 1 against itself). Every
+    # position 1..n of each segment gets a row (its sessions' positions are gap-free), with its ratio's sums.
     link = (f"a.position = {pivot}" if method == "pivot"
             else "(b.position = a.position + 1 OR a.position = 1 AND b.position = 1)")
     con.execute(f"""
@@ -111,7 +111,8 @@ def _harvested(con, segments: tuple, method: str, pivot: int):
                    GROUP BY a.seg, b.position) l USING (seg, position)""")
     ratio = "CASE WHEN c0 > 0 THEN c1 / c0 END"
     if method == "pivot":
-        # theta_r / theta_p over theta_1 / theta_p: both from the pivot's sums; undefined when either is.
+        # theta_r / theta_p over theta_1 / theta_p (position 1's row is the first: FIRST keeps its NULL, so a
+        # segment whose position 1 is not linked to the pivot has no estimate but theta_1).
         estimate = f"""
             SELECT seg, position, pairs, {ratio} / NULLIF(FIRST({ratio}) OVER (PARTITION BY seg ORDER BY position),
                                                            0) AS propensity
