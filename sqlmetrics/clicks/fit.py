@@ -59,7 +59,8 @@ class ClickFit:
       examination     position, examination, impressions, clicks         (pbm)
       satisfaction    query, doc, satisfaction, clicks, last_clicks      (sdbn)
     summary: one row per segment: sessions, rows, iterations (0 for a closed form), last_change (the last
-    iteration's largest change of a parameter; null for a closed form), converged, log_likelihood."""
+    iteration's largest change of a parameter; null for a closed form), converged, log_likelihood.
+    qrels() turns a (query, doc) parameter into judgments, propensities() PBM's examination into propensities."""
 
     model: str
     group_by: tuple
