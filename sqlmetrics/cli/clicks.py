@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..clicks import fit_clicks
+from ..clicks import fit_clicks, propensities
 from ..clicks.log import ROLES
+from ..clicks.propensity import METHODS
 from ..local.output import write_table
 from ..options import CLICKS_CMD
 from ..stats.report import aligned
-from .common import STDOUT_NAMES, ArrowOutput, add_option_flags, chosen_format, option_values, role_pairs
+from .common import (STDOUT_NAMES, ArrowOutput, UsageError, add_option_flags, chosen_format, option_values,
+                     role_pairs)
 
 FORMATS = ("text", "csv", "tsv", "json", "jsonl", "parquet")
 
@@ -36,12 +38,31 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-f", "--format", choices=FORMATS,
                    help="text (default without -o: the summary, then the parameters), or the parameters alone as "
                         "csv, tsv, json, jsonl (parquet only with -o)")
+    p.add_argument("--propensities", choices=METHODS, metavar="METHOD",
+                   help="write position-bias propensities (normalised to position 1) instead of the parameters: "
+                        "pivot or adjacent (intervention harvesting), or pbm (a PBM's examination)")
+    p.add_argument("--pivot", type=int, metavar="K", help="the pivot position of --propensities pivot "
+                                                                     "(default 1)")
+    p.add_argument("--qrels", action="store_true",
+                   help="write the fitted model's judgments (query, doc, relevance) instead of the parameters, "
+                        "for sqlmetrics eval QRELS")
+    p.add_argument("--parameter", metavar="NAME",
+                   help="with --qrels: the parameter keyed by (query, doc) taken as relevance (default "
+                        "attractiveness; sdbn: satisfaction too)")
+    p.add_argument("--min-impressions", type=int, metavar="N",
+                   help="with --qrels: leave unjudged a (query, doc) with fewer impressions (default 1)")
+    p.add_argument("--levels", metavar="T1,T2,...",
+                   help="with --qrels: integer grades, the count of these increasing thresholds at or below the "
+                        "probability (default: the probability itself)")
     add_option_flags(p, CLICKS_CMD)
     p.set_defaults(func=run, into_mode="replace")
 
 
 def run(args) -> tuple:
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
+    _refuse_stray_flags(args)
+    if args.propensities or args.qrels:
+        return _derived(args, fmt)
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
                      **option_values(args, CLICKS_CMD))
     to_file = args.output and args.output not in STDOUT_NAMES
@@ -52,6 +73,55 @@ def run(args) -> tuple:
     if fmt != "text":
         return ArrowOutput(fit.table(), (), fmt), None
     return summary_text(fit) + "\n" + "\n".join(text_table(t, f"{name}:") for name, t in fit.parameters.items()), None
+
+
+def _derived(args, fmt: str) -> tuple:
+    """--propensities or --qrels: one table (propensities by position, or judgments) to -o's file or standard
+    output."""
+    if args.propensities and args.qrels:
+        raise UsageError("--propensities and --qrels write different tables: give one.")
+    columns, options = role_pairs(args.column, "--column", ROLES), option_values(args, CLICKS_CMD)
+    if args.propensities:
+        model = options.pop("model", "pbm")  # the default, which says nothing here
+        if model.lower() != "pbm":
+            raise UsageError(f"--model {model} with --propensities {args.propensities}: the propensities come from "
+                             "intervention harvesting (pivot, adjacent) or from a PBM (pbm); leave --model out.")
+        table = propensities(args.log, args.propensities, columns, args.group_by,
+                             1 if args.pivot is None else args.pivot, **options)
+        key = ("position",)
+    else:
+        fit = fit_clicks(args.log, columns=columns, group_by=args.group_by, **options)
+        table = fit.qrels(1 if args.min_impressions is None else args.min_impressions,
+                          args.parameter or "attractiveness", _levels(args.levels))
+        key = ("query", "doc")
+    segments = tuple(table.column_names[:table.column_names.index(key[0])])
+    if args.output and args.output not in STDOUT_NAMES:
+        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace", (*segments, *key))
+        return f"{table.num_rows} rows written to {args.output}\n", None
+    if fmt != "text":
+        return ArrowOutput(table, (), fmt), None
+    return text_table(table, "propensities:" if args.propensities else "qrels:"), None
+
+
+def _refuse_stray_flags(args) -> None:
+    """A flag of --propensities pivot or of --qrels given without it would be ignored: say so instead."""
+    if args.pivot is not None and args.propensities != "pivot":
+        raise UsageError("--pivot K is the pivot position of --propensities pivot; give both, or leave --pivot out.")
+    stray = [flag for flag, value in (("--parameter", args.parameter), ("--min-impressions", args.min_impressions),
+                                      ("--levels", args.levels)) if value is not None]
+    if stray and not args.qrels:
+        raise UsageError(f"{stray[0]} says how --qrels judges; give --qrels too, or leave {stray[0]} out.")
+
+
+def _levels(text):
+    """--levels 0.1,0.3,0.6 as numbers."""
+    if text is None:
+        return None
+    try:
+        return [float(t) for t in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--levels takes increasing thresholds separated by commas, such as 0.1,0.3,0.6; got "
+                         f"{text!r}.") from None
 
 
 def _creating(args) -> SimpleNamespace:

@@ -27,6 +27,10 @@ def add_parser(sub, parents) -> None:
                                    "new policy's), or action and new_action (map other names with --column). "
                                    "Assumes a click depends only on the document and its position.")
     _common_arguments(p, PBM_ROLES)
+    p.add_argument("--propensities", metavar="FILE",
+                   help="examination propensities by position (position, propensity; normalised to position 1, as "
+                        "`sqlmetrics clicks LOG --propensities pivot -o FILE` writes them): each slot's weight is "
+                        "divided by its position's too")
     p.set_defaults(func=run_pbm_ips)
     p = sub.add_parser("interleaving", parents=parents, help="team-draft interleaving credit, from a click log",
                        description="Team-draft interleaving credit from interleaved click logs: one row per shown "
@@ -66,7 +70,7 @@ def run_ips(args) -> tuple:
 
 def run_pbm_ips(args) -> tuple:
     est = pbm_ips(args.log, role_pairs(args.column, "--column", PBM_ROLES), args.confidence, clip=args.clip,
-                  **option_values(args, COUNTERFACTUAL_CMD))
+                  propensities=args.propensities, **option_values(args, COUNTERFACTUAL_CMD))
     ending = (f"{est['impressions']} impressions of {est['n']} slots; the new ranker may show the logged document "
               f"in {est['matches']}.")
     return _estimates(args, est, ["ips"], ("impressions", "n", "matches"), ending)

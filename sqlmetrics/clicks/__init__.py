@@ -7,8 +7,10 @@ pbm.py      the position-based model's EM over the log's counts per (segment, qu
 ubm.py      the user browsing model: PBM's EM with examination per (position, previous click)
 dcm.py      the dependent click model's EM on its exact likelihood (going on after the last click latent)
 log.py      the log typed and checked: every bad row named (gaps, repeats, clicks other than 0/1, ...)
+propensity.py  propensities(): position bias by intervention harvesting (pivot, adjacent chain) or from a PBM
 sql.py      what the models' SQL shares (the log-likelihood of a count)
 """
 from .fit import MODELS, ClickFit, fit_clicks
+from .propensity import propensities
 
-__all__ = ["ClickFit", "MODELS", "fit_clicks"]
+__all__ = ["ClickFit", "MODELS", "fit_clicks", "propensities"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ..embedded import connect as connect_embedded
 from ..errors import SqlmetricsError, warn
 from ..identifiers import quote_identifier as _q
 from ..local.connection import connect
@@ -65,7 +66,8 @@ class ClickFit:
       satisfaction    query, doc, satisfaction, clicks, last_clicks      (sdbn)
       continuation    position, continuation, clicks, last_clicks        (dcm)
     summary: one row per segment: sessions, rows, iterations (0 for a closed form), last_change (the last
-    iteration's largest change of a parameter; null for a closed form), converged, log_likelihood."""
+    iteration's largest change of a parameter; null for a closed form), converged, log_likelihood.
+    qrels() turns a (query, doc) parameter into judgments, propensities() PBM's examination into propensities."""
 
     model: str
     group_by: tuple
@@ -92,6 +94,67 @@ class ClickFit:
                                    for (c, kind), v in zip(types.items(), columns.values())},
                                   schema=pa.schema(types.items())))
         return pa.concat_tables(parts)
+
+    def propensities(self):
+        """PBM's examination as position-bias propensities normalised to position 1, per segment: a pyarrow Table of
+        the segments, position, propensity (gamma_r / gamma_1), impressions and clicks. PBM's gamma and alpha are
+        identified only as their product (docs/clicks.md): the ratio is what the log determines. A segment whose
+        gamma_1 is 0 (position 1 never clicked) cannot be normalised: left out, with a SqlmetricsWarning."""
+        if "examination" not in self.parameters:
+            raise SqlmetricsError(f"propensities() reads a PBM's examination by position; model={self.model!r} has "
+                                  f"none. Fit model='pbm', or estimate them from the log: "
+                                  "sqlmetrics.propensities(log, method='pivot').")
+        keys = ", ".join(_q(g) for g in self.group_by)
+        partition = f"PARTITION BY {keys} " if keys else ""
+        con = connect_embedded()
+        try:
+            con.register("sqlm_examination", self.parameters["examination"])
+            table = con.sql(f"""
+                SELECT {keys + ', ' if keys else ''}position, examination / sqlm_first AS propensity, impressions, clicks
+                FROM (SELECT *, FIRST(examination) OVER ({partition}ORDER BY position) AS sqlm_first
+                      FROM sqlm_examination)
+                WHERE sqlm_first > 0 ORDER BY {keys + ', ' if keys else ''}position""").to_arrow_table()
+            lost = con.execute(f"SELECT DISTINCT {keys or 'NULL'} FROM sqlm_examination WHERE position = 1 AND "
+                               "examination = 0").fetchall()
+        finally:
+            con.close()
+        for values in lost:
+            where = f" (segment {', '.join(f'{g}={v!r}' for g, v in zip(self.group_by, values))})" \
+                if self.group_by else ""
+            warn(f"propensities: the PBM's examination at position 1 is 0{where} (no click at position 1): its "
+                 "propensities, relative to position 1, cannot be estimated and are left out.")
+        return table
+
+    def qrels(self, min_impressions: int = 1, parameter: str = "attractiveness", levels=None):
+        """A parameter keyed by (query, doc) as graded judgments: a pyarrow Table of the segment columns (group_by=),
+        query, doc and relevance, which evaluate(), compare() and report() read as qrels= (query and doc are found
+        as query_id and doc_id, or mapped by the same columns= as a click log's run). A pair with fewer
+        than min_impressions impressions behind its attractiveness is left out (unjudged).
+        relevance is the fitted probability itself (a float in [0, 1]: nDCG's linear gain is then the chance that
+        the document is clicked once examined); levels=[t1, t2, ...] (increasing) makes it an integer grade
+        instead, the count of thresholds at or below the probability (0 .. len(levels)), for the measures that read
+        grades against relevance_level (P, AP, RR: relevant at grade >= 1)."""
+        keyed = [n for n, t in self.parameters.items() if {"query", "doc"} <= set(t.column_names)]
+        if parameter not in keyed:
+            raise SqlmetricsError(f"parameter={parameter!r}: the {self.model} fit has no such parameter keyed by "
+                                  f"(query, doc); it has {', '.join(map(repr, keyed))}.")
+        if isinstance(min_impressions, bool) or not isinstance(min_impressions, int) or min_impressions < 1:
+            raise SqlmetricsError(f"min_impressions={min_impressions!r} must be a whole number of at least 1: the "
+                                  "fewest impressions of a (query, doc) pair judged.")
+        grade = _graded(levels, f"p.{_q(parameter)}")
+        keys = "".join(f"p.{_q(g)}, " for g in self.group_by)
+        same = " AND ".join(f"p.{_q(c)} IS NOT DISTINCT FROM a.{_q(c)}" for c in (*self.group_by, "query", "doc"))
+        con = connect_embedded()
+        try:
+            con.register("sqlm_parameter", self.parameters[parameter])
+            con.register("sqlm_attractiveness", self.parameters["attractiveness"])
+            table = con.sql(f"""
+                SELECT {keys}p.query, p.doc, {grade} AS relevance
+                FROM sqlm_parameter p JOIN sqlm_attractiveness a ON {same}
+                WHERE a.impressions >= {min_impressions} ORDER BY ALL""").to_arrow_table()
+        finally:
+            con.close()
+        return table
 
 
 def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=None, iterations: int | None = None,
@@ -189,7 +252,8 @@ def _columns_table(log: dict):
 
 def _refuse_clashes(segments: tuple, label: str) -> None:
     """A segment column named as a column of the results would make two of that name."""
-    taken = {"model", *LONG, "attractiveness", "examination", "satisfaction", "continuation", *SUMMARY}
+    taken = {"model", *LONG, "attractiveness", "examination", "satisfaction", "continuation", *SUMMARY,
+             "relevance", "propensity", "pairs"}  # the columns of ClickFit.qrels() and of propensities()
     clash = [s for s in segments if s.lower() in taken]
     if clash:
         raise SqlmetricsError(f"{label}: group_by={clash[0]!r} is also a column of the results "
@@ -229,6 +293,18 @@ def _collected(con, model: str, segments: tuple, tables: dict, runs, likelihood:
             if row[name] is not None and not math.isfinite(row[name]):  # a bug of ours: never a NaN in a result
                 raise AssertionError(f"{name} is {row[name]} for {row}")
     return ClickFit(model, segments, parameters, summary)
+
+
+def _graded(levels, value: str) -> str:
+    """SQL of the grade from a probability: the probability itself, or the count of levels= at or below it."""
+    if levels is None:
+        return value
+    ok = isinstance(levels, (list, tuple)) and levels and all(
+        isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in levels)
+    if not ok or any(b <= a for a, b in zip(levels, levels[1:])):
+        raise SqlmetricsError(f"levels={levels!r} must be increasing thresholds, such as [0.1, 0.3, 0.6]: a "
+                              "probability at or above the first is grade 1, the second grade 2, ...")
+    return "(" + " + ".join(f"CAST({value} >= {float(t)!r} AS INTEGER)" for t in levels) + ")"
 
 
 def _named(table, segments: tuple):

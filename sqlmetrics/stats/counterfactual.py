@@ -123,7 +123,7 @@ def ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: flo
 
 
 def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip: float | None = None,
-            memory_limit=None, threads=None, temp_directory=None) -> dict:
+            propensities=None, memory_limit=None, threads=None, temp_directory=None) -> dict:
     """The position-based IPS estimate of a new ranker's clicks per ranked list (obp's SlateIndependentIPS).
 
     One row per impression and position of a logged ranked list: `impression` (the list), `position`, `click`,
@@ -135,6 +135,14 @@ def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip:
     slots, with the sample standard deviation of those sums over sqrt(impressions). It is unbiased when a
     click at a position depends only on the document and that position (the position-based model), not on
     the rest of the list.
+    propensities= (examination by position, such as sqlmetrics.propensities() estimates: a pyarrow Table, a
+    pandas or polars DataFrame, a Parquet, CSV or JSON Lines file, with columns position and propensity, theta_r > 0,
+    normalised so that theta_1 = 1; any other column is a segment matched by name to the log's column; or a dict
+    {position: propensity}) divides each slot's weight by its position's theta_r as well (Joachims, Swaminathan
+    and Schnabel 2017): under the position-based model, a click at r is examined-and-attractive with probability
+    theta_r * gamma_1 * alpha_d, so the estimate becomes the new policy's expected clicks per list were every
+    position examined as position 1: gamma_1 times the sum of alpha_d over the documents it shows.
+    With a deterministic logging ranker, give the log propensity 1.
     Returns {"ips": Estimate, "impressions": lists, "n": rows, "matches": rows of a positive weight}, and
     "clipped" with clip=. memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them.
     """
@@ -143,7 +151,10 @@ def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip:
     resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
     with _opened(log, columns, PBM_ROLES, "pbm_ips", resources, OPTIONAL_ROLES) as opened:
         con, view, c = opened.con, opened.view, opened.c
-        w = _weight(opened, con, view, clip, "pbm_ips")
+        examination = None
+        if propensities is not None:
+            view, examination = _examined(con, view, c, propensities), "sqlm_theta"
+        w = _weight(opened, con, view, clip, "pbm_ips", examination)
         lost, twice = con.execute(f"""
             SELECT COUNT(*) FILTER (WHERE {c['impression']} IS NULL OR {c['position']} IS NULL),
                    COUNT(*) - COUNT(DISTINCT ({c['impression']}, {c['position']})) FROM {view}""").fetchone()
@@ -172,7 +183,78 @@ def pbm_ips(log, columns: dict | None = None, confidence: float = 0.95, *, clip:
     return out
 
 
-def _weight(opened, con, view: str, clip, what: str) -> str:
+def _examined(con, view: str, c: dict, propensities) -> str:
+    """A view of the log with each row's examination propensity (sqlm_theta) joined by position and by every other
+    column of the propensities table (its segments); every row must have one."""
+    segments = _propensity_table(con, propensities)
+    log_names = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+    absent = [n for n in segments if n not in log_names]
+    if absent:
+        raise SqlmetricsError(f"pbm_ips: propensities= has the segment column(s) {absent} that the log lacks; "
+                              "estimate the propensities with the log's own segment columns, or drop those columns.")
+    same = " AND ".join([f"l.{quote_identifier(n)} IS NOT DISTINCT FROM t.{quote_identifier(n)}" for n in segments]
+                        + [f"CAST(l.{c['position']} AS DOUBLE) = CAST(t.\"position\" AS DOUBLE)"])
+    con.execute(f"""CREATE TEMP VIEW sqlm_examined AS SELECT l.*, CAST(t."propensity" AS DOUBLE) AS sqlm_theta
+                    FROM {view} l LEFT JOIN sqlm_thetas t ON {same}""")
+    missing = con.execute(f"SELECT COUNT(*), MIN({c['position']}) FROM sqlm_examined WHERE sqlm_theta IS NULL"
+                          ).fetchone()
+    if missing[0]:
+        raise SqlmetricsError(f"pbm_ips: {missing[0]} row(s) of the log are at a position propensities= does not "
+                              f"give (the first: position {missing[1]}"
+                              f"{' in their segment' if segments else ''}); give every shown position a propensity, "
+                              "or leave those rows out.")
+    return "sqlm_examined"
+
+
+def _propensity_table(con, propensities) -> list:
+    """propensities= as the view sqlm_thetas (position, propensity, segments...), checked: numbers, each (segment,
+    position) once, every propensity positive and finite. Its segment columns' names: every column but position,
+    propensity and the evidence propensities() writes beside them (pairs, impressions, clicks)."""
+    if isinstance(propensities, dict):
+        import pyarrow as pa
+
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                   for pair in propensities.items() for v in pair):
+            raise SqlmetricsError("pbm_ips: propensities= as a dict maps each position (a number) to its propensity "
+                                  f"(a number), such as {{1: 1.0, 2: 0.62}}; got {propensities!r}.")
+        propensities = pa.table({"position": pa.array(list(propensities), pa.float64()),
+                                 "propensity": pa.array(list(propensities.values()), pa.float64())})
+    if isinstance(propensities, (str, Path)):
+        if not Path(propensities).is_file():
+            raise SqlmetricsError(f"pbm_ips: propensities= names no file {str(propensities)!r}.")
+        con.execute("CREATE TEMP VIEW sqlm_thetas AS SELECT * FROM " + sql_literal(str(propensities)))
+    elif type(propensities).__module__.split(".")[0] in ("pyarrow", "pandas", "polars"):
+        con.register("sqlm_thetas", propensities)
+    else:
+        raise SqlmetricsError(f"pbm_ips: propensities= cannot be a {type(propensities).__name__}; give a table "
+                              "(position, propensity) as a pyarrow Table, a DataFrame or a file, or a dict "
+                              "{position: propensity}.")
+    types = dict(r[:2] for r in con.execute("DESCRIBE sqlm_thetas").fetchall())
+    names = list(types)
+    if not {"position", "propensity"} <= set(names):
+        raise SqlmetricsError(f"pbm_ips: propensities= has columns {names}; it needs position and propensity (and "
+                              "any segment columns the log shares, such as market).")
+    for name in ("position", "propensity"):
+        if not (types[name] in _NUMERIC_TYPES or types[name].startswith("DECIMAL")):
+            raise SqlmetricsError(f"pbm_ips: propensities= holds {types[name]} values in column {name!r}; it takes "
+                                  "numbers (a position 1, 2, ...; a propensity such as 0.62).")
+    segments = [n for n in names if n not in ("position", "propensity", "pairs", "impressions", "clicks")]
+    keys = ", ".join(quote_identifier(n) for n in (*segments, "position"))
+    theta = 'CAST("propensity" AS DOUBLE)'
+    bad, twice = con.execute(f"""
+        SELECT COUNT(*) FILTER (WHERE {_not_finite('"propensity"')} OR {theta} <= 0 OR {_not_finite('"position"')}),
+               COUNT(*) - COUNT(DISTINCT ({keys})) FROM sqlm_thetas""").fetchone()
+    if bad:
+        raise SqlmetricsError(f"pbm_ips: propensities= has {bad} row(s) without a position or with a propensity "
+                              "that is not a positive number (0, NULL, NaN, infinite); a click at a position is "
+                              "weighted by 1/propensity. Leave out the positions that could not be estimated.")
+    if twice:
+        raise SqlmetricsError(f"pbm_ips: propensities= gives {twice} (segment, position) more than once (columns "
+                              f"{keys}); one propensity per position of a segment.")
+    return segments
+
+
+def _weight(opened, con, view: str, clip, what: str, examination: str | None = None) -> str:
     """SQL select items `w` (the row's weight, clipped at clip) and `clipped` (whether it was), after checking the
     columns they read; the log's other roles' checks (propensity, click) too.
 
@@ -190,6 +272,8 @@ def _weight(opened, con, view: str, clip, what: str) -> str:
                               f"(0, 1] (columns {c['propensity']!r}, {c['click']!r}); every logged decision "
                               "needs both.")
     p = f"CAST({c['propensity']} AS DOUBLE)"
+    if examination:  # the slot's examination propensity (pbm_ips's propensities=) multiplies the logging policy's
+        p = f"({p} * {examination})"
     if "new_propensity" in c:
         q = c["new_propensity"]
         bad = con.execute(f"SELECT COUNT(*) FILTER (WHERE {_not_finite(q)} OR {q} < 0 OR {q} > 1) "
