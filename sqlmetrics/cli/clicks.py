@@ -1,17 +1,20 @@
 """`sqlmetrics clicks LOG --model pbm -o params.parquet`: a click model fitted to a click log (sqlmetrics.clicks). The
 parameters go to -o's file (one long table, in the format its extension names, atomically); the fit's summary (per
 segment: sessions, iterations, last change, log-likelihood) to standard output. Without -o the parameters follow the
-summary as text, or go alone to standard output with -f csv, tsv, json or jsonl."""
+summary as text, or go alone to standard output with -f csv, tsv, json or jsonl. With --held-out FILE each model
+(--model cascade,sdbn,pbm) is fitted to LOG and judged on FILE: its held-out log-likelihood, perplexity and CTR error
+per segment, the table -o then writes."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..clicks import fit_clicks
+from ..clicks import MODELS, fit_clicks
+from ..clicks.fit import model_named
 from ..clicks.log import ROLES
 from ..local.output import write_table
 from ..options import CLICKS_CMD
 from ..stats.report import aligned
-from .common import STDOUT_NAMES, ArrowOutput, add_option_flags, chosen_format, option_values, role_pairs
+from .common import STDOUT_NAMES, ArrowOutput, UsageError, add_option_flags, chosen_format, option_values, role_pairs
 
 FORMATS = ("text", "csv", "tsv", "json", "jsonl", "parquet")
 
@@ -35,12 +38,21 @@ def add_parser(sub, parents) -> None:
     p.add_argument("-f", "--format", choices=FORMATS,
                    help="text (default without -o: the summary, then the parameters), or the parameters alone as "
                         "csv, tsv, json, jsonl (parquet only with -o)")
+    p.add_argument("--held-out", metavar="FILE", dest="held_out",
+                   help="judge each fitted model on this click log (same columns): held-out log-likelihood, "
+                        "perplexity and CTR prediction error per segment, to pick the model that fits; --model may "
+                        "then name several, comma-separated (cascade,sdbn,pbm); -o writes the scores")
     add_option_flags(p, CLICKS_CMD)
     p.set_defaults(func=run, into_mode="replace")
 
 
 def run(args) -> tuple:
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
+    if args.held_out:
+        return _held_out(args, fmt), None
+    if "," in args.model:
+        raise UsageError(f"--model {args.model}: fitting takes one model; several are compared on a held-out log "
+                         "(--held-out FILE).")
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
                      **option_values(args, CLICKS_CMD))
     to_file = args.output and args.output not in STDOUT_NAMES
@@ -51,6 +63,59 @@ def run(args) -> tuple:
     if fmt != "text":
         return ArrowOutput(fit.table(), (), fmt), None
     return summary_text(fit) + "\n" + "\n".join(text_table(t, f"{name}:") for name, t in fit.parameters.items()), None
+
+
+def _held_out(args, fmt: str):
+    """Each model fitted to the log and judged on the held-out log: the fits' summaries and the scores per model
+    and segment as text, or the scores' long table (ClickScore.table()) to -o or in -f's format."""
+    import pyarrow as pa
+
+    options = option_values(args, CLICKS_CMD)
+    columns = role_pairs(args.column, "--column", ROLES)
+    summaries, scores = [], []
+    for model in _models(args.model):
+        iterative = {k: options[k] for k in ("iterations", "tolerance") if k in options and MODELS[model].iterates}
+        fit = fit_clicks(args.log, columns=columns, group_by=args.group_by, model=model, **iterative,
+                         **{k: v for k, v in options.items() if k not in ("model", "iterations", "tolerance")})
+        summaries.append(summary_text(fit))
+        scores.append(fit.score(args.held_out, columns=columns, **{k: options[k] for k in options
+                                                                   if k not in ("model", "iterations", "tolerance")}))
+    table = pa.concat_tables([s.table() for s in scores])
+    if args.output and args.output not in STDOUT_NAMES:
+        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace",
+                    ("model", *scores[0].group_by, "position"))
+        return "".join(summaries) + "\n" + held_out_text(scores)
+    if fmt != "text":
+        return ArrowOutput(table, (), fmt)
+    return "".join(summaries) + "\n" + held_out_text(scores)
+
+
+def _models(spelled: str) -> list:
+    """--model's comma-separated names, each once, all checked before any is fitted."""
+    names = [m.strip() for m in spelled.split(",")]
+    if not all(names):
+        raise UsageError(f"--model {spelled!r}: give model names separated by commas, such as cascade,sdbn,pbm.")
+    return list(dict.fromkeys(model_named(m)[0] for m in names))
+
+
+def held_out_text(scores: list) -> str:
+    """One line per model and segment of the held-out scores, and what each column is."""
+    group_by = scores[0].group_by
+    header = ["model", *group_by, "sessions", "rows", "unseen", "log_likelihood", "per_session", "perplexity",
+              "ctr_rmse"]
+    rows = [header]
+    for s in scores:
+        for r in s.segments.to_pylist():
+            rows.append([s.model, *(_cell(r[g]) for g in group_by), r["sessions"], r["rows"], r["unseen_rows"],
+                         *(_cell(r[c]) for c in ("log_likelihood", "log_likelihood_per_session", "perplexity",
+                                                 "ctr_rmse"))])
+    align = ["l"] * (1 + len(group_by)) + ["r"] * 7
+    return (f"held-out log, per model and segment:\n{aligned(rows, align)}\n"
+            "log_likelihood: the sum over rows of ln P(click as observed | the clicks above), per_session its mean "
+            "per session (higher is better); perplexity: the mean over ranks of 2^-(mean log2 P(click as observed)) "
+            "(1 is perfect, lower is better); ctr_rmse: the impression-weighted root mean square of observed minus "
+            "predicted CTR per (query, doc, position); unseen: rows whose (query, doc) or position the fit has no "
+            "parameter for, scored with 0.5.\n")
 
 
 def _creating(args) -> SimpleNamespace:

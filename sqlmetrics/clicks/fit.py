@@ -18,16 +18,20 @@ from ..local.readers.loaded import _first_line
 from ..options import check_log_options
 from . import closed, pbm
 from .log import ROLES, checked_log
+from .score import ClickScore, load_parameters, scored
 
 @dataclass(frozen=True)
 class Model:
     """How one click model is fitted: fit(con, iterations, tolerance) writes its parameter tables from sqlm_clicks
     and returns ({parameter: table}, {seg: (iterations run, last change)} or None for a closed form);
-    log_likelihood(con, tables) is SQL of (seg, log_likelihood). UBM, DCM and DBN come in MODELS the same way."""
+    log_likelihood(con, tables) is SQL of (seg, log_likelihood); predict(con, tables) is SQL of (seg, session, position,
+    conditional, marginal) per row of sqlm_clicks: P(click | the session's clicks above) and P(click), what a held-out
+    log is scored by (score.py). UBM, DCM and DBN come in MODELS the same way."""
 
     fit: Callable
     log_likelihood: Callable
     iterates: bool
+    predict: Callable
 
 
 def _closed(model: Callable) -> Callable:
@@ -40,9 +44,9 @@ def _pbm(con, iterations: int, tolerance: float) -> tuple:
     return pbm.parameters(con), runs
 
 
-MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False),
-          "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False),
-          "pbm": Model(_pbm, pbm.log_likelihood, True)}
+MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False, closed.predict_cascade),
+          "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False, closed.predict_sdbn),
+          "pbm": Model(_pbm, pbm.log_likelihood, True, pbm.predict)}
 DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6
 # The columns of the long table (ClickFit.table()) after the model and the segments, and of the summary: a segment
 # column of one of these names is refused.
@@ -84,6 +88,23 @@ class ClickFit:
                                   schema=pa.schema(types.items())))
         return pa.concat_tables(parts)
 
+    def score(self, log, columns: dict | None = None, *, memory_limit=None, threads=None,
+              temp_directory=None) -> ClickScore:
+        """This model judged on a held-out click log (same roles as fit_clicks() reads, and the fit's group_by
+        columns): per segment and per segment and rank, the log-likelihood (total and per session), perplexity and
+        CTR prediction error, and how many rows the fit has no parameter for (scored with 0.5). See score.py and
+        docs/clicks.md ("Which model fits your log"). Works on the Arrow tables alone: the fit's connection is gone."""
+        predict = MODELS[self.model].predict
+
+        def judged(con, segments: tuple, label: str) -> ClickScore:
+            tables = load_parameters(con, self, label)
+            per_segment, per_rank = scored(con, predict(con, tables), tables)
+            return ClickScore(self.model, self.group_by, _named(per_segment, self.group_by),
+                              _named(per_rank, self.group_by))
+
+        return _on_log(log, columns, self.group_by, (memory_limit, threads, temp_directory), judged,
+                       "held-out click log", "scored")
+
 
 def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=None, iterations: int | None = None,
                tolerance: float | None = None, *, memory_limit=None, threads=None, temp_directory=None) -> ClickFit:
@@ -99,30 +120,37 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
     """
-    name, chosen = _model(model)
+    name, chosen = model_named(model)
     iterations, tolerance = _iteration_options(name, chosen.iterates, iterations, tolerance)
     segments = check_log_options("log", group_by, None, None)  # group_by= checked as a log's segments are
+
+    def fitted(con, segments: tuple, label: str) -> ClickFit:
+        tables, runs = chosen.fit(con, iterations, tolerance)
+        return _collected(con, name, segments, tables, runs, chosen.log_likelihood(con, tables), tolerance)
+
+    return _on_log(log, columns, segments, (memory_limit, threads, temp_directory), fitted, "click log", "fitted")
+
+
+def _on_log(log, columns, group_by: tuple, resources: tuple, work: Callable, what: str, doing: str):
+    """work(con, segments, label) on a connection of its own holding the log read and checked (sqlm_clicks,
+    sqlm_segments); the connection closed and any spill removed after."""
     if isinstance(log, dict):
         log = _columns_table(log)
-    con = connect(memory_limit, threads, temp_directory)
+    con = connect(*resources)
     loaded = None
     try:
-        loaded = load(con, log, "clicks", _roles(columns), what="click log")
-        _refuse_clashes(segments, loaded.label)
-        segments = checked_log(con, loaded, segments)
-        tables, runs = chosen.fit(con, iterations, tolerance)
-        result = _collected(con, name, segments, tables, runs, chosen.log_likelihood(con, tables), tolerance)
+        loaded = load(con, log, "clicks", _roles(columns), what=what)
+        _refuse_clashes(group_by, loaded.label)
+        return work(con, checked_log(con, loaded, group_by), loaded.label)
     except duckdb.Error as e:  # a column of a type DuckDB cannot compare or group (a map, a union)
-        raise SqlmetricsError(f"{loaded.label if loaded else 'click log'}: cannot be fitted: {_first_line(e)}") \
-            from None
+        raise SqlmetricsError(f"{loaded.label if loaded else what}: cannot be {doing}: {_first_line(e)}") from None
     finally:
         con.close()
         if loaded is not None and loaded.temporary:
             shutil.rmtree(loaded.temporary, ignore_errors=True)
-    return result
 
 
-def _model(model) -> tuple:
+def model_named(model) -> tuple:
     """(the model's name, its Model): any case; an unknown name suggests the closest."""
     name = model.lower() if isinstance(model, str) else model
     if name not in MODELS:
