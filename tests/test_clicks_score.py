@@ -298,6 +298,8 @@ def test_score_per_segment_and_hostile_held_out_logs():
     with pytest.raises(SqlmetricsError, match=r"has the segment market='it', which the fit has no model for "
                                               r"\(it has market='de'; market='fr'\)"):
         fit.score(HELD_OUT.append_column("market", pa.array(["it"] * 4)))
+    with pytest.raises(SqlmetricsError, match="held-out click log .*group_by.*'market'"):
+        fit.score(HELD_OUT)  # the fit's segment column absent
     with pytest.raises(SqlmetricsError, match="held-out click log .*session 's1' has no position 1"):
         fit.score(HELD_OUT.slice(1, 3).append_column("market", pa.array(["de"] * 3)))
     numbers = _log([(1, 7, [(1, 1), (2, 1)])])
