@@ -17,7 +17,7 @@ import pytest
 
 import sqlmetrics
 from sqlmetrics.cli.main import main
-from sqlmetrics.clicks import MODELS
+from sqlmetrics.clicks import MODELS, ClickFit
 from sqlmetrics.errors import SqlmetricsError
 
 
@@ -326,3 +326,90 @@ def test_command_line_held_out(tmp_path, capsys):
     assert "Did you mean 'pbm'?" in capsys.readouterr().err
     assert main(["clicks", str(tmp_path / "train.parquet"), "--model", "cascade,sdbn"]) == 2
     assert "several are compared on a held-out log (--held-out FILE)" in capsys.readouterr().err
+
+
+# --- click-model-based metrics of a ranking never shown -------------------------------------------------------------
+
+def test_expected_by_hand():
+    """SDBN fitted to test_clicks.py's TINY log: alpha a 0, b 2/3, c 1/2; sigma b 1/2, c 1 (a never clicked: 0.5).
+    Run A lists q as b, c, a (by score): P(C) = 2/3; 1/2 (1 - 2/3 * 1/2) = 1/3; 0: expected clicks 1; satisfied
+    1 - (1 - 1/3)(1 - 1/2)(1 - 0) = 2/3. Its query r lists x, unseen: alpha = sigma = 0.5: 0.5 clicks, 0.25
+    satisfied. Run B lists q as a, b, c (by rank): 0; 2/3; 1/2 (1 - 0)(1 - 1/3) = 1/3: 1 click, satisfied 2/3.
+    Cascade, the same lists: A's q: 2/3 + 0 * 1/3 + 0 = 2/3, no satisfaction column."""
+    tiny = _log([("s1", "q", [("a", 0), ("b", 1), ("c", 1)]), ("s2", "q", [("b", 1), ("a", 0), ("c", 0)]),
+                 ("s3", "q", [("a", 0), ("c", 0), ("b", 0)])])
+    a = pa.table({"query_id": ["q", "q", "q", "r"], "doc_id": ["b", "c", "a", "x"], "score": [3.0, 2.0, 1.0, 1.0]})
+    b = pa.table({"query_id": ["q", "q", "q"], "doc_id": ["a", "b", "c"], "rank": [1, 2, 3]})
+    got = sqlmetrics.fit_clicks(tiny, model="sdbn").expected({"A": a, "B": b}).to_pylist()
+    expected = [
+        {"run": "A", "query_id": "q", "documents": 3, "unseen_documents": 0, "expected_clicks": 1.0,
+         "satisfaction": 2 / 3},
+        {"run": "A", "query_id": "r", "documents": 1, "unseen_documents": 1, "expected_clicks": 0.5,
+         "satisfaction": 0.25},
+        {"run": "B", "query_id": "q", "documents": 3, "unseen_documents": 0, "expected_clicks": 1.0,
+         "satisfaction": 2 / 3}]
+    assert len(got) == len(expected) and all(g == pytest.approx(e, abs=1e-12) for g, e in zip(got, expected))
+    cascade = sqlmetrics.fit_clicks(tiny, model="cascade").expected([a])
+    assert cascade.column_names == ["run", "query_id", "documents", "unseen_documents", "expected_clicks"]
+    assert cascade["expected_clicks"].to_pylist()[0] == pytest.approx(2 / 3, abs=1e-12)
+    assert cascade["run"].to_pylist() == ["run1", "run1"]
+
+
+def _check_expected(model: str, seed: int, queries: int) -> None:
+    """Random parameters (a fit, its tables replaced), random lists of 4 documents of 5: expected clicks = the sum
+    over click vectors of P(c) times its clicks (enumerated), satisfaction = 1 - prod (1 - alpha sigma)."""
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i}" for i in range(5)]
+    alpha, sigma = dict(zip(docs, rng.uniform(0.02, 0.98, 5))), dict(zip(docs, rng.uniform(0.02, 0.98, 5)))
+    gamma = rng.uniform(0.02, 0.98, 4)
+    qs = [f"q{i}" for i in range(queries)]
+    parameters = {"attractiveness": pa.table({"query": [q for q in qs for _ in docs], "doc": docs * queries,
+                                                  "attractiveness": [alpha[d] for _ in qs for d in docs]}),
+                      "satisfaction": pa.table({"query": [q for q in qs for _ in docs], "doc": docs * queries,
+                                                "satisfaction": [sigma[d] for _ in qs for d in docs]}),
+                      "examination": pa.table({"position": [1, 2, 3, 4], "examination": gamma})}
+    if model != "pbm":
+        del parameters["examination"]
+    if model != "sdbn":
+        del parameters["satisfaction"]
+    fit = ClickFit(model, (), parameters, pa.table({"sessions": [1]}))
+    lists = {q: list(rng.permutation(docs)[:4]) for q in qs}
+    run = pa.table({"query_id": [q for q in qs for _ in range(4)], "doc_id": [d for q in qs for d in lists[q]],
+                    "rank": [r for _ in qs for r in range(1, 5)]})
+    got = {r["query_id"]: r for r in fit.expected(run).to_pylist()}
+    for q, shown in lists.items():
+        a, s = [alpha[d] for d in shown], [sigma[d] for d in shown]
+        joint = _joint(model, a, s, list(gamma))
+        assert got[q]["expected_clicks"] == pytest.approx(sum(p * sum(c) for c, p in joint.items()), abs=1e-12)
+        if model == "sdbn":
+            assert got[q]["satisfaction"] == pytest.approx(1 - np.prod(1 - np.array(a) * np.array(s)), abs=1e-12)
+
+
+def test_expected_equals_the_enumerated_model():
+    """SDBN, whose satisfaction is checked too; the three models over more seeds are slow."""
+    _check_expected("sdbn", seed=1, queries=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["cascade", "sdbn", "pbm"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_expected_equals_the_enumerated_model_more_seeds(model, seed):
+    _check_expected(model, seed, queries=20)
+
+
+def test_expected_per_segment_and_bad_runs():
+    """A segmented fit predicts each list under every segment's model; a run without rank or score, with a document
+    twice, or empty is named."""
+    train = pa.concat_tables([TRAIN.append_column("market", pa.array(["de"] * 6)),
+                              _log([("u1", "q", [("a", 0), ("b", 1)])], market="fr")])
+    fit = sqlmetrics.fit_clicks(train, model="cascade", group_by="market")
+    run = pa.table({"query_id": ["q", "q"], "doc_id": ["a", "b"], "rank": [1, 2]})
+    got = {r["market"]: r["expected_clicks"] for r in fit.expected(run).to_pylist()}
+    # de: alpha a 1/2, b 1/4: 1/2 + 1/4 * 1/2; fr: a 0, b 1: 0 + 1
+    assert got == pytest.approx({"de": 0.625, "fr": 1.0}, abs=1e-12)
+    with pytest.raises(SqlmetricsError, match="run 'run1' .*no column for 'score'"):
+        fit.expected(run.drop_columns(["rank"]))
+    with pytest.raises(SqlmetricsError, match="run1"):
+        fit.expected(pa.table({"query_id": ["q", "q"], "doc_id": ["a", "a"], "rank": [1, 2]}))
+    with pytest.raises(SqlmetricsError, match="has no rows"):
+        fit.expected(run.slice(0, 0))

@@ -18,6 +18,7 @@ from ..local.readers.loaded import _first_line
 from ..options import check_log_options
 from . import closed, pbm
 from .log import ROLES, checked_log
+from .ranking import named_runs, per_query
 from .score import ClickScore, load_parameters, scored
 
 @dataclass(frozen=True)
@@ -104,6 +105,26 @@ class ClickFit:
 
         return _on_log(log, columns, self.group_by, (memory_limit, threads, temp_directory), judged,
                        "held-out click log", "scored")
+
+    def expected(self, runs, columns: dict | None = None, *, memory_limit=None, threads=None, temp_directory=None):
+        """Click-model-based metrics of rankings never shown (Chuklin, Serdyukov and de Rijke, CIKM 2013), per query,
+        as an Arrow table: run, the segment columns (each list predicted under every segment's model), query_id,
+        documents, unseen_documents (scored with 0.5), expected_clicks (the sum of P(click) over the list) and, for a
+        model with satisfaction (sdbn), satisfaction (P(the user ends satisfied)). runs: a run, a list of runs or
+        {name: run}, anything evaluate() reads (query_id, doc_id and a rank or score; columns= maps run roles); each
+        list ordered by its rank, else by score descending (trec_eval's order). See ranking.py, docs/clicks.md."""
+        named = named_runs(runs)
+        con = connect(memory_limit, threads, temp_directory)
+        spills: list = []
+        try:
+            return per_query(con, self, MODELS[self.model].predict, named, columns, spills)
+        except duckdb.Error as e:
+            raise SqlmetricsError(f"runs: cannot be predicted: {_first_line(e)}") from None
+        finally:
+            con.close()
+            for folder in spills:
+                if folder:
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=None, iterations: int | None = None,

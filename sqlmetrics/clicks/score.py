@@ -109,7 +109,7 @@ def scored(con, predict: str, tables: dict) -> tuple:
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_scored AS
         SELECT c.seg, c.session, c.query, c.doc, c.position, c.clicked, p.conditional, p.marginal,
-               {_unseen(tables)} AS unseen,
+               {unseen(tables)} AS unseen,
                CASE WHEN c.clicked = 1 THEN ln(GREATEST(p.conditional, {FLOOR}))
                     ELSE ln(GREATEST(1 - p.conditional, {FLOOR})) END AS ll,
                CASE WHEN c.clicked = 1 THEN log2(GREATEST(p.marginal, {FLOOR}))
@@ -146,7 +146,7 @@ def scored(con, predict: str, tables: dict) -> tuple:
     return segments, ranks
 
 
-def _unseen(tables: dict) -> str:
+def unseen(tables: dict) -> str:
     """SQL: the row's (query, doc) has no attractiveness, or its position no examination (a model with one): the
     parameters every impression reads. A pair never clicked in training and so without SDBN's satisfaction is not
     counted: it has an attractiveness (usually 0) and its satisfaction matters only at a click."""
