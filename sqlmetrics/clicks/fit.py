@@ -16,9 +16,11 @@ from ..local.connection import connect
 from ..local.readers import load
 from ..local.readers.loaded import _first_line
 from ..options import check_log_options
+from ..stats.compare import analyse_lists
+from ..stats.report import segment_key
 from . import closed, pbm
 from .log import ROLES, checked_log
-from .ranking import named_runs, per_query
+from .ranking import check_depth, named_runs, per_query
 from .score import ClickScore, load_parameters, scored
 
 @dataclass(frozen=True)
@@ -106,18 +108,41 @@ class ClickFit:
         return _on_log(log, columns, self.group_by, (memory_limit, threads, temp_directory), judged,
                        "held-out click log", "scored")
 
-    def expected(self, runs, columns: dict | None = None, *, memory_limit=None, threads=None, temp_directory=None):
+    def compare(self, runs, columns: dict | None = None, *, depth: int = 10, baseline=None, test: str = "student",
+                max_p: float = 0.01, correction=None, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
+                memory_limit=None, threads=None, temp_directory=None):
+        """The rankings compared on their click-model-based metrics (expected()'s expected_clicks and, for a model
+        with satisfaction, satisfaction; higher is better, the mean over queries), per segment, with compare()'s
+        significance tests and its options (test, max_p, correction, baseline, pairing, seed, n_resamples): a
+        stats.Report, as compare() returns."""
+        table = self.expected(runs, columns, depth=depth, memory_limit=memory_limit, threads=threads,
+                              temp_directory=temp_directory)
+        measures = [m for m in ("expected_clicks", "satisfaction") if m in table.column_names]
+        lists: dict = {}
+        for row in table.to_pylist():
+            seg = segment_key(row[g] for g in self.group_by)
+            lists.setdefault(seg, {}).setdefault(row["run"], {})[row["query_id"]] = [row[m] for m in measures]
+        return analyse_lists(list(named_runs(runs)), {m: ("higher", "mean") for m in measures}, lists,
+                             segment_names=self.group_by, test=test, max_p=max_p, correction=correction, seed=seed,
+                             n_resamples=n_resamples, pairing=pairing, baseline=baseline,
+                             options={"model": self.model},
+                             resources={"memory_limit": memory_limit, "threads": threads,
+                                        "temp_directory": temp_directory})
+
+    def expected(self, runs, columns: dict | None = None, *, depth: int = 10, memory_limit=None, threads=None,
+                 temp_directory=None):
         """Click-model-based metrics of rankings never shown (Chuklin, Serdyukov and de Rijke, CIKM 2013), per query,
         as an Arrow table: run, the segment columns (each list predicted under every segment's model), query_id,
         documents, unseen_documents (scored with 0.5), expected_clicks (the sum of P(click) over the list) and, for a
         model with satisfaction (sdbn), satisfaction (P(the user ends satisfied)). runs: a run, a list of runs or
         {name: run}, anything evaluate() reads (query_id, doc_id and a rank or score; columns= maps run roles); each
-        list ordered by its rank, else by score descending (trec_eval's order). See ranking.py, docs/clicks.md."""
-        named = named_runs(runs)
+        list ordered by its rank, else by score descending (trec_eval's order), and cut at depth (the page a user is
+        shown). See ranking.py, docs/clicks.md."""
+        named, depth = named_runs(runs), check_depth(depth)
         con = connect(memory_limit, threads, temp_directory)
         spills: list = []
         try:
-            return per_query(con, self, MODELS[self.model].predict, named, columns, spills)
+            return per_query(con, self, MODELS[self.model].predict, named, columns, depth, spills)
         except duckdb.Error as e:
             raise SqlmetricsError(f"runs: cannot be predicted: {_first_line(e)}") from None
         finally:

@@ -6,7 +6,9 @@ read as a result page nobody has clicked yet, and the fitted model's prediction 
   positions of P(C_r = 1) sigma_r: a user is satisfied at most once, at a click, with the clicked document's sigma.
   For SDBN that is the paper's utility of the list, 1 - prod_r (1 - alpha_r sigma_r).
 
-Per query, so that two rankers' values can be compared with a paired test. A fit with segments (group_by=) predicts
+Each list is cut at depth= (10 by default: the page a user is shown); without a cut, SDBN's satisfaction of a whole
+list, 1 - prod (1 - alpha sigma), would not depend on its order. Per query, so that two rankers' values can be
+compared with a paired test. A fit with segments (group_by=) predicts
 each list under every segment's model: one row per run, segment and query. A (query, doc) the fit has no parameter
 for is predicted with 0.5, as in score.py, and counted (unseen_documents)."""
 from __future__ import annotations
@@ -36,7 +38,14 @@ def named_runs(runs) -> dict:
     return dict(zip(unique_names(runs), runs))
 
 
-def per_query(con, fit, predict, runs: dict, columns: dict | None, cleanup: list):
+def check_depth(depth) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise SqlmetricsError(f"depth={depth!r} must be a whole number of at least 1: the positions a user is shown "
+                              "(a result page: 10 by default).")
+    return depth
+
+
+def per_query(con, fit, predict, runs: dict, columns: dict | None, depth: int, cleanup: list):
     """The table (Arrow): run, the fit's segment columns, query_id, documents, unseen_documents, expected_clicks and,
     for a model with satisfaction, satisfaction. cleanup: the loaded inputs' spill folders, for the caller to remove."""
     clash = [g for g in fit.group_by if g.lower() in COLUMNS]
@@ -48,7 +57,7 @@ def per_query(con, fit, predict, runs: dict, columns: dict | None, cleanup: list
     con.execute("CREATE OR REPLACE TEMP TABLE sqlm_clicks (seg BIGINT, session BIGINT, query VARCHAR, doc VARCHAR, "
                 "position BIGINT, clicked INTEGER)")
     for name, run in runs.items():
-        cleanup.append(_lists_as_pages(con, name, run, columns))
+        cleanup.append(_lists_as_pages(con, name, run, columns, depth))
     tables = load_parameters(con, fit, "runs")  # ids compared as text: the lists' are VARCHAR here
     sigma = ""
     if "satisfaction" in tables:
@@ -76,10 +85,11 @@ def _fit_segments(con, fit) -> None:
     con.unregister("sqlm_fit_segments")
 
 
-def _lists_as_pages(con, name: str, run, columns: dict | None):
+def _lists_as_pages(con, name: str, run, columns: dict | None, depth: int):
     """The run's lists appended to sqlm_clicks (clicked 0) under every segment, each list a session (numbered in
-    sqlm_pages), its positions 1..n in the run's order: by its rank column when it has one, else by score descending,
-    then document id descending (trec_eval's order). Returns the loaded run's spill folder, or None."""
+    sqlm_pages), its top `depth` documents at positions 1..depth in the run's order: by its rank column when it has
+    one, else by score descending, then document id descending (trec_eval's order). Returns the loaded run's spill
+    folder, or None."""
     loaded = load(con, run, "run", columns, name=name)
     order_role = "rank_position" if "rank_position" in loaded.columns else "score"  # the loader wants one
     if "run_name" in loaded.columns:
@@ -98,5 +108,6 @@ def _lists_as_pages(con, name: str, run, columns: dict | None):
         SELECT g.seg, p.session, p.query_id, CAST(r.{d} AS VARCHAR),
                ROW_NUMBER() OVER (PARTITION BY g.seg, p.session ORDER BY {order}), 0
         FROM {loaded.view} r JOIN sqlm_pages p ON p.run = ? AND p.query_id = CAST(r.{q} AS VARCHAR)
-        CROSS JOIN sqlm_segments g""", [name])
+        CROSS JOIN sqlm_segments g
+        QUALIFY ROW_NUMBER() OVER (PARTITION BY g.seg, p.session ORDER BY {order}) <= {depth}""", [name])
     return loaded.temporary
