@@ -72,3 +72,40 @@ def test_a_score_is_finite_and_in_range_or_a_clear_error(train, held_out, model,
         assert r["log_likelihood"] == pytest.approx(sum(x["log_likelihood"] for x in parts), rel=1e-9, abs=1e-9)
         assert r["perplexity"] == pytest.approx(sum(x["perplexity"] for x in parts) / len(parts), rel=1e-9)
         assert r["unseen_rows"] == sum(x["unseen_rows"] for x in parts)
+
+
+@st.composite
+def runs(draw):
+    """A run of 1-3 queries (seen or not), 1-6 documents each (seen or not, ids of text or integers), scores with
+    ties, or a rank column."""
+    rows = []
+    for q in draw(st.lists(st.sampled_from(["q1", "q2", "q9"]), min_size=1, max_size=3, unique=True)):
+        docs = draw(st.lists(st.sampled_from(["a", "b", "c", "z", "é"]), min_size=1, max_size=5, unique=True))
+        rows += [(q, d, draw(st.sampled_from([0.0, 1.0, 2.5, -1.0]))) for d in docs]
+    table = pa.table(dict(zip(["query_id", "doc_id", "score"], zip(*rows))))
+    if draw(st.booleans()):  # a rank column instead of scores: 1..n per query
+        seen: dict = {}
+        ranks = [seen.setdefault(q, []).append(d) or len(seen[q]) for q, d, _ in rows]
+        table = table.drop_columns(["score"]).append_column("rank", pa.array(ranks))
+    return table
+
+
+@pytest.mark.slow  # hypothesis, 60 runs x 3 models
+@SETTINGS
+@given(logs(), runs(), st.sampled_from(["cascade", "sdbn", "pbm"]), st.booleans(), st.integers(1, 6))
+def test_expected_is_finite_and_in_range(train, run, model, segmented, depth):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SqlmetricsWarning)
+        fit = sqlmetrics.fit_clicks(_table(train), model=model, group_by="market" if segmented else None,
+                                    **({"iterations": 10} if model == "pbm" else {}))
+        table = fit.expected({"new": run}, depth=depth)  # every score alike warns: the tie rule orders the list
+    rows = table.to_pylist()
+    lists = len(set(run["query_id"].to_pylist()))
+    assert len(rows) == lists * fit.summary.num_rows
+    for r in rows:
+        assert 1 <= r["documents"] <= depth and 0 <= r["unseen_documents"] <= r["documents"]
+        assert math.isfinite(r["expected_clicks"]) and -1e-12 <= r["expected_clicks"] <= r["documents"] + 1e-12
+        if model == "sdbn":
+            assert math.isfinite(r["satisfaction"]) and -1e-12 <= r["satisfaction"] <= 1 + 1e-12
+        if model == "cascade":  # at most one click
+            assert r["expected_clicks"] <= 1 + 1e-12

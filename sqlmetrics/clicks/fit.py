@@ -131,7 +131,7 @@ class ClickFit:
 
     def expected(self, runs, columns: dict | None = None, *, depth: int = 10, memory_limit=None, threads=None,
                  temp_directory=None):
-        """Click-model-based metrics of rankings never shown (Chuklin, Serdyukov and de Rijke, CIKM 2013), per query,
+        """Click-model-based metrics of rankings never shown (Chuklin, Serdyukov and de Rijke, SIGIR 2013), per query,
         as an Arrow table: run, the segment columns (each list predicted under every segment's model), query_id,
         documents, unseen_documents (scored with 0.5), expected_clicks (the sum of P(click) over the list) and, for a
         model with satisfaction (sdbn), satisfaction (P(the user ends satisfied)). runs: a run, a list of runs or

@@ -1,16 +1,16 @@
-"""Click-model-based metrics of a ranking never shown (Chuklin, Serdyukov and de Rijke, CIKM 2013): each list of a run
+"""Click-model-based metrics of a ranking never shown (Chuklin, Serdyukov and de Rijke, SIGIR 2013): each list of a run
 read as a result page nobody has clicked yet, and the fitted model's prediction of it, per query:
 
 - expected_clicks = the sum over its positions of P(C_r = 1), the model's marginal (predict());
 - satisfaction, for a model with a satisfaction parameter (SDBN; DBN later) = P(the user ends satisfied) = the sum over
   positions of P(C_r = 1) sigma_r: a user is satisfied at most once, at a click, with the clicked document's sigma.
-  For SDBN that is the paper's utility of the list, 1 - prod_r (1 - alpha_r sigma_r).
+  For SDBN that is 1 - prod_r (1 - alpha_r sigma_r) over the page.
 
 Each list is cut at depth= (10 by default: the page a user is shown); without a cut, SDBN's satisfaction of a whole
-list, 1 - prod (1 - alpha sigma), would not depend on its order. Per query, so that two rankers' values can be
-compared with a paired test. A fit with segments (group_by=) predicts
-each list under every segment's model: one row per run, segment and query. A (query, doc) the fit has no parameter
-for is predicted with 0.5, as in score.py, and counted (unseen_documents)."""
+list would not depend on its order. Per query, so that two rankers' values can be compared with a paired test
+(ClickFit.compare()). A fit with segments (group_by=) predicts each list under every segment's model: one row per
+run, segment and query. A (query, doc) the fit has no parameter for is predicted with 0.5, as in score.py, and
+counted (unseen_documents)."""
 from __future__ import annotations
 
 from ..errors import SqlmetricsError
