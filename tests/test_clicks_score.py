@@ -433,3 +433,30 @@ def test_compare_rankings_with_a_paired_test():
         assert (c.run, c.baseline) == ("y", "x")
         assert c.difference == pytest.approx(np.mean(y) - np.mean(x), abs=1e-12)
         assert c.p_value == pytest.approx(stats.ttest_rel(y, x).pvalue, rel=1e-9)
+
+
+def test_command_line_runs(tmp_path, capsys):
+    """`sqlmetrics clicks LOG --model sdbn --runs A B --depth 2`: the report of compare(), -o the per-query values
+    (test_expected_by_hand's lists at depth 2: A shows b, c: 2/3 + 1/2 * 2/3 = 1 click; B shows a, b: 2/3)."""
+    tiny = _log([("s1", "q", [("a", 0), ("b", 1), ("c", 1)]), ("s2", "q", [("b", 1), ("a", 0), ("c", 0)]),
+                 ("s3", "q", [("a", 0), ("c", 0), ("b", 0)])])
+    pq.write_table(tiny, tmp_path / "log.parquet")
+    pq.write_table(pa.table({"query_id": ["q"] * 3, "doc_id": ["b", "c", "a"], "score": [3.0, 2.0, 1.0]}),
+                   tmp_path / "A.parquet")
+    pq.write_table(pa.table({"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "rank": [1, 2, 3]}),
+                   tmp_path / "B.parquet")
+    runs = [str(tmp_path / "A.parquet"), str(tmp_path / "B.parquet")]
+    assert main(["clicks", str(tmp_path / "log.parquet"), "--model", "sdbn", "--runs", *runs, "--depth", "2",
+                 "--baseline", "A", "-o", str(tmp_path / "q.csv")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sdbn: 3 sessions") and "expected_clicks" in out and "satisfaction" in out
+    rows = (tmp_path / "q.csv").read_text().splitlines()
+    assert rows[0] == '"run","query_id","documents","unseen_documents","expected_clicks","satisfaction"'
+    values = {r.split(",")[0]: [float(x) for x in r.split(",")[4:]] for r in rows[1:]}
+    assert values['"A"'] == pytest.approx([1.0, 2 / 3], abs=1e-12)  # satisfied: 1 - (1 - 1/3)(1 - 1/2) = 2/3
+    assert values['"B"'] == pytest.approx([2 / 3, 1 / 3], abs=1e-12)
+    assert main(["clicks", str(tmp_path / "log.parquet"), "--runs", *runs, "--held-out",
+                 str(tmp_path / "log.parquet")]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert main(["clicks", str(tmp_path / "log.parquet"), "--model", "sdbn", "--runs", *runs, "--depth", "0"]) == 2
+    assert "depth" in capsys.readouterr().err

@@ -42,6 +42,13 @@ def add_parser(sub, parents) -> None:
                    help="judge each fitted model on this click log (same columns): held-out log-likelihood, "
                         "perplexity and CTR prediction error per segment, to pick the model that fits; --model may "
                         "then name several, comma-separated (cascade,sdbn,pbm); -o writes the scores")
+    p.add_argument("--runs", nargs="+", metavar="RUN",
+                   help="rankings to compare under the fitted model (run files, as evaluate reads them): expected "
+                        "clicks and, for sdbn, satisfaction per query, with a paired t-test (compare()'s report); -o "
+                        "writes the per-query values")
+    p.add_argument("--depth", type=int, default=10, metavar="N",
+                   help="with --runs: the positions a user is shown of each list (default 10)")
+    p.add_argument("--baseline", metavar="RUN", help="with --runs: compare each run with this one (its file stem)")
     add_option_flags(p, CLICKS_CMD)
     p.set_defaults(func=run, into_mode="replace")
 
@@ -49,10 +56,14 @@ def add_parser(sub, parents) -> None:
 def run(args) -> tuple:
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
     if args.held_out:
+        if args.runs:
+            raise UsageError("--held-out judges models and --runs compares rankings: give one of them.")
         return _held_out(args, fmt), None
     if "," in args.model:
         raise UsageError(f"--model {args.model}: fitting takes one model; several are compared on a held-out log "
                          "(--held-out FILE).")
+    if args.runs:
+        return _rankings(args, fmt), None
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
                      **option_values(args, CLICKS_CMD))
     to_file = args.output and args.output not in STDOUT_NAMES
@@ -88,6 +99,23 @@ def _held_out(args, fmt: str):
     if fmt != "text":
         return ArrowOutput(table, (), fmt)
     return "".join(summaries) + "\n" + held_out_text(scores)
+
+
+def _rankings(args, fmt: str):
+    """The model fitted, then the runs compared on its per-query expected clicks (and satisfaction): the fit's
+    summary and compare()'s report as text; -o (or -f) the per-query values (ClickFit.expected())."""
+    options = option_values(args, CLICKS_CMD)
+    resources = {k: options[k] for k in ("memory_limit", "threads", "temp_directory") if k in options}
+    fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
+                     **options)
+    report = fit.compare(args.runs, depth=args.depth, baseline=args.baseline, **resources)
+    if fmt != "text" or (args.output and args.output not in STDOUT_NAMES):
+        table = fit.expected(args.runs, depth=args.depth, **resources)
+        if fmt != "text" and not (args.output and args.output not in STDOUT_NAMES):
+            return ArrowOutput(table, (), fmt)
+        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace",
+                    ("run", *fit.group_by, "query_id"))
+    return summary_text(fit) + "\n" + report.to_table()
 
 
 def _models(spelled: str) -> list:
