@@ -139,8 +139,8 @@ def held_out_text(scores: list) -> str:
                                                  "ctr_rmse"))])
     align = ["l"] * (1 + len(group_by)) + ["r"] * 7
     return (f"held-out log, per model and segment:\n{aligned(rows, align)}\n"
-            "log_likelihood: the sum over rows of ln P(click as observed | the clicks above); per_session: its mean per "
-            "session (higher is better)\n"
+            "log_likelihood: the sum over rows of ln P(click as observed | the clicks above); per_session: its mean "
+            "per session (higher is better)\n"
             "perplexity: per rank 2^-(mean log2 P(click as observed), not conditioned on clicks), averaged over ranks "
             "(1 is perfect, lower is better)\n"
             "ctr_rmse: the root mean square of observed minus predicted click-through rate per (query, doc, position), "
