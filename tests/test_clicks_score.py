@@ -316,6 +316,10 @@ def test_command_line_held_out(tmp_path, capsys):
     assert "Did you mean 'pbm'?" in capsys.readouterr().err
     assert main(["clicks", str(tmp_path / "train.parquet"), "--model", "cascade,sdbn"]) == 2
     assert "several are compared on a held-out log (--held-out FILE)" in capsys.readouterr().err
+    # --iterations goes to the EM models among them; with none, a closed form refuses it as it does alone
+    assert main(["clicks", str(tmp_path / "train.parquet"), "--model", "cascade,sdbn", "--iterations", "4",
+                 "--held-out", str(tmp_path / "test.parquet")]) == 2
+    assert "--model cascade has closed-form estimates" in capsys.readouterr().err
 
 
 # --- click-model-based metrics of a ranking never shown -------------------------------------------------------------

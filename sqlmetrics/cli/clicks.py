@@ -78,44 +78,56 @@ def run(args) -> tuple:
 
 def _held_out(args, fmt: str):
     """Each model fitted to the log and judged on the held-out log: the fits' summaries and the scores per model
-    and segment as text, or the scores' long table (ClickScore.table()) to -o or in -f's format."""
+    and segment as text, or the scores' long table (ClickScore.table()) to -o or in -f's format. --iterations and
+    --tolerance go to the EM models among them (to all when none is one: a closed form refuses them, as alone)."""
     import pyarrow as pa
 
-    options = option_values(args, CLICKS_CMD)
-    columns = role_pairs(args.column, "--column", ROLES)
+    options, columns, models = option_values(args, CLICKS_CMD), role_pairs(args.column, "--column", ROLES), \
+        _models(args.model)
+    em = {k: options.pop(k) for k in ("iterations", "tolerance") if k in options}
+    options.pop("model", None)
+    some_iterate = any(MODELS[m].iterates for m in models)
     summaries, scores = [], []
-    for model in _models(args.model):
-        iterative = {k: options[k] for k in ("iterations", "tolerance") if k in options and MODELS[model].iterates}
-        fit = fit_clicks(args.log, columns=columns, group_by=args.group_by, model=model, **iterative,
-                         **{k: v for k, v in options.items() if k not in ("model", "iterations", "tolerance")})
+    for model in models:
+        fit = fit_clicks(args.log, columns=columns, group_by=args.group_by, model=model, **options,
+                         **(em if MODELS[model].iterates or not some_iterate else {}))
         summaries.append(summary_text(fit))
-        scores.append(fit.score(args.held_out, columns=columns, **{k: options[k] for k in options
-                                                                   if k not in ("model", "iterations", "tolerance")}))
-    table = pa.concat_tables([s.table() for s in scores])
-    if args.output and args.output not in STDOUT_NAMES:
-        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace",
-                    ("model", *scores[0].group_by, "position"))
-        return "".join(summaries) + "\n" + held_out_text(scores)
-    if fmt != "text":
-        return ArrowOutput(table, (), fmt)
-    return "".join(summaries) + "\n" + held_out_text(scores)
+        scores.append(fit.score(args.held_out, columns=columns, **_resources(options)))
+    text = "".join(summaries) + "\n" + held_out_text(scores)
+    return _table_or_text(args, fmt, pa.concat_tables([s.table() for s in scores]),
+                          ("model", *scores[0].group_by, "position"), text)
 
 
 def _rankings(args, fmt: str):
     """The model fitted, then the runs compared on its per-query expected clicks (and satisfaction): the fit's
     summary and compare()'s report as text; -o (or -f) the per-query values (ClickFit.expected())."""
     options = option_values(args, CLICKS_CMD)
-    resources = {k: options[k] for k in ("memory_limit", "threads", "temp_directory") if k in options}
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
                      **options)
-    report = fit.compare(args.runs, depth=args.depth, baseline=args.baseline, **resources)
-    if fmt != "text" or (args.output and args.output not in STDOUT_NAMES):
-        table = fit.expected(args.runs, depth=args.depth, **resources)
-        if fmt != "text" and not (args.output and args.output not in STDOUT_NAMES):
-            return ArrowOutput(table, (), fmt)
-        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace",
-                    ("run", *fit.group_by, "query_id"))
-    return summary_text(fit) + "\n" + report.to_table()
+    report = fit.compare(args.runs, depth=args.depth, baseline=args.baseline, **_resources(options))
+    text = summary_text(fit) + "\n" + report.to_table()
+    if fmt == "text" and not _to_file(args):
+        return text
+    return _table_or_text(args, fmt, fit.expected(args.runs, depth=args.depth, **_resources(options)),
+                          ("run", *fit.group_by, "query_id"), text)
+
+
+def _table_or_text(args, fmt: str, table, key: tuple, text: str):
+    """The table to -o's file (and the text to standard output), or in -f's format to standard output; else the
+    text."""
+    if _to_file(args):
+        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace", key)
+        return text
+    return ArrowOutput(table, (), fmt) if fmt != "text" else text
+
+
+def _to_file(args) -> bool:
+    return bool(args.output) and args.output not in STDOUT_NAMES
+
+
+def _resources(options: dict) -> dict:
+    """DuckDB's memory_limit, threads and temp_directory among the options, for score() and expected()."""
+    return {k: options[k] for k in ("memory_limit", "threads", "temp_directory") if k in options}
 
 
 def _models(spelled: str) -> list:

@@ -40,8 +40,8 @@ class ClickScore:
     ranks: object  # pyarrow.Table
 
     def table(self):
-        """The segments' rows (position null) then the ranks', with the model first: what `sqlmetrics clicks --test
-        -o` writes."""
+        """The segments' rows (position null) then the ranks', with the model first: what `sqlmetrics clicks
+        --held-out -o` writes."""
         import pyarrow as pa
 
         segments = self.segments.add_column(len(self.group_by), "position",
