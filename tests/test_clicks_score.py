@@ -303,7 +303,7 @@ def test_score_per_segment_and_hostile_held_out_logs():
 def test_command_line_held_out(tmp_path, capsys):
     pq.write_table(TRAIN, tmp_path / "train.parquet")
     pq.write_table(HELD_OUT, tmp_path / "test.parquet")
-    assert main(["clicks", str(tmp_path / "train.parquet"), "--model", "cascade,SDBN",
+    assert main(["clicks", str(tmp_path / "train.parquet"), "--model", "cascade", "--model", "SDBN",  # or cascade,sdbn
                  "--held-out", str(tmp_path / "test.parquet"), "-o", str(tmp_path / "s.csv")]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("cascade  "))

@@ -41,7 +41,7 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--held-out", metavar="FILE", dest="held_out",
                    help="judge each fitted model on this click log (same columns): held-out log-likelihood, "
                         "perplexity and CTR prediction error per segment, to pick the model that fits; --model may "
-                        "then name several, comma-separated (cascade,sdbn,pbm); -o writes the scores")
+                        "then name several, repeated or comma-separated (cascade,sdbn,pbm); -o writes the scores")
     p.add_argument("--runs", nargs="+", metavar="RUN",
                    help="rankings to compare under the fitted model (run files, as evaluate reads them): expected "
                         "clicks and, for sdbn, satisfaction per query, with a paired t-test (compare()'s report); -o "
@@ -59,9 +59,11 @@ def run(args) -> tuple:
         if args.runs:
             raise UsageError("--held-out judges models and --runs compares rankings: give one of them.")
         return _held_out(args, fmt), None
-    if "," in args.model:
-        raise UsageError(f"--model {args.model}: fitting takes one model; several are compared on a held-out log "
-                         "(--held-out FILE).")
+    models = _models(args.model)
+    if len(models) > 1:
+        raise UsageError(f"--model {','.join(models)}: fitting takes one model; several are compared on a held-out "
+                         "log (--held-out FILE).")
+    args.model = models[0]
     if args.runs:
         return _rankings(args, fmt), None
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
@@ -130,11 +132,14 @@ def _resources(options: dict) -> dict:
     return {k: options[k] for k in ("memory_limit", "threads", "temp_directory") if k in options}
 
 
-def _models(spelled: str) -> list:
-    """--model's comma-separated names, each once, all checked before any is fitted."""
-    names = [m.strip() for m in spelled.split(",")]
+def _models(given) -> list:
+    """--model's names (repeated, or comma-separated: cascade,sdbn,pbm; pbm when none), each once, all checked before
+    any is fitted."""
+    spelled = given or ["pbm"]
+    names = [m.strip() for value in spelled for m in value.split(",")]
     if not all(names):
-        raise UsageError(f"--model {spelled!r}: give model names separated by commas, such as cascade,sdbn,pbm.")
+        raise UsageError(f"--model {','.join(spelled)!r}: give model names separated by commas, such as "
+                         "cascade,sdbn,pbm.")
     return list(dict.fromkeys(model_named(m)[0] for m in names))
 
 
