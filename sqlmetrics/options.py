@@ -175,7 +175,8 @@ OPTIONS = (
     Option("temp_directory", None, "where DuckDB spills past the memory limit", _RESOURCES, metavar="DIR",
            group="resources (DuckDB's)"),
     Option("model", "pbm", "the click model fitted to a click log: 'cascade', 'sdbn' (closed forms) or 'pbm', "
-           "'ubm', 'dcm' (EM); any case (docs/clicks.md)", _CLICKS, metavar="MODEL", group="click models"),
+           "'ubm', 'dcm' (EM); any case (docs/clicks.md); on the command line several (repeated or comma-separated) "
+           "with --held-out", _CLICKS, kind="names", metavar="MODEL", group="click models"),
     Option("iterations", None, "the most EM iterations of a click model fitted by EM (pbm, ubm, dcm; default 100)", _CLICKS,
            kind="int", metavar="N", minimum=1, group="click models"),
     Option("tolerance", None, "EM stops when no parameter of the click model changes by this much in an iteration "

@@ -1,12 +1,15 @@
 """`sqlmetrics clicks LOG --model pbm -o params.parquet`: a click model fitted to a click log (sqlmetrics.clicks). The
 parameters go to -o's file (one long table, in the format its extension names, atomically); the fit's summary (per
 segment: sessions, iterations, last change, log-likelihood) to standard output. Without -o the parameters follow the
-summary as text, or go alone to standard output with -f csv, tsv, json or jsonl."""
+summary as text, or go alone to standard output with -f csv, tsv, json or jsonl. With --held-out FILE each model
+(--model cascade,sdbn,pbm) is fitted to LOG and judged on FILE: its held-out log-likelihood, perplexity and CTR error
+per segment, the table -o then writes."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..clicks import fit_clicks, propensities
+from ..clicks import MODELS, fit_clicks, propensities
+from ..clicks.fit import model_named
 from ..clicks.log import ROLES
 from ..clicks.propensity import METHODS
 from ..local.output import write_table
@@ -54,6 +57,17 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--levels", metavar="T1,T2,...",
                    help="with --qrels: integer grades, the count of these increasing thresholds at or below the "
                         "probability (default: the probability itself)")
+    p.add_argument("--held-out", metavar="FILE", dest="held_out",
+                   help="judge each fitted model on this click log (same columns): held-out log-likelihood, "
+                        "perplexity and CTR prediction error per segment, to pick the model that fits; --model may "
+                        "then name several, repeated or comma-separated (cascade,sdbn,pbm); -o writes the scores")
+    p.add_argument("--runs", nargs="+", metavar="RUN",
+                   help="rankings to compare under the fitted model (run files, as evaluate reads them): expected "
+                        "clicks and, for sdbn, satisfaction per query, with a paired t-test (compare()'s report); -o "
+                        "writes the per-query values")
+    p.add_argument("--depth", type=int, default=10, metavar="N",
+                   help="with --runs: the positions a user is shown of each list (default 10)")
+    p.add_argument("--baseline", metavar="RUN", help="with --runs: compare each run with this one (its file stem)")
     add_option_flags(p, CLICKS_CMD)
     p.set_defaults(func=run, into_mode="replace")
 
@@ -61,8 +75,21 @@ def add_parser(sub, parents) -> None:
 def run(args) -> tuple:
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
     _refuse_stray_flags(args)
+    jobs = [flag for flag, given in (("--held-out", args.held_out), ("--runs", args.runs),
+                                     ("--propensities", args.propensities), ("--qrels", args.qrels)) if given]
+    if len(jobs) > 1:
+        raise UsageError(f"{' and '.join(jobs)} each write a table of their own: give one of them.")
+    if args.held_out:
+        return _held_out(args, fmt), None
+    models = _models(args.model)
+    if len(models) > 1:
+        raise UsageError(f"--model {','.join(models)}: fitting takes one model; several are compared on a held-out "
+                         "log (--held-out FILE).")
+    args.model = models[0]
     if args.propensities or args.qrels:
         return _derived(args, fmt)
+    if args.runs:
+        return _rankings(args, fmt), None
     fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
                      **option_values(args, CLICKS_CMD))
     to_file = args.output and args.output not in STDOUT_NAMES
@@ -122,6 +149,91 @@ def _levels(text):
     except ValueError:
         raise UsageError(f"--levels takes increasing thresholds separated by commas, such as 0.1,0.3,0.6; got "
                          f"{text!r}.") from None
+def _held_out(args, fmt: str):
+    """Each model fitted to the log and judged on the held-out log: the fits' summaries and the scores per model
+    and segment as text, or the scores' long table (ClickScore.table()) to -o or in -f's format. --iterations and
+    --tolerance go to the EM models among them (to all when none is one: a closed form refuses them, as alone)."""
+    import pyarrow as pa
+
+    options, columns, models = option_values(args, CLICKS_CMD), role_pairs(args.column, "--column", ROLES), \
+        _models(args.model)
+    em = {k: options.pop(k) for k in ("iterations", "tolerance") if k in options}
+    options.pop("model", None)
+    some_iterate = any(MODELS[m].iterates for m in models)
+    summaries, scores = [], []
+    for model in models:
+        fit = fit_clicks(args.log, columns=columns, group_by=args.group_by, model=model, **options,
+                         **(em if MODELS[model].iterates or not some_iterate else {}))
+        summaries.append(summary_text(fit))
+        scores.append(fit.score(args.held_out, columns=columns, **_resources(options)))
+    text = "".join(summaries) + "\n" + held_out_text(scores)
+    return _table_or_text(args, fmt, pa.concat_tables([s.table() for s in scores]),
+                          ("model", *scores[0].group_by, "position"), text)
+
+
+def _rankings(args, fmt: str):
+    """The model fitted, then the runs compared on its per-query expected clicks (and satisfaction): the fit's
+    summary and compare()'s report as text; -o (or -f) the per-query values (ClickFit.expected())."""
+    options = option_values(args, CLICKS_CMD)
+    fit = fit_clicks(args.log, columns=role_pairs(args.column, "--column", ROLES), group_by=args.group_by,
+                     **options)
+    report = fit.compare(args.runs, depth=args.depth, baseline=args.baseline, **_resources(options))
+    text = summary_text(fit) + "\n" + report.to_table()
+    if fmt == "text" and not _to_file(args):
+        return text
+    return _table_or_text(args, fmt, fit.expected(args.runs, depth=args.depth, **_resources(options)),
+                          ("run", *fit.group_by, "query_id"), text)
+
+
+def _table_or_text(args, fmt: str, table, key: tuple, text: str):
+    """The table to -o's file (and the text to standard output), or in -f's format to standard output; else the
+    text."""
+    if _to_file(args):
+        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace", key)
+        return text
+    return ArrowOutput(table, (), fmt) if fmt != "text" else text
+
+
+def _to_file(args) -> bool:
+    return bool(args.output) and args.output not in STDOUT_NAMES
+
+
+def _resources(options: dict) -> dict:
+    """DuckDB's memory_limit, threads and temp_directory among the options, for score() and expected()."""
+    return {k: options[k] for k in ("memory_limit", "threads", "temp_directory") if k in options}
+
+
+def _models(given) -> list:
+    """--model's names (repeated, or comma-separated: cascade,sdbn,pbm; pbm when none), each once, all checked before
+    any is fitted."""
+    spelled = given or ["pbm"]
+    names = [m.strip() for value in spelled for m in value.split(",")]
+    if not all(names):
+        raise UsageError(f"--model {','.join(spelled)!r}: give model names separated by commas, such as "
+                         "cascade,sdbn,pbm.")
+    return list(dict.fromkeys(model_named(m)[0] for m in names))
+
+
+def held_out_text(scores: list) -> str:
+    """One line per model and segment of the held-out scores, and what each column is."""
+    group_by = scores[0].group_by
+    header = ["model", *group_by, "sessions", "rows", "unseen", "log_likelihood", "per_session", "perplexity",
+              "ctr_rmse"]
+    rows = [header]
+    for s in scores:
+        for r in s.segments.to_pylist():
+            rows.append([s.model, *(_cell(r[g]) for g in group_by), r["sessions"], r["rows"], r["unseen_rows"],
+                         *(_cell(r[c]) for c in ("log_likelihood", "log_likelihood_per_session", "perplexity",
+                                                 "ctr_rmse"))])
+    align = ["l"] * (1 + len(group_by)) + ["r"] * 7
+    return (f"held-out log, per model and segment:\n{aligned(rows, align)}\n"
+            "log_likelihood: the sum over rows of ln P(click as observed | the clicks above); per_session: its mean "
+            "per session (higher is better)\n"
+            "perplexity: per rank 2^-(mean log2 P(click as observed), not conditioned on clicks), averaged over ranks "
+            "(1 is perfect, lower is better)\n"
+            "ctr_rmse: the root mean square of observed minus predicted click-through rate per (query, doc, position), "
+            "weighted by impressions\n"
+            "unseen: rows whose (query, doc) or position the fit has no parameter for, scored with 0.5\n")
 
 
 def _creating(args) -> SimpleNamespace:

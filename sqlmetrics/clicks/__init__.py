@@ -8,9 +8,12 @@ ubm.py      the user browsing model: PBM's EM with examination per (position, pr
 dcm.py      the dependent click model's EM on its exact likelihood (going on after the last click latent)
 log.py      the log typed and checked: every bad row named (gaps, repeats, clicks other than 0/1, ...)
 propensity.py  propensities(): position bias by intervention harvesting (pivot, adjacent chain) or from a PBM
+score.py    a fitted model judged on a held-out log: log-likelihood, perplexity, CTR error, from each model's predict()
+ranking.py  click-model-based metrics of runs never shown: per-query expected clicks and satisfaction (expected())
 sql.py      what the models' SQL shares (the log-likelihood of a count)
 """
 from .fit import MODELS, ClickFit, fit_clicks
 from .propensity import propensities
+from .score import ClickScore
 
-__all__ = ["ClickFit", "MODELS", "fit_clicks", "propensities"]
+__all__ = ["ClickFit", "ClickScore", "MODELS", "fit_clicks", "propensities"]

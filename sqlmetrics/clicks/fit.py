@@ -17,20 +17,25 @@ from ..local.connection import connect
 from ..local.readers import load
 from ..local.readers.loaded import _first_line
 from ..options import check_log_options
+from ..stats.compare import analyse_lists
+from ..stats.report import segment_key
 from . import closed, dcm, pbm, ubm
 from .log import ROLES, checked_log
+from .ranking import check_depth, named_runs, per_query
+from .score import ClickScore, load_parameters, scored
 
 @dataclass(frozen=True)
 class Model:
     """How one click model is fitted: fit(con, iterations, tolerance) writes its parameter tables from sqlm_clicks
     and returns ({parameter: table}, {seg: (iterations run, last change)} or None for a closed form);
-    log_likelihood(con, tables) is SQL of (seg, log_likelihood); predict(con, tables) is SQL of (seg, session,
-    position, conditional, marginal) per row of sqlm_clicks (docs/clicks.md)."""
+    log_likelihood(con, tables) is SQL of (seg, log_likelihood); predict(con, tables) is SQL of (seg, session, position,
+    conditional, marginal) per row of sqlm_clicks: P(click | the session's clicks above) and P(click), what a held-out
+    log is scored by (score.py). Every model of MODELS has its own."""
 
     fit: Callable
     log_likelihood: Callable
     iterates: bool
-    predict: Callable = None
+    predict: Callable
 
 
 def _closed(model: Callable) -> Callable:
@@ -43,9 +48,9 @@ def _pbm(con, iterations: int, tolerance: float) -> tuple:
     return pbm.parameters(con), runs
 
 
-MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False),
-          "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False),
-          "pbm": Model(_pbm, pbm.log_likelihood, True),
+MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False, closed.predict_cascade),
+          "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False, closed.predict_sdbn),
+          "pbm": Model(_pbm, pbm.log_likelihood, True, pbm.predict),
           "ubm": Model(ubm.fit, ubm.log_likelihood, True, ubm.predict),
           "dcm": Model(dcm.fit, dcm.log_likelihood, True, dcm.predict)}
 DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6
@@ -155,6 +160,65 @@ class ClickFit:
         finally:
             con.close()
         return table
+    def score(self, log, columns: dict | None = None, *, memory_limit=None, threads=None,
+              temp_directory=None) -> ClickScore:
+        """This model judged on a held-out click log (same roles as fit_clicks() reads, and the fit's group_by
+        columns): per segment and per segment and rank, the log-likelihood (total and per session), perplexity and
+        CTR prediction error, and how many rows the fit has no parameter for (scored with 0.5). See score.py and
+        docs/clicks.md ("Which model fits your log"). Works on the Arrow tables alone: the fit's connection is gone."""
+        predict = MODELS[self.model].predict
+
+        def judged(con, segments: tuple, label: str) -> ClickScore:
+            tables = load_parameters(con, self, label)
+            per_segment, per_rank = scored(con, predict(con, tables), tables)
+            return ClickScore(self.model, self.group_by, _named(per_segment, self.group_by),
+                              _named(per_rank, self.group_by))
+
+        return on_log(log, columns, self.group_by, (memory_limit, threads, temp_directory), judged,
+                       "held-out click log", "scored")
+
+    def compare(self, runs, columns: dict | None = None, *, depth: int = 10, baseline=None, test: str = "student",
+                max_p: float = 0.01, correction=None, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
+                memory_limit=None, threads=None, temp_directory=None):
+        """The rankings compared on their click-model-based metrics (expected()'s expected_clicks and, for a model
+        with satisfaction, satisfaction; higher is better, the mean over queries), per segment, with compare()'s
+        significance tests and its options (test, max_p, correction, baseline, pairing, seed, n_resamples): a
+        stats.Report, as compare() returns."""
+        table = self.expected(runs, columns, depth=depth, memory_limit=memory_limit, threads=threads,
+                              temp_directory=temp_directory)
+        measures = [m for m in ("expected_clicks", "satisfaction") if m in table.column_names]
+        lists: dict = {}
+        for row in table.to_pylist():
+            seg = segment_key(row[g] for g in self.group_by)
+            lists.setdefault(seg, {}).setdefault(row["run"], {})[row["query_id"]] = [row[m] for m in measures]
+        return analyse_lists(list(named_runs(runs)), {m: ("higher", "mean") for m in measures}, lists,
+                             segment_names=self.group_by, test=test, max_p=max_p, correction=correction, seed=seed,
+                             n_resamples=n_resamples, pairing=pairing, baseline=baseline,
+                             options={"model": self.model},
+                             resources={"memory_limit": memory_limit, "threads": threads,
+                                        "temp_directory": temp_directory})
+
+    def expected(self, runs, columns: dict | None = None, *, depth: int = 10, memory_limit=None, threads=None,
+                 temp_directory=None):
+        """Click-model-based metrics of rankings never shown (Chuklin, Serdyukov and de Rijke, SIGIR 2013), per query,
+        as an Arrow table: run, the segment columns (each list predicted under every segment's model), query_id,
+        documents, unseen_documents (scored with 0.5), expected_clicks (the sum of P(click) over the list) and, for a
+        model with satisfaction (sdbn), satisfaction (P(the user ends satisfied)). runs: a run, a list of runs or
+        {name: run}, anything evaluate() reads (query_id, doc_id and a rank or score; columns= maps run roles); each
+        list ordered by its rank, else by score descending (trec_eval's order), and cut at depth (the page a user is
+        shown). See ranking.py, docs/clicks.md."""
+        named, depth = named_runs(runs), check_depth(depth)
+        con = connect(memory_limit, threads, temp_directory)
+        spills: list = []
+        try:
+            return per_query(con, self, MODELS[self.model].predict, named, columns, depth, spills)
+        except duckdb.Error as e:
+            raise SqlmetricsError(f"runs: cannot be predicted: {_first_line(e)}") from None
+        finally:
+            con.close()
+            for folder in spills:
+                if folder:
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=None, iterations: int | None = None,
@@ -171,30 +235,37 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
     """
-    name, chosen = _model(model)
+    name, chosen = model_named(model)
     iterations, tolerance = _iteration_options(name, chosen.iterates, iterations, tolerance)
     segments = check_log_options("log", group_by, None, None)  # group_by= checked as a log's segments are
+
+    def fitted(con, segments: tuple, label: str) -> ClickFit:
+        tables, runs = chosen.fit(con, iterations, tolerance)
+        return _collected(con, name, segments, tables, runs, chosen.log_likelihood(con, tables), tolerance)
+
+    return on_log(log, columns, segments, (memory_limit, threads, temp_directory), fitted, "click log", "fitted")
+
+
+def on_log(log, columns, group_by: tuple, resources: tuple, work: Callable, what: str, doing: str):
+    """work(con, segments, label) on a connection of its own holding the log read and checked (sqlm_clicks,
+    sqlm_segments); the connection closed and any spill removed after."""
     if isinstance(log, dict):
         log = _columns_table(log)
-    con = connect(memory_limit, threads, temp_directory)
+    con = connect(*resources)
     loaded = None
     try:
-        loaded = load(con, log, "clicks", _roles(columns), what="click log")
-        _refuse_clashes(segments, loaded.label)
-        segments = checked_log(con, loaded, segments)
-        tables, runs = chosen.fit(con, iterations, tolerance)
-        result = _collected(con, name, segments, tables, runs, chosen.log_likelihood(con, tables), tolerance)
+        loaded = load(con, log, "clicks", _roles(columns), what=what)
+        _refuse_clashes(group_by, loaded.label)
+        return work(con, checked_log(con, loaded, group_by), loaded.label)
     except duckdb.Error as e:  # a column of a type DuckDB cannot compare or group (a map, a union)
-        raise SqlmetricsError(f"{loaded.label if loaded else 'click log'}: cannot be fitted: {_first_line(e)}") \
-            from None
+        raise SqlmetricsError(f"{loaded.label if loaded else what}: cannot be {doing}: {_first_line(e)}") from None
     finally:
         con.close()
         if loaded is not None and loaded.temporary:
             shutil.rmtree(loaded.temporary, ignore_errors=True)
-    return result
 
 
-def _model(model) -> tuple:
+def model_named(model) -> tuple:
     """(the model's name, its Model): any case; an unknown name suggests the closest."""
     name = model.lower() if isinstance(model, str) else model
     if name not in MODELS:

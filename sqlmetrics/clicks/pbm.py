@@ -113,3 +113,14 @@ def log_likelihood(con, tables: dict) -> str:
     return f"""
         SELECT c.seg, SUM({binomial_ll(p, 'c.k', 'c.n')}) AS log_likelihood
         FROM sqlm_counts c JOIN sqlm_alpha a USING (pair) JOIN sqlm_gamma g USING (slot) GROUP BY c.seg"""
+
+
+def predict(con, tables: dict) -> str:
+    """SQL (seg, session, position, conditional, marginal) per row of sqlm_clicks: PBM's clicks are independent, so
+    both are gamma_r alpha_qd. An unseen (query, doc) or position takes 0.5, the EM's initial value, as PyClick does."""
+    p = "COALESCE(g.examination, 0.5) * COALESCE(a.attractiveness, 0.5)"
+    return f"""
+        SELECT c.seg, c.session, c.position, {p} AS conditional, {p} AS marginal
+        FROM sqlm_clicks c
+        LEFT JOIN {tables['attractiveness']} a ON a.seg = c.seg AND a.query = c.query AND a.doc = c.doc
+        LEFT JOIN {tables['examination']} g ON g.seg = c.seg AND g.position = c.position"""

@@ -18,17 +18,9 @@ A position no ratio reaches (no pair shared with the pivot, or a link of the cha
 division) has no estimate: its row is absent and a SqlmetricsWarning names it, never a NaN or an infinity."""
 from __future__ import annotations
 
-import shutil
-
-import duckdb
-
 from ..errors import SqlmetricsError, warn
-from ..local.connection import connect
-from ..local.readers import load
-from ..local.readers.loaded import _first_line
 from ..options import check_log_options
-from .fit import _columns_table, _refuse_clashes, _roles, fit_clicks
-from .log import checked_log
+from .fit import fit_clicks, on_log
 
 METHODS = ("pivot", "adjacent", "pbm")
 
@@ -64,27 +56,8 @@ def propensities(log, method: str = "pivot", columns: dict | None = None, group_
         raise SqlmetricsError(f"pivot={pivot!r} must be a position, a whole number from 1.")
     if name == "adjacent" and pivot != 1:
         raise SqlmetricsError(f"pivot={pivot!r} applies to method='pivot'; leave it out with method='adjacent'.")
-    return _on_log(log, columns, group_by, resources, lambda con, segments: _harvested(con, segments, name, pivot))
-
-
-def _on_log(log, columns, group_by, resources: dict, work):
-    """work(con, segment names) on the log read and checked into sqlm_clicks (as fit_clicks() reads it)."""
-    segments = check_log_options("log", group_by, None, None)
-    if isinstance(log, dict):
-        log = _columns_table(log)
-    con = connect(**resources)
-    loaded = None
-    try:
-        loaded = load(con, log, "clicks", _roles(columns), what="click log")
-        _refuse_clashes(segments, loaded.label)
-        return work(con, checked_log(con, loaded, segments))
-    except duckdb.Error as e:
-        raise SqlmetricsError(f"{loaded.label if loaded else 'click log'}: cannot be estimated: {_first_line(e)}") \
-            from None
-    finally:
-        con.close()
-        if loaded is not None and loaded.temporary:
-            shutil.rmtree(loaded.temporary, ignore_errors=True)
+    return on_log(log, columns, check_log_options("log", group_by, None, None), tuple(resources.values()),
+                  lambda con, segments, label: _harvested(con, segments, name, pivot), "click log", "estimated")
 
 
 def _harvested(con, segments: tuple, method: str, pivot: int):
