@@ -16,18 +16,21 @@ from ..local.connection import connect
 from ..local.readers import load
 from ..local.readers.loaded import _first_line
 from ..options import check_log_options
-from . import closed, pbm
+from . import closed, dbn, pbm
 from .log import ROLES, checked_log
 
 @dataclass(frozen=True)
 class Model:
     """How one click model is fitted: fit(con, iterations, tolerance) writes its parameter tables from sqlm_clicks
     and returns ({parameter: table}, {seg: (iterations run, last change)} or None for a closed form);
-    log_likelihood(con, tables) is SQL of (seg, log_likelihood). UBM, DCM and DBN come in MODELS the same way."""
+    log_likelihood(con, tables) is SQL of (seg, log_likelihood); predict(con, tables) SQL of (seg, session, position,
+    conditional, marginal), one row per row of sqlm_clicks (issue 44's contract; None where not written yet). UBM
+    and DCM come in MODELS the same way."""
 
     fit: Callable
     log_likelihood: Callable
     iterates: bool
+    predict: Callable | None = None
 
 
 def _closed(model: Callable) -> Callable:
@@ -40,9 +43,16 @@ def _pbm(con, iterations: int, tolerance: float) -> tuple:
     return pbm.parameters(con), runs
 
 
+def _dbn(con, iterations: int, tolerance: float) -> tuple:
+    dbn.aggregate(con)
+    runs = dbn.fit(con, iterations, tolerance)
+    return dbn.parameters(con), runs
+
+
 MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False),
           "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False),
-          "pbm": Model(_pbm, pbm.log_likelihood, True)}
+          "pbm": Model(_pbm, pbm.log_likelihood, True),
+          "dbn": Model(_dbn, dbn.log_likelihood, True, dbn.predict)}
 DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6
 # The columns of the long table (ClickFit.table()) after the model and the segments, and of the summary: a segment
 # column of one of these names is refused.
@@ -56,7 +66,8 @@ class ClickFit:
     the parameter's key, its value and the counts behind it:
       attractiveness  query, doc, attractiveness, impressions, clicks   (every model)
       examination     position, examination, impressions, clicks         (pbm)
-      satisfaction    query, doc, satisfaction, clicks, last_clicks      (sdbn)
+      satisfaction    query, doc, satisfaction, clicks, last_clicks      (sdbn, dbn)
+      continuation    continuation, impressions, clicks, last_clicks     (dbn: one per segment)
     summary: one row per segment: sessions, rows, iterations (0 for a closed form), last_change (the last
     iteration's largest change of a parameter; null for a closed form), converged, log_likelihood."""
 
@@ -93,7 +104,7 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     DuckDB table 'file.duckdb:table', a pyarrow Table, a pandas or polars DataFrame, a dict of columns), with the
     roles session (one result page), query, doc, position (1..n within the session) and clicked (0/1), found by those
     names or mapped with columns={role: column}.
-    model: 'cascade' or 'sdbn' (closed forms) or 'pbm' (EM from every parameter at 0.5, at most `iterations` (100)
+    model: 'cascade' or 'sdbn' (closed forms) or 'pbm' or 'dbn' (EM from every parameter at 0.5, at most `iterations` (100)
     simultaneous updates, stopping when the largest change of any parameter is below `tolerance` (1e-6); one not
     converged then is a SqlmetricsWarning naming the segment and the last change).
     group_by: a column or columns: one model per segment (per market, per device).
@@ -137,7 +148,7 @@ def _iteration_options(name: str, iterates: bool, iterations, tolerance) -> tupl
         given = [f"{k}=" for k, v in (("iterations", iterations), ("tolerance", tolerance)) if v is not None]
         if given:
             raise SqlmetricsError(f"model={name!r} has closed-form estimates: {' and '.join(given)} "
-                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm'); leave "
+                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm' or 'dbn'); leave "
                                   f"{'them' if len(given) > 1 else 'it'} out.")
         return None, None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
@@ -180,7 +191,7 @@ def _columns_table(log: dict):
 
 def _refuse_clashes(segments: tuple, label: str) -> None:
     """A segment column named as a column of the results would make two of that name."""
-    taken = {"model", *LONG, "attractiveness", "examination", "satisfaction", *SUMMARY}
+    taken = {"model", *LONG, "attractiveness", "examination", "satisfaction", "continuation", *SUMMARY}
     clash = [s for s in segments if s.lower() in taken]
     if clash:
         raise SqlmetricsError(f"{label}: group_by={clash[0]!r} is also a column of the results "
@@ -194,9 +205,9 @@ def _collected(con, model: str, segments: tuple, tables: dict, runs, likelihood:
     parameters = {}
     for name, table in tables.items():
         rest = con.execute(f"SELECT * EXCLUDE (seg) FROM {table} LIMIT 0").description
-        order = ", ".join(_q(d[0]) for d in rest if d[0] in ("query", "doc", "position"))
+        order = "".join(", " + _q(d[0]) for d in rest if d[0] in ("query", "doc", "position"))  # none: continuation
         parameters[name] = _named(con.sql(f"SELECT {seg_cols}t.* EXCLUDE (seg) FROM {table} t JOIN sqlm_segments s "
-                                          f"USING (seg) ORDER BY s.seg, {order}").to_arrow_table(), segments)
+                                          f"USING (seg) ORDER BY s.seg{order}").to_arrow_table(), segments)
     runs = runs or {}
     con.execute("CREATE OR REPLACE TEMP TABLE sqlm_runs (seg BIGINT, iterations BIGINT, last_change DOUBLE)")
     if runs:
