@@ -15,6 +15,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sqlmetrics
 from sqlmetrics.clicks import dbn
@@ -169,7 +171,7 @@ def _check_against_numpy(log, iterations: int, segment="market") -> None:
     gamma = _values(fit, "continuation", (segment,))
     for seg, sessions in _sessions(log, segment).items():
         a, s, g, ll = _numpy_dbn(sessions, iterations)
-        assert summary[seg]["iterations"] == iterations
+        assert summary[seg]["iterations"] == iterations or summary[seg]["last_change"] == 0  # stopped: a fixed point
         assert {k[1:]: v for k, v in alpha.items() if k[0] == seg} == pytest.approx(a, abs=1e-9)
         assert {k[1:]: v for k, v in sigma.items() if k[0] == seg} == pytest.approx(s, abs=1e-9)
         assert gamma[(seg,)] == pytest.approx(g, abs=1e-9)
@@ -307,3 +309,76 @@ def test_command_line_and_long_table(tmp_path, capsys):
     (row,) = [r for r in table.to_pylist() if r["parameter"] == "continuation"]
     assert row == {"model": "dbn", "parameter": "continuation", "query": None, "doc": None, "position": None,
                    "value": pytest.approx(0.25), "impressions": 3, "clicks": 1, "last_clicks": 1}
+
+
+# --- slow: consistency and the likelihood's ascent -----------------------------------------------------------------
+
+def _simulated_large(rng, n: int, alpha, sigma, gamma: float, positions: int) -> pa.Table:
+    """n sessions of `positions` of the documents in a random order, clicks drawn from DBN, vectorised."""
+    order = np.argsort(rng.random((n, len(alpha))), axis=1)[:, :positions]
+    clicked = np.zeros((n, positions), dtype=bool)
+    reading = np.ones(n, dtype=bool)
+    for r in range(positions):
+        clicked[:, r] = reading & (rng.random(n) < alpha[order[:, r]])
+        satisfied = clicked[:, r] & (rng.random(n) < sigma[order[:, r]])
+        reading &= ~satisfied & (rng.random(n) < gamma)
+    return pa.table({"session": np.repeat(np.arange(n), positions), "query": np.zeros(n * positions, int),
+                     "doc": order.ravel(), "position": np.tile(np.arange(1, positions + 1), n),
+                     "clicked": clicked.ravel().astype(np.int8)})
+
+
+@pytest.mark.slow
+def test_the_error_shrinks_with_the_log():
+    """Logs simulated from known alpha, sigma (8 documents) and gamma at 1e4 and 1e5 sessions of 5 positions: the
+    mean absolute error of every estimate shrinks, and is small at 1e5."""
+    rng = np.random.default_rng(21)
+    alpha, sigma, gamma = rng.uniform(0.1, 0.8, 8), rng.uniform(0.2, 0.9, 8), 0.8
+    errors = []
+    for n in (10_000, 100_000):
+        fit = _fit(_simulated_large(rng, n, alpha, sigma, gamma, 5), iterations=1000, tolerance=1e-7)
+        assert fit.summary["converged"][0].as_py()
+        a = {r["doc"]: r["attractiveness"] for r in fit.parameters["attractiveness"].to_pylist()}
+        s = {r["doc"]: r["satisfaction"] for r in fit.parameters["satisfaction"].to_pylist()}
+        g = fit.parameters["continuation"]["continuation"][0].as_py()
+        errors.append(np.mean([abs(a[d] - alpha[d]) for d in range(8)] + [abs(s[d] - sigma[d]) for d in range(8)]
+                              + [abs(g - gamma)]))
+    assert errors[1] < errors[0] and errors[1] < 0.03, errors
+
+
+@pytest.mark.slow
+def test_the_likelihood_never_decreases():
+    """EM's ascent: the log-likelihood after each of iterations 1..15 (a fit each, every one from 0.5) is at least the
+    one before, per segment."""
+    log, _, _, _ = _simulated(seed=8, sessions=400)
+    previous = None
+    for n in range(1, 16):
+        ll = dict(zip(*(_fit(log, group_by="market", iterations=n, tolerance=1e-300).summary[c].to_pylist()
+                        for c in ("market", "log_likelihood"))))
+        if previous:
+            assert all(ll[m] >= previous[m] - 1e-9 for m in ll), (n, ll, previous)
+        previous = ll
+
+
+@st.composite
+def _valid_logs(draw):
+    """1-5 sessions of 1-4 positions over 3 documents (a document may repeat within a session), any clicks, one or
+    two markets: logs whose fits sit on the boundaries (all or no clicks, a pair seen once, gamma without a
+    transition)."""
+    sessions = []
+    for s in range(draw(st.integers(1, 5))):
+        shown = draw(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 1)), min_size=1, max_size=4))
+        sessions.append((f"s{s}", draw(st.sampled_from(["q1", "q2"])), shown, draw(st.sampled_from(["de", "fr"]))))
+    return sessions
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # ~50 s
+@given(_valid_logs())
+def test_any_valid_log_equals_the_enumeration(sessions):
+    """Property: on any valid log, every segment's DBN after 6 iterations equals the enumeration EM's to 1e-9, inside
+    [0, 1], with a finite log-likelihood."""
+    log = _log([s[:3] for s in sessions]).append_column(
+        "market", pa.array([m for _, _, shown, m in sessions for _ in shown]))
+    _check_against_numpy(log, iterations=6)
+    for name, table in _fit(log, group_by="market", iterations=6).parameters.items():
+        assert all(0 <= v <= 1 for v in table[name].to_pylist()), name
