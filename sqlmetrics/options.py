@@ -174,12 +174,12 @@ OPTIONS = (
            group="resources (DuckDB's)"),
     Option("temp_directory", None, "where DuckDB spills past the memory limit", _RESOURCES, metavar="DIR",
            group="resources (DuckDB's)"),
-    Option("model", "pbm", "the click model fitted to a click log: 'cascade', 'sdbn' (closed forms) or 'pbm' (EM); "
-           "any case (docs/clicks.md)", _CLICKS, metavar="MODEL", group="click models"),
-    Option("iterations", None, "the most EM iterations of a click model fitted by EM (pbm; default 100)", _CLICKS,
+    Option("model", "pbm", "the click model fitted to a click log: 'cascade', 'sdbn' (closed forms), 'pbm' or 'dbn' "
+           "(EM); any case (docs/clicks.md)", _CLICKS, metavar="MODEL", group="click models"),
+    Option("iterations", None, "the most EM iterations of a click model fitted by EM (pbm, dbn; default 100)", _CLICKS,
            kind="int", metavar="N", minimum=1, group="click models"),
     Option("tolerance", None, "EM stops when no parameter of the click model changes by this much in an iteration "
-           "(pbm; default 1e-06)", _CLICKS, kind="float", metavar="T", group="click models"),
+           "(pbm, dbn; default 1e-06)", _CLICKS, kind="float", metavar="T", group="click models"),
     Option("group_by", None, "segment columns of the run (date, market, arm): one row per segment",
            _LOGS, kind="names", metavar="COLUMN", group="logs"),
     Option("history", None, "the training interactions (user as query_id, item as doc_id, read as qrels are: "

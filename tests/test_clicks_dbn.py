@@ -79,9 +79,9 @@ def _sessions(log: pa.Table, segment=None) -> dict:
 
 
 def _numpy_dbn(sessions: list, iterations: int) -> tuple:
-    """DBN's EM by enumeration, on one segment's sessions (_sessions()), every value from 0.5: alpha <- E[A] per impression, sigma <-
-    E[S] per click, gamma <- E[transitions made] / E[transitions possible (E_r = 1, not satisfied, r < n)], a zero
-    denominator keeping the previous value. Returns (alpha, sigma, gamma, log-likelihood)."""
+    """DBN's EM by enumeration, on one segment's sessions (_sessions()), every value from 0.5: alpha <- E[A] per
+    impression, sigma <- E[S] per click, gamma <- E[transitions made] / E[transitions possible (E_r = 1, not
+    satisfied, r < n)], a zero denominator keeping the previous value. Returns (alpha, sigma, gamma, log-likelihood)."""
     sessions = [(shown, c) for _, shown, c in sessions]
     pairs = sorted({p for shown, _ in sessions for p in shown})
     clicked = sorted({p for shown, c in sessions for p, x in zip(shown, c) if x})

@@ -17,11 +17,11 @@ FORMATS = ("text", "csv", "tsv", "json", "jsonl", "parquet")
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("clicks", parents=parents, help="fit a click model (cascade, sdbn, pbm) to a click log",
+    p = sub.add_parser("clicks", parents=parents, help="fit a click model (cascade, sdbn, pbm, dbn) to a click log",
                        description="Fit a click model to a click log by maximum likelihood, in SQL on DuckDB: one row "
                                    "per shown (session, position) with session, query, doc, position (1..n within "
                                    "the session) and clicked (0/1) (map other names with --column). Cascade and SDBN "
-                                   "have closed forms; PBM is fitted by EM from every parameter at 0.5. See "
+                                   "have closed forms; PBM and DBN are fitted by EM from every parameter at 0.5. See "
                                    "docs/clicks.md.")
     p.add_argument("log", metavar="LOG", help="the click log: a CSV, TSV, Parquet or JSON Lines file, or "
                                               "file.duckdb:table")

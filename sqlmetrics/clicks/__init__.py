@@ -4,6 +4,7 @@ fit.py      fit_clicks(), ClickFit: the log read (local.readers, kind 'clicks') 
             results as Arrow tables
 closed.py   the closed forms: Cascade, SDBN
 pbm.py      the position-based model's EM over the log's counts per (segment, query, doc, position)
+dbn.py      the dynamic Bayesian network's EM over the sessions' distinct suffixes below their last click
 log.py      the log typed and checked: every bad row named (gaps, repeats, clicks other than 0/1, ...)
 sql.py      what the models' SQL shares (the log-likelihood of a count)
 """

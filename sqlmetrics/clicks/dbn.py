@@ -76,7 +76,8 @@ def aggregate(con) -> None:
         GROUP BY seg, last_pair, suffix""")
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_dbn_steps AS
-        SELECT shape, seg, m, UNNEST(suffix) AS pair, UNNEST(range(1, m + 1)) AS k FROM sqlm_dbn_shapes""")
+        SELECT shape, seg, m, weight, last_pair, UNNEST(suffix) AS pair, UNNEST(range(1, m + 1)) AS k
+        FROM sqlm_dbn_shapes""")
     con.execute("ALTER TABLE sqlm_dbn_shapes DROP COLUMN suffix")
     con.execute("DROP TABLE sqlm_dbn_rows")
     for table, key, where in (("sqlm_dbn_alpha", "pair", "true"), ("sqlm_dbn_sigma", "pair", "clicks > 0")):
@@ -105,7 +106,7 @@ def step(con, active: list) -> dict:
     """One EM iteration of the segments in `active` (the others keep their values); {seg: largest change}."""
     con.execute("CREATE OR REPLACE TEMP TABLE sqlm_active AS SELECT UNNEST(?::BIGINT[]) AS seg", [active])
     _posteriors(con)
-    con.execute(f"""
+    con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_dbn_alpha_next AS
         SELECT c.pair, c.seg, (c.clicks + COALESCE(x.attracted, 0)) / c.impressions AS value
         FROM sqlm_dbn_counts c SEMI JOIN sqlm_active USING (seg)
@@ -121,14 +122,15 @@ def step(con, active: list) -> dict:
     # P(E = 1) again (unclicked, so unsatisfied); out of the last click when a row follows: P(S_l = 0).
     con.execute("""
         CREATE OR REPLACE TEMP TABLE sqlm_dbn_gamma_next AS
-        SELECT s.seg, CASE WHEN s.above + COALESCE(p.out, 0) + COALESCE(l.out, 0) > 0
-                           THEN LEAST((s.above + COALESCE(p.into, 0)) / (s.above + COALESCE(p.out, 0) + COALESCE(l.out, 0)), 1)
-                           ELSE g.value END AS value
-        FROM sqlm_dbn_segments s SEMI JOIN sqlm_active USING (seg) JOIN sqlm_dbn_gamma g USING (seg)
-        LEFT JOIN (SELECT seg, SUM(weight * examined) FILTER (WHERE clicked_above OR k > 1) AS into,
-                          SUM(weight * examined) FILTER (WHERE k < m) AS out FROM sqlm_dbn_post GROUP BY seg) p USING (seg)
-        LEFT JOIN (SELECT seg, SUM(weight * (1 - satisfied)) AS out FROM sqlm_dbn_last WHERE m > 0 GROUP BY seg) l
-        USING (seg)""")
+        SELECT seg, CASE WHEN made_out > 0 THEN LEAST(made_in / made_out, 1) ELSE value END AS value FROM (
+            SELECT s.seg, g.value, s.above + COALESCE(p.into, 0) AS made_in,
+                   s.above + COALESCE(p.out, 0) + COALESCE(l.out, 0) AS made_out
+            FROM sqlm_dbn_segments s SEMI JOIN sqlm_active USING (seg) JOIN sqlm_dbn_gamma g USING (seg)
+            LEFT JOIN (SELECT seg, SUM(weight * examined) FILTER (WHERE clicked_above OR k > 1) AS into,
+                              SUM(weight * examined) FILTER (WHERE k < m) AS out
+                       FROM sqlm_dbn_post GROUP BY seg) p USING (seg)
+            LEFT JOIN (SELECT seg, SUM(weight * (1 - satisfied)) AS out FROM sqlm_dbn_last WHERE m > 0 GROUP BY seg) l
+            USING (seg))""")
     changes = {}
     for table, key in _TABLES:
         for seg, change in con.execute(f"""
@@ -156,14 +158,13 @@ def _posteriors(con) -> None:
         FROM (
             SELECT *, e * power(g, k - 1) * before * (1 - a) * CASE WHEN k < m THEN 1 - g ELSE 1 END AS w
             FROM (
-                SELECT t.shape, t.k, t.m, t.pair, t.seg, h.weight, h.last_pair IS NOT NULL AS clicked_above,
+                SELECT t.shape, t.k, t.m, t.pair, t.seg, t.weight, t.last_pair IS NOT NULL AS clicked_above,
                        a.value AS a, g.value AS g,
-                       CASE WHEN h.last_pair IS NULL THEN 1 ELSE g.value * (1 - s.value) END AS e,
-                       COALESCE(product(1 - a.value) OVER (PARTITION BY t.shape ORDER BY t.k
-                                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 1) AS before
-                FROM sqlm_dbn_steps t SEMI JOIN sqlm_active USING (seg) JOIN sqlm_dbn_shapes h USING (shape)
-                JOIN sqlm_dbn_alpha a USING (pair) JOIN sqlm_dbn_gamma g ON g.seg = t.seg
-                LEFT JOIN sqlm_dbn_sigma s ON s.pair = h.last_pair))""")
+                       CASE WHEN t.last_pair IS NULL THEN 1 ELSE g.value * (1 - s.value) END AS e,
+                       COALESCE(product(1 - a.value) OVER (PARTITION BY t.shape ORDER BY t.k ROWS BETWEEN
+                                                           UNBOUNDED PRECEDING AND 1 PRECEDING), 1) AS before
+                FROM sqlm_dbn_steps t SEMI JOIN sqlm_active USING (seg) JOIN sqlm_dbn_alpha a USING (pair)
+                JOIN sqlm_dbn_gamma g ON g.seg = t.seg LEFT JOIN sqlm_dbn_sigma s ON s.pair = t.last_pair))""")
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE sqlm_dbn_last AS
         SELECT h.seg, h.weight, h.last_pair, h.m,

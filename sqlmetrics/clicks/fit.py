@@ -104,9 +104,9 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     DuckDB table 'file.duckdb:table', a pyarrow Table, a pandas or polars DataFrame, a dict of columns), with the
     roles session (one result page), query, doc, position (1..n within the session) and clicked (0/1), found by those
     names or mapped with columns={role: column}.
-    model: 'cascade' or 'sdbn' (closed forms) or 'pbm' or 'dbn' (EM from every parameter at 0.5, at most `iterations` (100)
-    simultaneous updates, stopping when the largest change of any parameter is below `tolerance` (1e-6); one not
-    converged then is a SqlmetricsWarning naming the segment and the last change).
+    model: 'cascade' or 'sdbn' (closed forms) or 'pbm' or 'dbn' (EM from every parameter at 0.5, at most `iterations`
+    (100) simultaneous updates, stopping when the largest change of any parameter is below `tolerance` (1e-6); one
+    not converged then is a SqlmetricsWarning naming the segment and the last change).
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
     """
