@@ -131,18 +131,15 @@ def step(con, active: list) -> dict:
                        FROM sqlm_dbn_post GROUP BY seg) p USING (seg)
             LEFT JOIN (SELECT seg, SUM(weight * (1 - satisfied)) AS out FROM sqlm_dbn_last WHERE m > 0 GROUP BY seg) l
             USING (seg))""")
-    changes = {}
-    for table, key in _TABLES:
-        for seg, change in con.execute(f"""
-                SELECT n.seg, MAX(ABS(n.value - o.value)) FROM {table}_next n JOIN {table} o USING ({key})
-                GROUP BY n.seg""").fetchall():
-            changes[seg] = max(change, changes.get(seg, 0.0))
+    each = " UNION ALL ".join(f"SELECT n.seg, ABS(n.value - o.value) AS change FROM {table}_next n "
+                              f"JOIN {table} o USING ({key})" for table, key in _TABLES)
+    changes = dict(con.execute(f"SELECT seg, MAX(change) FROM ({each}) GROUP BY seg").fetchall())
     for table, key in _TABLES:  # every new value from the previous ones: swap only now
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE {table} AS
             SELECT o.{key}, {'o.seg, ' if key != 'seg' else ''}COALESCE(n.value, o.value) AS value
-            FROM {table} o LEFT JOIN {table}_next n USING ({key})""")
-        con.execute(f"DROP TABLE {table}_next")
+            FROM {table} o LEFT JOIN {table}_next n USING ({key});
+            DROP TABLE {table}_next""")
     return changes
 
 
