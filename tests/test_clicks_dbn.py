@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import sqlmetrics
 from sqlmetrics.clicks import dbn
 from sqlmetrics.cli.main import main
-from sqlmetrics.errors import SqlmetricsWarning
+from sqlmetrics.errors import SqlmetricsError, SqlmetricsWarning
 
 
 def _log(sessions: list) -> pa.Table:
@@ -294,6 +294,9 @@ def test_hostile_logs():
     log = pa.concat_tables([t.append_column("case", pa.array([name] * t.num_rows)) for name, t in logs.items()])
     log = log.set_column(0, "session", pa.compute.binary_join_element_wise(log["case"], log["session"], "/"))
     _check_against_numpy(log, iterations=3, segment="case")  # one fit, a segment each
+    with pytest.raises(SqlmetricsError, match="group_by='continuation' is also a column of the results"):
+        sqlmetrics.fit_clicks(log.rename_columns([*log.column_names[:-1], "continuation"]), model="dbn",
+                              group_by="continuation")
 
 
 # --- slow: consistency and the likelihood's ascent -----------------------------------------------------------------

@@ -205,9 +205,9 @@ def _collected(con, model: str, segments: tuple, tables: dict, runs, likelihood:
     parameters = {}
     for name, table in tables.items():
         rest = con.execute(f"SELECT * EXCLUDE (seg) FROM {table} LIMIT 0").description
-        order = "".join(", " + _q(d[0]) for d in rest if d[0] in ("query", "doc", "position"))  # none: continuation
+        order = ", ".join(_q(d[0]) for d in rest if d[0] in ("query", "doc", "position"))
         parameters[name] = _named(con.sql(f"SELECT {seg_cols}t.* EXCLUDE (seg) FROM {table} t JOIN sqlm_segments s "
-                                          f"USING (seg) ORDER BY s.seg{order}").to_arrow_table(), segments)
+                                          f"USING (seg) ORDER BY s.seg, {order}").to_arrow_table(), segments)
     runs = runs or {}
     con.execute("CREATE OR REPLACE TEMP TABLE sqlm_runs (seg BIGINT, iterations BIGINT, last_change DOUBLE)")
     if runs:
