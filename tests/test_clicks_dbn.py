@@ -244,7 +244,7 @@ def test_by_hand_on_the_command_line(tmp_path, capsys):
         ("fixed", "attractiveness", "c"): 1, ("fixed", "satisfaction", "a"): 0.5, ("fixed", "satisfaction", "b"): 0,
         ("fixed", "satisfaction", "c"): s_c, ("fixed", "continuation", None): 1}, abs=1e-15)
     (row,) = [r for r in table.to_pylist() if r["parameter"] == "continuation" and r["log"] == "iterates"]
-    assert (row["query"], row["position"], row["impressions"], row["clicks"], row["last_clicks"]) == (None, None, 3, 1, 1)
+    assert [row[c] for c in ("query", "position", "impressions", "clicks", "last_clicks")] == [None, None, 3, 1, 1]
 
 
 # --- predict() and the log-likelihood --------------------------------------------------------------------------------
