@@ -249,33 +249,36 @@ def test_by_hand_on_the_command_line(tmp_path, capsys):
 
 # --- predict() and the log-likelihood --------------------------------------------------------------------------------
 
-def _predict_rows(log: pa.Table, tables_from) -> dict:
-    """predict() run over `log` as sqlm_clicks, with the parameter tables of the fit `tables_from`."""
+def _predict_rows(log: pa.Table, alpha: dict, sigma: dict, gamma: float) -> dict:
+    """predict() run over `log` as sqlm_clicks (one segment), with parameter tables holding the values given."""
     con = duckdb.connect()
     con.register("log_view", log)
     con.execute("CREATE TEMP TABLE sqlm_clicks AS SELECT 0::BIGINT AS seg, session, query, doc, "
                 "position::BIGINT AS position, clicked::INTEGER AS clicked FROM log_view")
-    tables = {}
-    for name, t in tables_from.parameters.items():
-        con.register(f"v_{name}", t)
+    for name, values in (("attractiveness", alpha), ("satisfaction", sigma)):
+        con.register(f"v_{name}", pa.table({"query": [q for q, _ in values], "doc": [d for _, d in values],
+                                            name: list(values.values())}))
         con.execute(f"CREATE TEMP TABLE p_{name} AS SELECT 0::BIGINT AS seg, * FROM v_{name}")
-        tables[name] = f"p_{name}"
+    con.execute(f"CREATE TEMP TABLE p_continuation AS SELECT 0::BIGINT AS seg, {gamma!r}::DOUBLE AS continuation")
+    tables = {name: f"p_{name}" for name in ("attractiveness", "satisfaction", "continuation")}
     rows = con.execute(f"SELECT session, position, conditional, marginal FROM ({dbn.predict(con, tables)})").fetchall()
     con.close()
     return {(s, p): (c, m) for s, p, c, m in rows}
 
 
 def test_predict_equals_the_enumeration():
-    """Fitted on a simulated log, predicted on another that has a (query, doc) the fit never saw (0.5, as PyClick)."""
-    train, _, _, _ = _simulated(seed=7, sessions=40, markets=("de",))
-    fit = _fit(train, iterations=3)
-    held_out = _log([("h1", "q0", [("d1", 0), ("d9", 1), ("d2", 0), ("d3", 1)]),
-                     ("h2", "q1", [("d4", 1), ("d0", 1), ("d2", 0)]), ("h3", "q0", [("d3", 0)])])
-    got = _predict_rows(held_out, fit)
-    alpha, sigma = _values(fit, "attractiveness"), _values(fit, "satisfaction")
-    gamma = fit.parameters["continuation"]["continuation"][0].as_py()
-    for session, shown, x in _sessions(held_out)[None]:
-        for r, (conditional, marginal) in enumerate(_numpy_predict(shown, x, alpha, sigma, gamma), 1):
+    """Values at 0 and 1 where the log stays possible (d2 never clicked at alpha 0, d4 clicked at alpha 1, d3 a last
+    click at the list's end at sigma 1, d0 clicked above a row at sigma 0), a (query, doc) without a value (d9: 0.5,
+    as PyClick) and sessions without a click, one position, two clicks in a row."""
+    alpha = {("q0", "d1"): 0.3, ("q0", "d2"): 0.0, ("q0", "d3"): 0.7, ("q1", "d4"): 1.0, ("q1", "d0"): 0.45,
+             ("q1", "d2"): 0.2}
+    sigma = {("q0", "d3"): 1.0, ("q1", "d4"): 0.35, ("q1", "d0"): 0.0, ("q0", "d1"): 0.6}
+    log = _log([("h1", "q0", [("d1", 0), ("d9", 1), ("d2", 0), ("d3", 1)]),
+                ("h2", "q1", [("d4", 1), ("d0", 1), ("d2", 0)]), ("h3", "q0", [("d3", 0)]),
+                ("h4", "q0", [("d1", 1), ("d2", 0), ("d9", 0), ("d3", 0)])])
+    got = _predict_rows(log, alpha, sigma, 0.8)
+    for session, shown, x in _sessions(log)[None]:
+        for r, (conditional, marginal) in enumerate(_numpy_predict(shown, x, alpha, sigma, 0.8), 1):
             assert got[(session, r)] == pytest.approx((conditional, marginal), abs=1e-12)
 
 
