@@ -7,6 +7,7 @@
 The log (sessions of 10 positions, 1,000 queries of 50 documents, examination 1/position, attractiveness uniform in
 [0.05, 0.9]; seeded) is written once to --folder as Parquet, a million sessions at a time. Then, one process each:
   steps    fit_clicks()'s steps timed one by one: read and check the log, count it, the iterations, the parameters
+           (--model dbn: DBN's, on the same log, whose clicks are PBM's; the other measurements are PBM's)
   floor    the same EM hand-written in DuckDB: the counts per (query, doc, position), then per iteration one
            statement for the new attractiveness and one for the new examination; nothing else (no per-segment
            stopping, no change measured, no checks)
@@ -17,6 +18,7 @@ is issue 44's bound (<= 1.2)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import statistics
@@ -63,9 +65,9 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def steps(path: str, iterations: int, memory_limit, threads) -> dict:
+def steps(path: str, iterations: int, memory_limit, threads, model: str = "pbm") -> dict:
     """fit_clicks()'s steps on the log, each timed (the same calls fit_clicks makes, in its order)."""
-    from sqlmetrics.clicks import pbm
+    from sqlmetrics.clicks import dbn, pbm
     from sqlmetrics.clicks.log import checked_log
     from sqlmetrics.local.connection import connect
     from sqlmetrics.local.readers import load
@@ -74,14 +76,14 @@ def steps(path: str, iterations: int, memory_limit, threads) -> dict:
     t0 = time.perf_counter()
     checked_log(con, load(con, path, "clicks"), ())
     t1 = time.perf_counter()
-    pbm.aggregate(con)
+    fitted = {"pbm": pbm, "dbn": dbn}[model]
+    fitted.aggregate(con)
     t2 = time.perf_counter()
-    runs = pbm.fit(con, iterations, 1e-300)
+    runs = fitted.fit(con, iterations, 1e-300)
     t3 = time.perf_counter()
-    pbm.parameters(con)
-    con.execute(pbm.log_likelihood(con, {})).fetchall()
+    con.execute(fitted.log_likelihood(con, fitted.parameters(con))).fetchall()
     t4 = time.perf_counter()
-    cells = con.execute("SELECT COUNT(*) FROM sqlm_counts").fetchone()[0]
+    cells = con.execute(f"SELECT COUNT(*) FROM {'sqlm_counts' if model == 'pbm' else 'sqlm_dbn_steps'}").fetchone()[0]
     return {"cells": cells, "iterations": runs[0][0], "check": t1 - t0, "count": t2 - t1, "iterate": t3 - t2,
             "finish": t4 - t3, "total": t4 - t0, "peak_mb": _peak_mb()}
 
@@ -156,7 +158,7 @@ def _child(what: str, args) -> dict:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, "--child", what, "--log", str(args.log),
                            "--iterations", str(args.iterations), "--memory-limit", args.memory_limit or "",
-                           "--threads", str(args.threads or 0)], capture_output=True, text=True)
+                           "--threads", str(args.threads or 0), "--model", args.model], capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{what} failed: {done.stderr.strip()}")
     return {**json.loads(done.stdout.strip().splitlines()[-1]), "process": time.perf_counter() - start}
@@ -169,13 +171,15 @@ def main() -> None:
     p.add_argument("--memory-limit")
     p.add_argument("--threads", type=int)
     p.add_argument("--folder", default="/tmp")
+    p.add_argument("--model", choices=("pbm", "dbn"), default="pbm", help="the model of steps")
     p.add_argument("--repeat", type=int, default=1, help="run each this many times, in turn; print the medians")
     p.add_argument("--only", choices=WHAT, action="append")
     p.add_argument("--child", choices=WHAT, help=argparse.SUPPRESS)
     p.add_argument("--log", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        run = {"steps": steps, "floor": floor, "numpy": numpy_em, "command": command}[args.child]
+        run = {"steps": functools.partial(steps, model=args.model), "floor": floor, "numpy": numpy_em,
+               "command": command}[args.child]
         print(json.dumps(run(args.log, args.iterations, args.memory_limit or None, args.threads or None)))
         return
     args.log = Path(args.folder) / f"clicks_{args.rows}.parquet"

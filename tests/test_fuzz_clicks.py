@@ -47,16 +47,16 @@ def _table(rows):
     return pa.table(columns)
 
 
-@pytest.mark.slow  # hypothesis, 100 logs x 5 models; test_clicks.py's test_hostile_logs has a case of each class
+@pytest.mark.slow  # hypothesis, 100 logs x 6 models; test_clicks.py's test_hostile_logs has a case of each class
 @SETTINGS
-@given(logs(), st.sampled_from(["cascade", "sdbn", "pbm", "ubm", "dcm"]), st.booleans(), SEGMENT_NAME)
+@given(logs(), st.sampled_from(["cascade", "sdbn", "pbm", "ubm", "dcm", "dbn"]), st.booleans(), SEGMENT_NAME)
 def test_a_fit_is_finite_and_in_range_or_a_clear_error(rows, model, segmented, segment):
     log = _table(rows).rename_columns(["session", "query", "doc", "position", "clicked", segment])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SqlmetricsWarning)  # not converged: said, and still a finite fit
             fit = sqlmetrics.fit_clicks(log, model=model, group_by=segment if segmented else None,
-                                        **({"iterations": 15} if model in ("pbm", "ubm", "dcm") else {}))
+                                        **({"iterations": 15} if model in ("pbm", "ubm", "dcm", "dbn") else {}))
     except SqlmetricsError as e:
         assert str(e) and "\n" not in str(e)
         event(f"refused: {str(e).split(': ', 2)[-1][:40]}")

@@ -22,11 +22,12 @@ FORMATS = ("text", "csv", "tsv", "json", "jsonl", "parquet")
 
 
 def add_parser(sub, parents) -> None:
-    p = sub.add_parser("clicks", parents=parents, help="fit a click model (cascade, sdbn, pbm, ubm, dcm) to a click log",
+    p = sub.add_parser("clicks", parents=parents, help="fit a click model (cascade, sdbn, pbm, ubm, dcm, dbn) to a "
+                                                       "click log",
                        description="Fit a click model to a click log by maximum likelihood, in SQL on DuckDB: one row "
                                    "per shown (session, position) with session, query, doc, position (1..n within "
                                    "the session) and clicked (0/1) (map other names with --column). Cascade and SDBN "
-                                   "have closed forms; PBM, UBM and DCM are fitted by EM from every parameter at "
+                                   "have closed forms; PBM, UBM, DCM and DBN are fitted by EM from every parameter at "
                                    "0.5. See "
                                    "docs/clicks.md.")
     p.add_argument("log", metavar="LOG", help="the click log: a CSV, TSV, Parquet or JSON Lines file, or "

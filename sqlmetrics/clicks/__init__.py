@@ -6,6 +6,7 @@ closed.py   the closed forms: Cascade, SDBN
 pbm.py      the position-based model's EM over the log's counts per (segment, query, doc, position)
 ubm.py      the user browsing model: PBM's EM with examination per (position, previous click)
 dcm.py      the dependent click model's EM on its exact likelihood (going on after the last click latent)
+dbn.py      the dynamic Bayesian network's EM over the sessions' distinct suffixes below their last click
 log.py      the log typed and checked: every bad row named (gaps, repeats, clicks other than 0/1, ...)
 propensity.py  propensities(): position bias by intervention harvesting (pivot, adjacent chain) or from a PBM
 score.py    a fitted model judged on a held-out log: log-likelihood, perplexity, CTR error, from each model's predict()

@@ -19,7 +19,7 @@ from ..local.readers.loaded import _first_line
 from ..options import check_log_options
 from ..stats.compare import analyse_lists
 from ..stats.report import segment_key
-from . import closed, dcm, pbm, ubm
+from . import closed, dbn, dcm, pbm, ubm
 from .log import ROLES, checked_log
 from .ranking import check_depth, named_runs, per_query
 from .score import ClickScore, load_parameters, scored
@@ -48,11 +48,18 @@ def _pbm(con, iterations: int, tolerance: float) -> tuple:
     return pbm.parameters(con), runs
 
 
+def _dbn(con, iterations: int, tolerance: float) -> tuple:
+    dbn.aggregate(con)
+    runs = dbn.fit(con, iterations, tolerance)
+    return dbn.parameters(con), runs
+
+
 MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False, closed.predict_cascade),
           "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False, closed.predict_sdbn),
           "pbm": Model(_pbm, pbm.log_likelihood, True, pbm.predict),
           "ubm": Model(ubm.fit, ubm.log_likelihood, True, ubm.predict),
-          "dcm": Model(dcm.fit, dcm.log_likelihood, True, dcm.predict)}
+          "dcm": Model(dcm.fit, dcm.log_likelihood, True, dcm.predict),
+          "dbn": Model(_dbn, dbn.log_likelihood, True, dbn.predict)}
 DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6
 # The columns of the long table (ClickFit.table()) after the model and the segments, and of the summary: a segment
 # column of one of these names is refused.
@@ -68,8 +75,9 @@ class ClickFit:
       examination     position, examination, impressions, clicks         (pbm)
                       position, previous_click, examination, impressions, clicks   (ubm; previous_click: the position
                       of the session's click before, 0 for none)
-      satisfaction    query, doc, satisfaction, clicks, last_clicks      (sdbn)
-      continuation    position, continuation, clicks, last_clicks        (dcm)
+      satisfaction    query, doc, satisfaction, clicks, last_clicks      (sdbn, dbn)
+      continuation    position, continuation, clicks, last_clicks        (dcm: per position after a click)
+                      continuation, impressions, clicks, last_clicks     (dbn: one per segment)
     summary: one row per segment: sessions, rows, iterations (0 for a closed form), last_change (the last
     iteration's largest change of a parameter; null for a closed form), converged, log_likelihood.
     qrels() turns a (query, doc) parameter into judgments, propensities() PBM's examination into propensities."""
@@ -229,9 +237,9 @@ def fit_clicks(log, model: str = "pbm", columns: dict | None = None, group_by=No
     DuckDB table 'file.duckdb:table', a pyarrow Table, a pandas or polars DataFrame, a dict of columns), with the
     roles session (one result page), query, doc, position (1..n within the session) and clicked (0/1), found by those
     names or mapped with columns={role: column}.
-    model: 'cascade' or 'sdbn' (closed forms) or 'pbm', 'ubm' or 'dcm' (EM from every parameter at 0.5, at most
-    `iterations` (100) simultaneous updates, stopping when the largest change of any parameter is below `tolerance`
-    (1e-6); one not converged then is a SqlmetricsWarning naming the segment and the last change).
+    model: 'cascade' or 'sdbn' (closed forms) or 'pbm', 'ubm', 'dcm' or 'dbn' (EM from every parameter at 0.5, at
+    most `iterations` (100) simultaneous updates, stopping when the largest change of any parameter is below
+    `tolerance` (1e-6); one not converged then is a SqlmetricsWarning naming the segment and the last change).
     group_by: a column or columns: one model per segment (per market, per device).
     memory_limit, threads and temp_directory are DuckDB's, as evaluate() takes them. See docs/clicks.md.
     """
@@ -280,7 +288,7 @@ def _iteration_options(name: str, iterates: bool, iterations, tolerance) -> tupl
         given = [f"{k}=" for k, v in (("iterations", iterations), ("tolerance", tolerance)) if v is not None]
         if given:
             raise SqlmetricsError(f"model={name!r} has closed-form estimates: {' and '.join(given)} "
-                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm', 'ubm' or 'dcm'); leave "
+                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm', 'ubm', 'dcm' or 'dbn'); leave "
                                   f"{'them' if len(given) > 1 else 'it'} out.")
         return None, None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
