@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import sqlmetrics
 from sqlmetrics import SqlmetricsError, SqlmetricsWarning
+from sqlmetrics.clicks import MODELS
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -39,15 +40,15 @@ def _table(rows, text_ids=False):
     return pa.table(columns)
 
 
-@pytest.mark.slow  # hypothesis, 80 pairs of logs x 3 models; test_clicks_score.py has hand-picked hostile cases
+@pytest.mark.slow  # hypothesis, 80 pairs of logs x 6 models; test_clicks_score.py has hand-picked hostile cases
 @SETTINGS
 @given(logs(), logs(docs=("a", "b", "z", ""), queries=("q1", "q2"), markets=("de", "fr", "it"), longest=6),
-       st.sampled_from(["cascade", "sdbn", "pbm"]), st.booleans(), st.booleans())
+       st.sampled_from(list(MODELS)), st.booleans(), st.booleans())
 def test_a_score_is_finite_and_in_range_or_a_clear_error(train, held_out, model, segmented, text_ids):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SqlmetricsWarning)  # PBM not converged on a tiny log: said, still a fit
         fit = sqlmetrics.fit_clicks(_table(train), model=model, group_by="market" if segmented else None,
-                                    **({"iterations": 10} if model == "pbm" else {}))
+                                    **({"iterations": 10} if MODELS[model].iterates else {}))
     log = _table(held_out, text_ids)
     try:
         score = fit.score(log)
@@ -90,14 +91,14 @@ def runs(draw):
     return table
 
 
-@pytest.mark.slow  # hypothesis, 60 runs x 3 models
+@pytest.mark.slow  # hypothesis, 60 runs x 6 models
 @SETTINGS
-@given(logs(), runs(), st.sampled_from(["cascade", "sdbn", "pbm"]), st.booleans(), st.integers(1, 6))
+@given(logs(), runs(), st.sampled_from(list(MODELS)), st.booleans(), st.integers(1, 6))
 def test_expected_is_finite_and_in_range(train, run, model, segmented, depth):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SqlmetricsWarning)
         fit = sqlmetrics.fit_clicks(_table(train), model=model, group_by="market" if segmented else None,
-                                    **({"iterations": 10} if model == "pbm" else {}))
+                                    **({"iterations": 10} if MODELS[model].iterates else {}))
         table = fit.expected({"new": run}, depth=depth)  # every score alike warns: the tie rule orders the list
     rows = table.to_pylist()
     lists = len(set(run["query_id"].to_pylist()))
@@ -105,7 +106,7 @@ def test_expected_is_finite_and_in_range(train, run, model, segmented, depth):
     for r in rows:
         assert 1 <= r["documents"] <= depth and 0 <= r["unseen_documents"] <= r["documents"]
         assert math.isfinite(r["expected_clicks"]) and -1e-12 <= r["expected_clicks"] <= r["documents"] + 1e-12
-        if model == "sdbn":
+        if model in ("sdbn", "dbn"):
             assert math.isfinite(r["satisfaction"]) and -1e-12 <= r["satisfaction"] <= 1 + 1e-12
         if model == "cascade":  # at most one click
             assert r["expected_clicks"] <= 1 + 1e-12
