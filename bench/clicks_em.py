@@ -7,8 +7,7 @@ import argparse
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
-from clicks_pbm import simulated
+from clicks_pbm import write_log
 
 from sqlmetrics.clicks import dcm, pbm, ubm
 from sqlmetrics.clicks.log import checked_log
@@ -17,7 +16,7 @@ from sqlmetrics.local.readers import load
 
 
 def _aggregate(con, model: str):
-    """Each model's one-off aggregation of the log, and its iteration (pbm.fit's `iterate`)."""
+    """Each model's one-off aggregation of the log, and its iteration (pbm.fit's `iterate`; None: PBM's step)."""
     if model == "dcm":
         dcm.aggregate(con)
         return dcm.step
@@ -26,7 +25,7 @@ def _aggregate(con, model: str):
         pbm.aggregate(con, "sqlm_ubm_log", ubm.SLOT)
     else:
         pbm.aggregate(con)
-    return pbm.step
+    return None
 
 
 def main() -> None:
@@ -38,7 +37,7 @@ def main() -> None:
     args = p.parse_args()
     path = Path(args.folder) / f"clicks_{args.rows}.parquet"
     if not path.exists():
-        pq.write_table(simulated(args.rows), path)
+        write_log(path, args.rows)
     for model in ("pbm", "ubm", "dcm"):
         con = connect(None, args.threads, None)
         checked_log(con, load(con, str(path), "clicks"), ())

@@ -175,10 +175,10 @@ OPTIONS = (
     Option("temp_directory", None, "where DuckDB spills past the memory limit", _RESOURCES, metavar="DIR",
            group="resources (DuckDB's)"),
     Option("model", "pbm", "the click model fitted to a click log: 'cascade', 'sdbn' (closed forms) or 'pbm', "
-           "'ubm', 'dcm', 'dbn' (EM); any case (docs/clicks.md); on the command line several (repeated or comma-separated) "
-           "with --held-out", _CLICKS, kind="names", metavar="MODEL", group="click models"),
-    Option("iterations", None, "the most EM iterations of a click model fitted by EM (pbm, ubm, dcm, dbn; default 100)", _CLICKS,
-           kind="int", metavar="N", minimum=1, group="click models"),
+           "'ubm', 'dcm', 'dbn' (EM); any case (docs/clicks.md); on the command line several (repeated or "
+           "comma-separated) with --held-out", _CLICKS, kind="names", metavar="MODEL", group="click models"),
+    Option("iterations", None, "the most EM iterations of a click model fitted by EM (pbm, ubm, dcm, dbn; default "
+           "100)", _CLICKS, kind="int", metavar="N", minimum=1, group="click models"),
     Option("tolerance", None, "EM stops when no parameter of the click model changes by this much in an iteration "
            "(pbm, ubm, dcm, dbn; default 1e-06)", _CLICKS, kind="float", metavar="T", group="click models"),
     Option("group_by", None, "segment columns of the run (date, market, arm): one row per segment",

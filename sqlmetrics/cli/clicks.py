@@ -106,8 +106,6 @@ def run(args) -> tuple:
 def _derived(args, fmt: str) -> tuple:
     """--propensities or --qrels: one table (propensities by position, or judgments) to -o's file or standard
     output."""
-    if args.propensities and args.qrels:
-        raise UsageError("--propensities and --qrels write different tables: give one.")
     columns, options = role_pairs(args.column, "--column", ROLES), option_values(args, CLICKS_CMD)
     if args.propensities:
         model = options.pop("model", "pbm")  # the default, which says nothing here
@@ -123,12 +121,9 @@ def _derived(args, fmt: str) -> tuple:
                           args.parameter or "attractiveness", _levels(args.levels))
         key = ("query", "doc")
     segments = tuple(table.column_names[:table.column_names.index(key[0])])
-    if args.output and args.output not in STDOUT_NAMES:
-        write_table(table, args.output, fmt, f"--output {args.output!r}", "replace", (*segments, *key))
-        return f"{table.num_rows} rows written to {args.output}\n", None
-    if fmt != "text":
-        return ArrowOutput(table, (), fmt), None
-    return text_table(table, "propensities:" if args.propensities else "qrels:"), None
+    text = f"{table.num_rows} rows written to {args.output}\n" if _to_file(args) else \
+        text_table(table, "propensities:" if args.propensities else "qrels:")
+    return _table_or_text(args, fmt, table, (*segments, *key), text), None
 
 
 def _refuse_stray_flags(args) -> None:
@@ -150,6 +145,8 @@ def _levels(text):
     except ValueError:
         raise UsageError(f"--levels takes increasing thresholds separated by commas, such as 0.1,0.3,0.6; got "
                          f"{text!r}.") from None
+
+
 def _held_out(args, fmt: str):
     """Each model fitted to the log and judged on the held-out log: the fits' summaries and the scores per model
     and segment as text, or the scores' long table (ClickScore.table()) to -o or in -f's format. --iterations and

@@ -123,7 +123,8 @@ class ClickFit:
         try:
             con.register("sqlm_examination", self.parameters["examination"])
             table = con.sql(f"""
-                SELECT {keys + ', ' if keys else ''}position, examination / sqlm_first AS propensity, impressions, clicks
+                SELECT {keys + ', ' if keys else ''}position, examination / sqlm_first AS propensity, impressions,
+                       clicks
                 FROM (SELECT *, FIRST(examination) OVER ({partition}ORDER BY position) AS sqlm_first
                       FROM sqlm_examination)
                 WHERE sqlm_first > 0 ORDER BY {keys + ', ' if keys else ''}position""").to_arrow_table()
@@ -168,6 +169,7 @@ class ClickFit:
         finally:
             con.close()
         return table
+
     def score(self, log, columns: dict | None = None, *, memory_limit=None, threads=None,
               temp_directory=None) -> ClickScore:
         """This model judged on a held-out click log (same roles as fit_clicks() reads, and the fit's group_by
@@ -183,7 +185,7 @@ class ClickFit:
                               _named(per_rank, self.group_by))
 
         return on_log(log, columns, self.group_by, (memory_limit, threads, temp_directory), judged,
-                       "held-out click log", "scored")
+                      "held-out click log", "scored")
 
     def compare(self, runs, columns: dict | None = None, *, depth: int = 10, baseline=None, test: str = "student",
                 max_p: float = 0.01, correction=None, seed: int = 42, n_resamples: int = 10000, pairing: str = "auto",
@@ -211,7 +213,7 @@ class ClickFit:
         """Click-model-based metrics of rankings never shown (Chuklin, Serdyukov and de Rijke, SIGIR 2013), per query,
         as an Arrow table: run, the segment columns (each list predicted under every segment's model), query_id,
         documents, unseen_documents (scored with 0.5), expected_clicks (the sum of P(click) over the list) and, for a
-        model with satisfaction (sdbn), satisfaction (P(the user ends satisfied)). runs: a run, a list of runs or
+        model with satisfaction (sdbn, dbn), satisfaction (P(the user ends satisfied)). runs: a run, a list of runs or
         {name: run}, anything evaluate() reads (query_id, doc_id and a rank or score; columns= maps run roles); each
         list ordered by its rank, else by score descending (trec_eval's order), and cut at depth (the page a user is
         shown). See ranking.py, docs/clicks.md."""
@@ -288,8 +290,8 @@ def _iteration_options(name: str, iterates: bool, iterations, tolerance) -> tupl
         given = [f"{k}=" for k, v in (("iterations", iterations), ("tolerance", tolerance)) if v is not None]
         if given:
             raise SqlmetricsError(f"model={name!r} has closed-form estimates: {' and '.join(given)} "
-                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm', 'ubm', 'dcm' or 'dbn'); leave "
-                                  f"{'them' if len(given) > 1 else 'it'} out.")
+                                  f"appl{'y' if len(given) > 1 else 'ies'} to EM (model='pbm', 'ubm', 'dcm' or "
+                                  f"'dbn'); leave {'them' if len(given) > 1 else 'it'} out.")
         return None, None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
     tolerance = DEFAULT_TOLERANCE if tolerance is None else tolerance

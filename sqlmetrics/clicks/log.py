@@ -23,8 +23,8 @@ MAX_POSITION = 1_000_000_000  # a position past this is a timestamp or an id, no
 
 
 def checked_log(con, loaded: Loaded, group_by: tuple) -> tuple:
-    """Type the log as the view sqlm_clicks (and the table sqlm_segments), or raise the SqlmetricsError of its first problem; the
-    segment columns' names as the log spells them (group_by= may differ in case). The segments keep numbered names
+    """Type the log as the view sqlm_clicks (and the table sqlm_segments), or raise the SqlmetricsError of its first
+    problem; the segment columns' names as the log spells them (group_by= may differ in case). The segments keep numbered names
     inside (seg_1, ...): a log's column may be called anything, `seg` too.
 
     The log is read once here: one GROUP BY session checks every value and every session. Row numbers, which a log of

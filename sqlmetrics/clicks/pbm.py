@@ -40,7 +40,8 @@ def aggregate(con, rows: str = "sqlm_clicks", slot: tuple = ("position",)) -> No
         JOIN sqlm_slots s ON s.seg = c.seg{''.join(f' AND s.{k} = c.{k}' for k in slot)}""")
     con.execute("DROP TABLE sqlm_cells")
     for table, key, keys in (("sqlm_alpha", "pair", "sqlm_pairs"), ("sqlm_gamma", "slot", "sqlm_slots")):
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {key}, seg, {INITIAL}::DOUBLE AS value FROM {keys}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {key}, seg, {INITIAL}::DOUBLE AS value "
+                    f"FROM {keys}")
 
 
 def fit(con, iterations: int, tolerance: float, iterate=None) -> dict:
@@ -59,7 +60,7 @@ def fit(con, iterations: int, tolerance: float, iterate=None) -> dict:
     return done
 
 
-def step(con, active: list, everyone: bool) -> dict:
+def step(con, active: list, everyone: bool = False) -> dict:
     """One EM iteration of the segments in `active` (every segment when `everyone`; the others keep their values);
     {seg: largest change}.
 

@@ -11,7 +11,8 @@ simultaneous update, every new value from the previous iteration's:
     alpha_qd     <- mean over the impressions of (q, d)  of [c + (1 - c) (1 - g) alpha_qd / (1 - g alpha_qd)]
     gamma_{r,r'} <- mean over the impressions at (r, r') of [c + (1 - c) g (1 - alpha_qd) / (1 - g alpha_qd)]
 
-with g = gamma_{r,r'} of the row's position and previous click, from every value at 0.5 (pbm.INITIAL), until the largest change of a segment's parameters is below the tolerance.
+with g = gamma_{r,r'} of the row's position and previous click, from every value at 0.5 (pbm.INITIAL), until the
+largest change of a segment's parameters is below the tolerance.
 The key r' is stored as `previous_click`, the previous click's position (0: none), not as the distance r - r'.
 The log is aggregated once into counts per (segment, query, doc, position, previous_click) and pbm.py's iterations
 run on them."""
