@@ -11,7 +11,7 @@ log.py      the log typed and checked: every bad row named (gaps, repeats, click
 propensity.py  propensities(): position bias by intervention harvesting (pivot, adjacent chain) or from a PBM
 score.py    a fitted model judged on a held-out log: log-likelihood, perplexity, CTR error, from each model's predict()
 ranking.py  click-model-based metrics of runs never shown: per-query expected clicks and satisfaction (expected())
-sql.py      what the models' SQL shares (the log-likelihood of a count)
+sql.py      what the models share: the log-likelihood of a count, EM's loop
 """
 from .fit import MODELS, ClickFit, fit_clicks
 from .propensity import propensities

@@ -39,7 +39,7 @@ posteriors, and three small updates (step()). Every parameter starts at INITIAL;
 segment the fit has no value for INITIAL too, as PyClick does."""
 from __future__ import annotations
 
-from .sql import FLOOR
+from .sql import FLOOR, em
 
 INITIAL = 0.5
 _TABLES = (("sqlm_dbn_alpha", "pair"), ("sqlm_dbn_sigma", "pair"), ("sqlm_dbn_gamma", "seg"))
@@ -90,16 +90,7 @@ def aggregate(con) -> None:
 def fit(con, iterations: int, tolerance: float) -> dict:
     """Iterate; {seg: (iterations run, the last iteration's largest change)} for every segment."""
     segments = [r[0] for r in con.execute("SELECT seg FROM sqlm_dbn_segments ORDER BY seg").fetchall()]
-    done = {seg: (0, None) for seg in segments}
-    active = list(segments)
-    for i in range(1, iterations + 1):
-        changes = step(con, active)
-        for seg, change in changes.items():
-            done[seg] = (i, change)
-        active = [seg for seg, change in changes.items() if not change < tolerance]
-        if not active:
-            break
-    return done
+    return em(segments, iterations, tolerance, lambda active: step(con, active))
 
 
 def step(con, active: list) -> dict:

@@ -13,7 +13,7 @@ The update reads only the counts per (segment, query, doc, position): the log is
 pair and position numbered, and every iteration is two GROUP BYs over that small table (step())."""
 from __future__ import annotations
 
-from .sql import FLOOR, binomial_ll
+from .sql import FLOOR, binomial_ll, em
 
 INITIAL = 0.5
 
@@ -48,16 +48,8 @@ def fit(con, iterations: int, tolerance: float, iterate=None) -> dict:
     """Iterate `iterate` (this module's step(); DCM's, dcm.py); {seg: (iterations run, the last iteration's largest
     change)} for every segment."""
     segments = [r[0] for r in con.execute("SELECT DISTINCT seg FROM sqlm_pairs ORDER BY seg").fetchall()]
-    done = {seg: (0, None) for seg in segments}
-    active = list(segments)
-    for i in range(1, iterations + 1):
-        changes = iterate(con, active) if iterate else step(con, active, len(active) == len(segments))
-        for seg, change in changes.items():
-            done[seg] = (i, change)
-        active = [seg for seg, change in changes.items() if not change < tolerance]
-        if not active:
-            break
-    return done
+    return em(segments, iterations, tolerance, lambda active: iterate(con, active) if iterate else
+              step(con, active, len(active) == len(segments)))
 
 
 def step(con, active: list, everyone: bool = False) -> dict:

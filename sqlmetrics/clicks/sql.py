@@ -1,9 +1,27 @@
-"""SQL the click models share."""
+"""What the click models share: SQL of a log-likelihood, and EM's loop."""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 # A probability's floor inside a logarithm or under a division: reached only where a model gives an observed row
 # probability 0 (alpha and gamma both rounded to 1 at a row without a click), never at a fitted interior point.
 FLOOR = "1e-300"
+
+
+def em(segments: list, iterations: int, tolerance: float, step: Callable) -> dict:
+    """EM's loop, every model's: step(active segments) runs one simultaneous update of those segments and returns
+    {seg: its largest change}; a segment stops once that is below the tolerance, all at `iterations`. Returns {seg:
+    (iterations run, the last iteration's largest change)} for every segment."""
+    done = {seg: (0, None) for seg in segments}
+    active = list(segments)
+    for i in range(1, iterations + 1):
+        changes = step(active)
+        for seg, change in changes.items():
+            done[seg] = (i, change)
+        active = [seg for seg, change in changes.items() if not change < tolerance]
+        if not active:
+            break
+    return done
 
 
 def binomial_ll(p: str, k: str, n: str) -> str:
