@@ -18,6 +18,7 @@ Blocks not run (test_the_unrun_blocks_are_the_ones_listed_here checks this list)
 - README.md: installs the test dependencies and runs the whole test suite, this test included
 - docs/compare.md: needs the log in BigQuery, and the statement's rows exported from there
 - docs/how-it-works.md: a diagram
+- docs/performance.md: a bench of minutes over a 100M-row log it writes first
 - docs/performance.md: needs a Spark cluster and tables in its object store
 - docs/warehouses.md: a dbt model, compiled by dbt inside a dbt project (tests/test_dbt.py builds one)
 - docs/warehouses.md: a dbt model, compiled by dbt inside a dbt project (tests/test_dbt.py builds one twice)
