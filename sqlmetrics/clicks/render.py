@@ -1,0 +1,244 @@
+"""render_clicks(): a click model's fit as a SQL script for another engine, over a click log that lives there.
+
+    render_clicks("pbm", dialect="postgres", log="events.clicks", iterations=20)  -> [statement, ...]
+
+The script is written once, in DuckDB's dialect, with placeholder names (sqlm_log, sqlm_t_*, sqlm_c_*, sqlm_o_*), parsed
+by sqlglot, the caller's table and column names bound into the tree as identifiers (identifiers.py: never pasted as
+text), and generated for the target dialect, as dialects.render() does for an evaluation.
+
+Each model's statements compute what its Python fit computes (closed.py, pbm.py, ubm.py), with two differences that
+an engine without DuckDB's features needs: the segments, pairs and examination slots are numbered by DENSE_RANK over
+the log's counts (NULL segment values rank together, as GROUP BY puts them: no NULL-safe join is needed), and EM runs a
+fixed number of unrolled iterations (a script has no loop, so no stopping rule)."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+
+from ..dialects.info import dialect_info
+from ..dialects.render import create_table
+from ..errors import SqlmetricsError
+from ..identifiers import column_identifier, table_reference
+from ..options import check_log_options
+from .fit import _refuse_clashes, _roles, model_named
+from .log import ROLES
+from .pbm import INITIAL
+from .sql import FLOOR
+from .ubm import SLOT as UBM_SLOT
+
+DEFAULT_ITERATIONS = 20
+# The created tables' columns (besides the segments'), bound as the dialect reads them.
+OUTPUT_COLUMNS = ("query", "doc", "position", "previous_click", "attractiveness", "examination", "satisfaction",
+                  "impressions", "clicks", "last_clicks")
+RENDERED = ("cascade", "sdbn", "pbm", "ubm")  # the models with a script; DCM's and DBN's EM are DuckDB's alone
+
+
+def render_clicks(model: str, dialect: str = "duckdb", log="clicks", columns: dict | None = None, group_by=None,
+                  iterations: int | None = None, prefix: str = "clicks_") -> list:
+    """A click model's fit as a SQL script for `dialect`: a list of statements that, run in order where the log
+    table lives, create the parameter tables `{prefix}attractiveness`, and per model `{prefix}examination` (pbm, ubm)
+    or `{prefix}satisfaction` (sdbn), with the columns and values of fit_clicks(...).parameters: the group_by columns
+    first (under the log's names), then the key, the value and the counts behind it. Tables of those names are
+    dropped first; the script's working tables ({prefix}cells, {prefix}alpha_0/1, {prefix}gamma_0/1) are dropped at
+    its end.
+
+    model: 'cascade' or 'sdbn' (the closed forms: a statement per table) or 'pbm' or 'ubm' (EM: the counts, every
+    parameter at 0.5, then `iterations` simultaneous updates, unrolled; default 20). The script has no loop and no
+    stopping rule (that is the Python fit's, tolerance=): a run of it equals fit_clicks(log, model, iterations=N,
+    tolerance=1e-300), which runs all N.
+    log: the log table (`schema.table`, or a tuple of parts); columns={role: column} maps the roles session,
+    query, doc, position and clicked (by default named so: the script cannot look at the table to find other names).
+    group_by: a column or columns: one model per segment; a NULL value is a segment of its own.
+    prefix: the beginning of the created tables' names, possibly qualified ('analytics.clicks_').
+
+    The script does not check the log: fit_clicks() refuses a bad log, the script fits it. The caller guarantees
+    what fit_clicks() checks: one row per (session, position), the positions of a session 1..n, clicks 0 or 1 (never
+    NULL), no NULL session, query or document, and one query and one segment per session."""
+    name, chosen = model_named(model)
+    if name not in RENDERED:
+        raise SqlmetricsError(f"model={model!r} is fitted on DuckDB only (fit_clicks()); a script is rendered for "
+                              f"{', '.join(RENDERED)}.")
+    iterations = _iterations(name, chosen.iterates, iterations)
+    info = dialect_info(dialect)
+    segments = list(check_log_options("log", group_by, None, None))
+    _refuse_clashes(tuple(segments), "render_clicks")
+    if not isinstance(prefix, str):
+        raise SqlmetricsError(f"prefix={prefix!r} must be a string: the beginning of the created tables' names, "
+                              "such as 'clicks_' or 'analytics.clicks_'.")
+    mapped = {role: role for role in ROLES} | (_roles(columns) or {})
+    script = SCRIPTS[name](len(segments), iterations)
+    d, fold = info.sqlglot, info.fold_case
+    # Each name bound once (identifiers.py parses what it binds), then copied into every statement.
+    names = {f"sqlm_c_{role}": column for role, column in mapped.items()}
+    names.update({f"sqlm_c_seg_{i}": column for i, column in enumerate(segments, 1)})
+    names.update({f"sqlm_o_{column}": column for column in OUTPUT_COLUMNS})
+    bound = {placeholder: column_identifier(column, d, fold) for placeholder, column in names.items()}
+    tables = {"sqlm_log": log, **{f"sqlm_t_{t}": prefix + t for t in _created(script)}}
+    return [_generated(text, info, bound, {p: table_reference(t, d, fold) for p, t in tables.items()})
+            for text in script]
+
+
+def _iterations(name: str, iterates: bool, iterations) -> int | None:
+    if not iterates:
+        if iterations is not None:
+            raise SqlmetricsError(f"model={name!r} has closed-form estimates: iterations= applies to EM (model='pbm' "
+                                  "or 'ubm'); leave it out.")
+        return None
+    iterations = DEFAULT_ITERATIONS if iterations is None else iterations
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise SqlmetricsError(f"iterations={iterations!r} must be a whole number of at least 1: the EM iterations the "
+                              f"script runs (default {DEFAULT_ITERATIONS}).")
+    return iterations
+
+
+def _created(script: list) -> list:
+    """The tables a script's statements name (sqlm_t_NAME), each once: what the caller's prefix is bound to."""
+    seen: dict = {}
+    for text in script:
+        for word in text.replace("(", " ").replace(")", " ").replace(",", " ").split():
+            if word.startswith("sqlm_t_"):
+                seen[word.split(".")[0][len("sqlm_t_"):]] = None
+    return list(seen)
+
+
+def _generated(text: str, info, names: dict, tables: dict) -> str:
+    """One statement of the DuckDB source with the caller's names bound ({placeholder: bound identifier}: sqlm_c_*, the
+    log's columns, sqlm_o_*, the output's; {placeholder: table}: sqlm_log and sqlm_t_*), generated for the dialect.
+    CREATE TABLE ... AS is built as render()'s into= builds it (ClickHouse's table engine, SQL Server's SELECT ...
+    INTO)."""
+    create = re.match(r"CREATE TABLE (\w+) AS\s", text)
+    if create:
+        target, text = create.group(1), text[create.end():]
+
+    def bind(node):
+        if isinstance(node, exp.Table) and node.name in tables:
+            bound = tables[node.name].copy()
+            if node.alias:
+                bound.set("alias", node.args["alias"].copy())
+            return bound
+        if isinstance(node, exp.Identifier) and node.name in names:
+            return names[node.name].copy()
+        return node
+
+    tree = _parsed(text).copy().transform(bind, copy=False)
+    # The ORDER BYs number groups or read positions, never NULL where the order matters: the dialect's default NULL
+    # order, spelled by no NULLS clause (which some engines do not take in a window).
+    small = Dialect.get_or_raise(info.sqlglot).NULL_ORDERING == "nulls_are_small"
+    for ordered in tree.find_all(exp.Ordered):
+        ordered.set("nulls_first", small)
+    if create:
+        tree = create_table(tree, tables[target].copy(), info)
+    return tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> exp.Expression:
+    """A statement of the DuckDB source, parsed once per process (the same text for every dialect): copy it."""
+    return sqlglot.parse_one(text, read="duckdb")
+
+
+# --- the scripts, in DuckDB's dialect. Every number is a DOUBLE where it is divided or iterated: an engine that reads
+# 0.5 as a DECIMAL (PostgreSQL's NUMERIC) would otherwise iterate in decimals.
+
+def _segs(n: int, table: str = "", alias: bool = False) -> str:
+    """The segment columns (seg_1, ...), each followed by a comma; alias: as the log's names (the output's)."""
+    dot = f"{table}." if table else ""
+    return "".join(f"{dot}sqlm_seg_{i}{f' AS sqlm_c_seg_{i}' if alias else ''}, " for i in range(1, n + 1))
+
+
+def _rows(n: int, window: str = "") -> str:
+    """The log's rows under the script's names, the click as an integer (a boolean column counts); window: a column
+    more, computed over those names."""
+    rows = (f"SELECT {''.join(f'sqlm_c_seg_{i} AS sqlm_seg_{i}, ' for i in range(1, n + 1))}sqlm_c_session AS "
+            "sqlm_session, sqlm_c_query AS sqlm_query, sqlm_c_doc AS sqlm_doc, sqlm_c_position AS sqlm_position, "
+            "CAST(sqlm_c_clicked AS INTEGER) AS sqlm_clicked FROM sqlm_log")
+    return f"SELECT *, {window} FROM ({rows}) l" if window else rows
+
+
+def _drop(*tables: str) -> list:
+    return [f"DROP TABLE IF EXISTS sqlm_t_{t}" for t in tables]
+
+
+def _closed(n: int, which: str, satisfaction: bool) -> list:
+    """Cascade (which = MIN: down to the first click) or SDBN (MAX: the last), closed.py's estimates: alpha = clicks /
+    rows at or above the session's stopping click (every row of a session without one); SDBN's sigma = last clicks /
+    clicks."""
+    stop = f"{which}(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session) AS sqlm_stop"
+    script = _drop("attractiveness", *(["satisfaction"] if satisfaction else []))
+    script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
+        SELECT {_segs(n, alias=True)}sqlm_query AS sqlm_o_query, sqlm_doc AS sqlm_o_doc,
+               CAST(SUM(sqlm_clicked) AS DOUBLE) / COUNT(*) AS sqlm_o_attractiveness, COUNT(*) AS sqlm_o_impressions,
+               CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_o_clicks
+        FROM ({_rows(n, stop)}) r
+        WHERE sqlm_stop IS NULL OR sqlm_position <= sqlm_stop
+        GROUP BY {_segs(n)}sqlm_query, sqlm_doc""")
+    if satisfaction:
+        last = "CASE WHEN sqlm_position = sqlm_stop THEN 1 ELSE 0 END"
+        script.append(f"""CREATE TABLE sqlm_t_satisfaction AS
+            SELECT {_segs(n, alias=True)}sqlm_query AS sqlm_o_query, sqlm_doc AS sqlm_o_doc,
+                   CAST(SUM({last}) AS DOUBLE) / COUNT(*) AS sqlm_o_satisfaction, COUNT(*) AS sqlm_o_clicks,
+                   CAST(SUM({last}) AS BIGINT) AS sqlm_o_last_clicks
+            FROM ({_rows(n, stop)}) r
+            WHERE sqlm_clicked = 1
+            GROUP BY {_segs(n)}sqlm_query, sqlm_doc""")
+    return script
+
+
+def _em(n: int, iterations: int, slot: tuple, rows: str) -> list:
+    """PBM's EM (pbm.py), or UBM's (slot: position and previous click): the log counted once per (segment, query,
+    doc, slot) into `cells`, each cell with its pair's and slot's number; alpha and gamma at 0.5; `iterations`
+    simultaneous updates, each two GROUP BYs over the cells joined to the previous values (alpha_i, gamma_i: two
+    tables each, written in turn); then the parameter tables with their counts."""
+    work = ["cells", "alpha_0", "alpha_1", "gamma_0", "gamma_1"]
+    keys = ", ".join(f"sqlm_{k}" for k in slot)
+    script = _drop("attractiveness", "examination", *work)
+    script.append(f"""CREATE TABLE sqlm_t_cells AS
+        SELECT *, DENSE_RANK() OVER (ORDER BY {_segs(n)}sqlm_query, sqlm_doc) AS sqlm_pair,
+               DENSE_RANK() OVER (ORDER BY {_segs(n)}{keys}) AS sqlm_slot
+        FROM (SELECT {_segs(n)}sqlm_query, sqlm_doc, {keys}, COUNT(*) AS sqlm_n,
+                     CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_k
+              FROM ({rows}) r GROUP BY {_segs(n)}sqlm_query, sqlm_doc, {keys}) c""")
+    for table, key in (("alpha", "sqlm_pair"), ("gamma", "sqlm_slot")):
+        script.append(f"CREATE TABLE sqlm_t_{table}_0 AS SELECT DISTINCT {key}, CAST({INITIAL} AS DOUBLE) AS "
+                      "sqlm_value FROM sqlm_t_cells")
+    denominator = f"GREATEST(1 - g.sqlm_value * a.sqlm_value, CAST({FLOOR} AS DOUBLE))"
+    updates = {"alpha": ("sqlm_pair", f"(c.sqlm_n - c.sqlm_k) * (1 - g.sqlm_value) * a.sqlm_value / {denominator}"),
+               "gamma": ("sqlm_slot", f"(c.sqlm_n - c.sqlm_k) * g.sqlm_value * (1 - a.sqlm_value) / {denominator}")}
+    for i in range(1, iterations + 1):
+        old, new = (i - 1) % 2, i % 2
+        script += _drop(f"alpha_{new}", f"gamma_{new}")
+        for table, (key, expected) in updates.items():
+            script.append(f"""CREATE TABLE sqlm_t_{table}_{new} AS
+                SELECT c.{key}, CAST(SUM(c.sqlm_k + {expected}) AS DOUBLE) / SUM(c.sqlm_n) AS sqlm_value
+                FROM sqlm_t_cells c JOIN sqlm_t_alpha_{old} a ON a.sqlm_pair = c.sqlm_pair
+                JOIN sqlm_t_gamma_{old} g ON g.sqlm_slot = c.sqlm_slot
+                GROUP BY c.{key}""")
+    last = iterations % 2
+    out_keys = ", ".join(f"c.sqlm_{k} AS sqlm_o_{k}" for k in slot)
+    counts = "CAST(SUM(c.sqlm_n) AS BIGINT) AS sqlm_o_impressions, CAST(SUM(c.sqlm_k) AS BIGINT) AS sqlm_o_clicks"
+    group = f"{_segs(n, 'c')}"
+    script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
+        SELECT {_segs(n, 'c', alias=True)}c.sqlm_query AS sqlm_o_query, c.sqlm_doc AS sqlm_o_doc,
+               MIN(a.sqlm_value) AS sqlm_o_attractiveness, {counts}
+        FROM sqlm_t_cells c JOIN sqlm_t_alpha_{last} a ON a.sqlm_pair = c.sqlm_pair
+        GROUP BY c.sqlm_pair, {group}c.sqlm_query, c.sqlm_doc""")
+    script.append(f"""CREATE TABLE sqlm_t_examination AS
+        SELECT {_segs(n, 'c', alias=True)}{out_keys}, MIN(g.sqlm_value) AS sqlm_o_examination, {counts}
+        FROM sqlm_t_cells c JOIN sqlm_t_gamma_{last} g ON g.sqlm_slot = c.sqlm_slot
+        GROUP BY c.sqlm_slot, {group}{', '.join(f'c.sqlm_{k}' for k in slot)}""")
+    return script + _drop(*work)
+
+
+# UBM's rows: each with the position of the session's last click above it (0: none), as ubm.py's _ROWS.
+_PREVIOUS = ("COALESCE(MAX(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session "
+             "ORDER BY sqlm_position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS sqlm_previous_click")
+SCRIPTS = {
+    "cascade": lambda n, iterations: _closed(n, "MIN", False),
+    "sdbn": lambda n, iterations: _closed(n, "MAX", True),
+    "pbm": lambda n, iterations: _em(n, iterations, ("position",), _rows(n)),
+    "ubm": lambda n, iterations: _em(n, iterations, UBM_SLOT, _rows(n, _PREVIOUS)),
+}
