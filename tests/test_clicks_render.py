@@ -289,3 +289,30 @@ def odd_logs(draw):
 def test_odd_logs_on_sqlite_equal_the_fit(log, model, segmented):
     group_by = (SEGMENT,) if segmented else ()
     _assert_equal(_on_sqlite(log, model, 3, "log", "p_", group_by), _fit(log, model, 3, group_by))
+
+
+def test_command_line_prints_the_script(cli):
+    """`sqlmetrics clicks TABLE --render sqlite`: the script, run by sqlite3 as printed, creates the fit's tables; -o
+    writes it to a file; flags the script cannot honour are one line and exit 2."""
+    log = _simulated(8, seed=5)
+    code, out, err = cli("clicks", "click log", "--render", "sqlite", "--model", "sdbn", "--group-by", SEGMENT,
+                         *(f"--column={role}={column}" for role, column in COLUMNS.items()))
+    assert code == 0 and not err and out.startswith("-- sqlmetrics: the click model sdbn")
+    con = sqlite3.connect(":memory:")
+    con.execute(f'CREATE TABLE "click log" ({", ".join(_q(c) for c in log.column_names)})')
+    con.executemany(f'INSERT INTO "click log" VALUES ({", ".join("?" * log.num_columns)})',
+                    [tuple(r.values()) for r in log.to_pylist()])
+    con.executescript(out)
+    fit = _fit(log, "sdbn", 0)
+    _assert_equal({name: _sqlite_rows(con, f"SELECT * FROM clicks_{name}") for name in fit.parameters}, fit)
+    code, out, _ = cli("clicks", "t", "--render", "postgres", "--iterations", "3", "--prefix", "s.fit_", "-o", "f.sql")
+    assert code == 0 and out == ""
+    with open("f.sql") as f:
+        assert "CREATE TABLE s.fit_gamma_1 AS" in f.read()
+    for flags, says in [(("--tolerance", "1e-3"), "--tolerance asks"), (("-f", "csv"), "--format asks"),
+                        (("--model", "dcm"), "DuckDB only"), (("--render", "nosuch"), "no such dialect"),
+                        (("--model", "pbm,ubm"), "one model's script")]:
+        code, _, err = cli("clicks", "t", "--render", "sqlite", *flags)
+        assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = cli("clicks", "log.csv", "--prefix", "x_")
+    assert code == 2 and "give --render" in err

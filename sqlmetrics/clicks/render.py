@@ -86,7 +86,7 @@ def _iterations(name: str, iterates: bool, iterations) -> int | None:
     if not iterates:
         if iterations is not None:
             raise SqlmetricsError(f"model={name!r} has closed-form estimates: iterations= applies to EM (model='pbm' "
-                                  "or 'ubm'); leave it out.")
+                                  "or model='ubm'); leave it out.")
         return None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
