@@ -31,8 +31,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully suppo
 # The log's columns as a user might have named them: a space, a keyword, a quote, upper case.
 COLUMNS = {"session": "Session ID", "query": "query", "doc": 'the "doc"', "position": "order", "clicked": "Clicked"}
 SEGMENT = "Mär ket"
-EM = ("pbm", "ubm")
-KEYS = {"attractiveness": ("query", "doc"), "satisfaction": ("query", "doc"), "examination": ("position",)}
+EM = ("pbm", "ubm", "dcm")
+MODELS = ["cascade", "sdbn", "pbm", "ubm", "dcm"]
+KEYS = {"attractiveness": ("query", "doc"), "satisfaction": ("query", "doc"), "examination": ("position",),
+        "continuation": ("position",)}
 
 
 def _simulated(sessions: int, seed: int) -> pa.Table:
@@ -105,7 +107,8 @@ def _q(name: str) -> str:
 
 
 def _tables(model: str) -> list:
-    return ["attractiveness", *(["satisfaction"] if model == "sdbn" else ["examination"] if model in EM else [])]
+    other = {"cascade": [], "sdbn": ["satisfaction"], "dcm": ["continuation"]}
+    return ["attractiveness", *other.get(model, ["examination"])]
 
 
 def test_sqlite_script_equals_the_fit_with_odd_names_and_a_null_segment():
@@ -157,16 +160,16 @@ def test_every_dialect_renders():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["sdbn", "pbm", "ubm"])
+@pytest.mark.parametrize("model", ["sdbn", "pbm", "ubm", "dcm"])
 def test_every_dialect_renders_every_model(model):
     for dialect in DIALECTS:
         script = sqlmetrics.render_clicks(model, dialect, log="db.s.clicks", group_by=["a", "b"], prefix="s.p_",
                                           **({"iterations": 2} if model in EM else {}))
-        assert len(script) == {"sdbn": 4, "pbm": 25, "ubm": 25}[model], dialect
+        assert len(script) == {"sdbn": 4, "pbm": 25, "ubm": 25, "dcm": 37}[model], dialect
 
 
 @pytest.mark.parametrize("call, says", [
-    (dict(model="dcm"), "fitted on DuckDB only"),
+    (dict(model="dbn"), "fitted on DuckDB only"),
     (dict(model="pmb"), "Did you mean 'pbm'"),
     (dict(model="cascade", iterations=5), "closed-form"),
     (dict(model="pbm", iterations=0), "at least 1"),
@@ -188,13 +191,13 @@ def log() -> pa.Table:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["cascade", "sdbn", "pbm", "ubm"])
+@pytest.mark.parametrize("model", MODELS)
 def test_on_sqlite(log, model):
     _assert_equal(_on_sqlite(log, model, 7, "click log", "p_"), _fit(log, model, 7))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["cascade", "sdbn", "pbm", "ubm"])
+@pytest.mark.parametrize("model", MODELS)
 def test_on_duckdb(log, model):
     con = duckdb.connect()
     con.register("arrow_log", log)
@@ -228,7 +231,7 @@ def postgres_con(log):
 
 
 @pytest.mark.slow  # a server
-@pytest.mark.parametrize("model", ["cascade", "sdbn", "pbm", "ubm"])
+@pytest.mark.parametrize("model", MODELS)
 def test_on_postgres(postgres_con, log, model):
     con, schema = postgres_con
     con.rollback()  # a failed test before leaves the transaction aborted
@@ -256,7 +259,7 @@ def spark_con(log, tmp_path_factory):
 
 
 @pytest.mark.slow  # a JVM
-@pytest.mark.parametrize("model", ["cascade", "sdbn", "pbm", "ubm"])
+@pytest.mark.parametrize("model", MODELS)
 def test_on_spark(spark_con, log, model):
     spark, database = spark_con
     for statement in _script(model, "spark", "click_log", f"{database}.{model}_", 3):
@@ -285,7 +288,7 @@ def odd_logs(draw):
 
 @pytest.mark.slow  # hypothesis: 60 logs, each fitted and run on SQLite
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(odd_logs(), st.sampled_from(["cascade", "sdbn", "pbm", "ubm"]), st.booleans())
+@given(odd_logs(), st.sampled_from(MODELS), st.booleans())
 def test_odd_logs_on_sqlite_equal_the_fit(log, model, segmented):
     group_by = (SEGMENT,) if segmented else ()
     _assert_equal(_on_sqlite(log, model, 3, "log", "p_", group_by), _fit(log, model, 3, group_by))
@@ -310,7 +313,7 @@ def test_command_line_prints_the_script(cli):
     with open("f.sql") as f:
         assert "CREATE TABLE s.fit_gamma_1 AS" in f.read()
     for flags, says in [(("--tolerance", "1e-3"), "--tolerance asks"), (("-f", "csv"), "--format asks"),
-                        (("--model", "dcm"), "DuckDB only"), (("--render", "nosuch"), "no such dialect"),
+                        (("--model", "dbn"), "DuckDB only"), (("--render", "nosuch"), "no such dialect"),
                         (("--model", "pbm,ubm"), "one model's script")]:
         code, _, err = cli("clicks", "t", "--render", "sqlite", *flags)
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err

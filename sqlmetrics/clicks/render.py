@@ -33,21 +33,21 @@ from .ubm import SLOT as UBM_SLOT
 DEFAULT_ITERATIONS = 20
 # The created tables' columns (besides the segments'), bound as the dialect reads them.
 OUTPUT_COLUMNS = ("query", "doc", "position", "previous_click", "attractiveness", "examination", "satisfaction",
-                  "impressions", "clicks", "last_clicks")
-RENDERED = ("cascade", "sdbn", "pbm", "ubm")  # the models with a script; DCM's and DBN's EM are DuckDB's alone
+                  "continuation", "impressions", "clicks", "last_clicks")
+RENDERED = ("cascade", "sdbn", "pbm", "ubm", "dcm")  # the models with a script; DBN's EM is DuckDB's alone
 
 
 def render_clicks(model: str, dialect: str = "duckdb", log="clicks", columns: dict | None = None, group_by=None,
                   iterations: int | None = None, prefix: str = "clicks_") -> list:
     """A click model's fit as a SQL script for `dialect`: a list of statements that, run in order where the log
-    table lives, create the parameter tables `{prefix}attractiveness`, and per model `{prefix}examination` (pbm, ubm)
-    or `{prefix}satisfaction` (sdbn), with the columns and values of fit_clicks(...).parameters: the group_by columns
+    table lives, create the parameter tables `{prefix}attractiveness`, and per model `{prefix}examination` (pbm, ubm),
+    `{prefix}satisfaction` (sdbn) or `{prefix}continuation` (dcm), with the columns and values of fit_clicks(...).parameters: the group_by columns
     first (under the log's names), then the key, the value and the counts behind it. Tables of those names are
-    dropped first; the script's working tables ({prefix}cells, {prefix}alpha_0/1, {prefix}gamma_0/1) are dropped at
-    its end.
+    dropped first; the script's working tables ({prefix}cells, {prefix}alpha_0/1, {prefix}gamma_0/1; DCM's rows,
+    pairs, slots, ends, below, lambda_0/1) are dropped at its end.
 
-    model: 'cascade' or 'sdbn' (the closed forms: a statement per table) or 'pbm' or 'ubm' (EM: the counts, every
-    parameter at 0.5, then `iterations` simultaneous updates, unrolled; default 20). The script has no loop and no
+    model: 'cascade' or 'sdbn' (the closed forms: a statement per table) or 'pbm', 'ubm' or 'dcm' (EM: the counts,
+    every parameter at 0.5, then `iterations` simultaneous updates, unrolled; default 20). The script has no loop and no
     stopping rule (that is the Python fit's, tolerance=): a run of it equals fit_clicks(log, model, iterations=N,
     tolerance=1e-300), which runs all N.
     log: the log table (`schema.table`, or a tuple of parts); columns={role: column} maps the roles session,
@@ -85,8 +85,8 @@ def render_clicks(model: str, dialect: str = "duckdb", log="clicks", columns: di
 def _iterations(name: str, iterates: bool, iterations) -> int | None:
     if not iterates:
         if iterations is not None:
-            raise SqlmetricsError(f"model={name!r} has closed-form estimates: iterations= applies to EM (model='pbm' "
-                                  "or model='ubm'); leave it out.")
+            raise SqlmetricsError(f"model={name!r} has closed-form estimates: iterations= applies to EM (model='pbm', "
+                                  "'ubm' or 'dcm'); leave it out.")
         return None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
@@ -233,6 +233,80 @@ def _em(n: int, iterations: int, slot: tuple, rows: str) -> list:
     return script + _drop(*work)
 
 
+def _dcm(n: int, iterations: int) -> list:
+    """DCM's EM (dcm.py): the log's rows copied once with their pair's and position's numbers and the session's last
+    click, into the pairs (impressions, clicks), the clicked positions (clicks, last clicks), each session's end (the
+    slot of its last click) and the rows below it; alpha and lambda at 0.5; `iterations` simultaneous updates, each
+    alpha and lambda from w = P(went on after the last click | clicks) of the previous values."""
+    work = ["rows", "pairs", "slots", "ends", "below", "alpha_0", "alpha_1", "lambda_0", "lambda_1"]
+    last = "MAX(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session) AS sqlm_last"
+    script = _drop("attractiveness", "continuation", *work)
+    script.append(f"""CREATE TABLE sqlm_t_rows AS
+        SELECT *, DENSE_RANK() OVER (ORDER BY {_segs(n)}sqlm_query, sqlm_doc) AS sqlm_pair,
+               DENSE_RANK() OVER (ORDER BY {_segs(n)}sqlm_position) AS sqlm_slot
+        FROM ({_rows(n, last)}) r""")
+    script.append(f"""CREATE TABLE sqlm_t_pairs AS
+        SELECT sqlm_pair, {_segs(n)}sqlm_query, sqlm_doc, COUNT(*) AS sqlm_n, CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_k
+        FROM sqlm_t_rows GROUP BY sqlm_pair, {_segs(n)}sqlm_query, sqlm_doc""")
+    script.append(f"""CREATE TABLE sqlm_t_slots AS
+        SELECT sqlm_slot, {_segs(n)}sqlm_position, COUNT(*) AS sqlm_clicks,
+               CAST(SUM(CASE WHEN sqlm_position = sqlm_last THEN 1 ELSE 0 END) AS BIGINT) AS sqlm_last_clicks
+        FROM sqlm_t_rows WHERE sqlm_clicked = 1 GROUP BY sqlm_slot, {_segs(n)}sqlm_position""")
+    script.append("CREATE TABLE sqlm_t_ends AS SELECT sqlm_session, sqlm_slot FROM sqlm_t_rows "
+                  "WHERE sqlm_position = sqlm_last")
+    script.append("CREATE TABLE sqlm_t_below AS SELECT sqlm_session, sqlm_pair FROM sqlm_t_rows "
+                  "WHERE sqlm_position > sqlm_last")
+    for table, (key, keys) in (("alpha", ("sqlm_pair", "pairs")), ("lambda", ("sqlm_slot", "slots"))):
+        script.append(f"CREATE TABLE sqlm_t_{table}_0 AS SELECT {key}, CAST({INITIAL} AS DOUBLE) AS sqlm_value "
+                      f"FROM sqlm_t_{keys}")
+    for i in range(1, iterations + 1):
+        old, new = (i - 1) % 2, i % 2
+        went = _went_on(old)
+        script += _drop(f"alpha_{new}", f"lambda_{new}")
+        script.append(f"""CREATE TABLE sqlm_t_alpha_{new} AS
+            SELECT p.sqlm_pair, CAST(p.sqlm_k + COALESCE(u.sqlm_unread, 0) AS DOUBLE) / p.sqlm_n AS sqlm_value
+            FROM sqlm_t_pairs p LEFT JOIN (
+                SELECT b.sqlm_pair, SUM((1 - w.sqlm_went) * a.sqlm_value) AS sqlm_unread
+                FROM sqlm_t_below b JOIN ({went}) w ON w.sqlm_session = b.sqlm_session
+                JOIN sqlm_t_alpha_{old} a ON a.sqlm_pair = b.sqlm_pair GROUP BY b.sqlm_pair) u
+            ON u.sqlm_pair = p.sqlm_pair""")
+        script.append(f"""CREATE TABLE sqlm_t_lambda_{new} AS
+            SELECT s.sqlm_slot,
+                   CAST(s.sqlm_clicks - s.sqlm_last_clicks + COALESCE(w.sqlm_went, 0) AS DOUBLE) / s.sqlm_clicks
+                       AS sqlm_value
+            FROM sqlm_t_slots s LEFT JOIN (SELECT sqlm_slot, SUM(sqlm_went) AS sqlm_went FROM ({went}) e
+                                           GROUP BY sqlm_slot) w ON w.sqlm_slot = s.sqlm_slot""")
+    final = iterations % 2
+    script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
+        SELECT {_segs(n, 'p', alias=True)}p.sqlm_query AS sqlm_o_query, p.sqlm_doc AS sqlm_o_doc,
+               a.sqlm_value AS sqlm_o_attractiveness, p.sqlm_n AS sqlm_o_impressions, p.sqlm_k AS sqlm_o_clicks
+        FROM sqlm_t_pairs p JOIN sqlm_t_alpha_{final} a ON a.sqlm_pair = p.sqlm_pair""")
+    script.append(f"""CREATE TABLE sqlm_t_continuation AS
+        SELECT {_segs(n, 's', alias=True)}s.sqlm_position AS sqlm_o_position, l.sqlm_value AS sqlm_o_continuation,
+               s.sqlm_clicks AS sqlm_o_clicks, s.sqlm_last_clicks AS sqlm_o_last_clicks
+        FROM sqlm_t_slots s JOIN sqlm_t_lambda_{final} l ON l.sqlm_slot = s.sqlm_slot""")
+    return script + _drop(*work)
+
+
+def _went_on(old: int) -> str:
+    """Per session with a click: its last click's slot and w = lambda S / (1 - lambda + lambda S), S the product
+    below it of (1 - alpha) (1 for none), from the previous values (dcm.py's _went_on). The product is EXP(SUM(LN))
+    with its zeros counted (an alpha of 1 below makes it 0; LN never sees a 0, which PostgreSQL refuses even in a
+    branch not taken): not every engine has PRODUCT."""
+    stay = "COALESCE(b.sqlm_stay, 1)"
+    return f"""
+        SELECT e.sqlm_session, e.sqlm_slot,
+               l.sqlm_value * {stay} / GREATEST(1 - l.sqlm_value + l.sqlm_value * {stay}, CAST({FLOOR} AS DOUBLE))
+                   AS sqlm_went
+        FROM sqlm_t_ends e JOIN sqlm_t_lambda_{old} l ON l.sqlm_slot = e.sqlm_slot
+        LEFT JOIN (SELECT d.sqlm_session,
+                          CASE WHEN SUM(CASE WHEN a.sqlm_value >= 1 THEN 1 ELSE 0 END) > 0 THEN 0
+                               ELSE EXP(SUM(LN(CASE WHEN a.sqlm_value < 1 THEN 1 - a.sqlm_value ELSE 1 END)))
+                          END AS sqlm_stay
+                   FROM sqlm_t_below d JOIN sqlm_t_alpha_{old} a ON a.sqlm_pair = d.sqlm_pair
+                   GROUP BY d.sqlm_session) b ON b.sqlm_session = e.sqlm_session"""
+
+
 # UBM's rows: each with the position of the session's last click above it (0: none), as ubm.py's _ROWS.
 _PREVIOUS = ("COALESCE(MAX(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session "
              "ORDER BY sqlm_position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS sqlm_previous_click")
@@ -241,4 +315,5 @@ SCRIPTS = {
     "sdbn": lambda n, iterations: _closed(n, "MAX", True),
     "pbm": lambda n, iterations: _em(n, iterations, ("position",), _rows(n)),
     "ubm": lambda n, iterations: _em(n, iterations, UBM_SLOT, _rows(n, _PREVIOUS)),
+    "dcm": _dcm,
 }
