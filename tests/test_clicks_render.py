@@ -31,8 +31,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully suppo
 # The log's columns as a user might have named them: a space, a keyword, a quote, upper case.
 COLUMNS = {"session": "Session ID", "query": "query", "doc": 'the "doc"', "position": "order", "clicked": "Clicked"}
 SEGMENT = "Mär ket"
-EM = ("pbm", "ubm", "dcm")
-MODELS = ["cascade", "sdbn", "pbm", "ubm", "dcm"]
+EM = ("pbm", "ubm", "dcm", "dbn")
+MODELS = ["cascade", "sdbn", "pbm", "ubm", "dcm", "dbn"]
 KEYS = {"attractiveness": ("query", "doc"), "satisfaction": ("query", "doc"), "examination": ("position",),
         "continuation": ("position",)}
 
@@ -64,7 +64,7 @@ def _script(model: str, dialect: str, log, prefix: str, iterations: int, group_b
 
 
 def _keyed(rows: list, name: str, segments: tuple) -> dict:
-    key = (*segments, *KEYS[name], *(("previous_click",) if "previous_click" in rows[0] else ()))
+    key = (*segments, *(k for k in (*KEYS[name], "previous_click") if rows and k in rows[0]))  # DBN's gamma: no key
     return {tuple(r[k] for k in key): r for r in rows}
 
 
@@ -107,7 +107,7 @@ def _q(name: str) -> str:
 
 
 def _tables(model: str) -> list:
-    other = {"cascade": [], "sdbn": ["satisfaction"], "dcm": ["continuation"]}
+    other = {"cascade": [], "sdbn": ["satisfaction"], "dcm": ["continuation"], "dbn": ["satisfaction", "continuation"]}
     return ["attractiveness", *other.get(model, ["examination"])]
 
 
@@ -160,16 +160,15 @@ def test_every_dialect_renders():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["sdbn", "pbm", "ubm", "dcm"])
+@pytest.mark.parametrize("model", ["sdbn", "pbm", "ubm", "dcm", "dbn"])
 def test_every_dialect_renders_every_model(model):
     for dialect in DIALECTS:
         script = sqlmetrics.render_clicks(model, dialect, log="db.s.clicks", group_by=["a", "b"], prefix="s.p_",
                                           **({"iterations": 2} if model in EM else {}))
-        assert len(script) == {"sdbn": 4, "pbm": 25, "ubm": 25, "dcm": 37}[model], dialect
+        assert len(script) == {"sdbn": 4, "pbm": 25, "ubm": 25, "dcm": 37, "dbn": 59}[model], dialect
 
 
 @pytest.mark.parametrize("call, says", [
-    (dict(model="dbn"), "fitted on DuckDB only"),
     (dict(model="pmb"), "Did you mean 'pbm'"),
     (dict(model="cascade", iterations=5), "closed-form"),
     (dict(model="pbm", iterations=0), "at least 1"),
@@ -217,7 +216,8 @@ def postgres_con(log):
         cur.execute(f"CREATE SCHEMA {schema}")
         # Declared as a user's SQL would name them (Clicked unquoted: clicked), as the script reads them.
         types = {"order": "BIGINT", "Clicked": "INTEGER"}
-        declared = (f"{column_identifier(c, 'postgres').sql('postgres')} {types.get(c, 'TEXT')}" for c in log.column_names)
+        declared = (f"{column_identifier(c, 'postgres').sql('postgres')} {types.get(c, 'TEXT')}"
+                    for c in log.column_names)
         cur.execute(f'CREATE TABLE {schema}."click log" ({", ".join(declared)})')
         cur.executemany(f'INSERT INTO {schema}."click log" VALUES ({", ".join(["%s"] * log.num_columns)})',
                         [tuple(r.values()) for r in log.to_pylist()])
@@ -313,7 +313,7 @@ def test_command_line_prints_the_script(cli):
     with open("f.sql") as f:
         assert "CREATE TABLE s.fit_gamma_1 AS" in f.read()
     for flags, says in [(("--tolerance", "1e-3"), "--tolerance asks"), (("-f", "csv"), "--format asks"),
-                        (("--model", "dbn"), "DuckDB only"), (("--render", "nosuch"), "no such dialect"),
+                        (("--model", "pmb"), "Did you mean 'pbm'"), (("--render", "nosuch"), "no such dialect"),
                         (("--model", "pbm,ubm"), "one model's script")]:
         code, _, err = cli("clicks", "t", "--render", "sqlite", *flags)
         assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err

@@ -13,7 +13,7 @@ from ..clicks import MODELS, fit_clicks, propensities, render_clicks
 from ..clicks.fit import model_named
 from ..clicks.log import ROLES
 from ..clicks.propensity import METHODS
-from ..clicks.render import DEFAULT_ITERATIONS, RENDERED
+from ..clicks.render import DEFAULT_ITERATIONS
 from ..dialects.info import DIALECTS, dialect_info
 from ..errors import SqlmetricsError
 from ..local.output import write_table
@@ -76,8 +76,8 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--baseline", metavar="RUN", help="with --runs: compare each run with this one (its file stem)")
     p.add_argument("--render", metavar="DIALECT",
                    help=f"print the fit as a SQL script for this engine ({', '.join(DIALECTS)}) instead of fitting: "
-                        f"run there over the table LOG, it creates the parameter tables ({', '.join(RENDERED)}; EM "
-                        "runs --iterations, default 20, with no stopping rule); -o writes it to a file")
+                        "run there over the table LOG, it creates the parameter tables (EM runs --iterations, default "
+                        "20, with no stopping rule); -o writes it to a file")
     p.add_argument("--prefix", metavar="PREFIX",
                    help="with --render: the beginning of the created tables' names (default clicks_; may be "
                         "qualified: analytics.clicks_)")

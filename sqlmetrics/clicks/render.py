@@ -6,10 +6,12 @@ The script is written once, in DuckDB's dialect, with placeholder names (sqlm_lo
 by sqlglot, the caller's table and column names bound into the tree as identifiers (identifiers.py: never pasted as
 text), and generated for the target dialect, as dialects.render() does for an evaluation.
 
-Each model's statements compute what its Python fit computes (closed.py, pbm.py, ubm.py), with two differences that
-an engine without DuckDB's features needs: the segments, pairs and examination slots are numbered by DENSE_RANK over
-the log's counts (NULL segment values rank together, as GROUP BY puts them: no NULL-safe join is needed), and EM runs a
-fixed number of unrolled iterations (a script has no loop, so no stopping rule)."""
+Each model's statements compute what its Python fit computes (closed.py, pbm.py, ubm.py, dcm.py, dbn.py), with the
+differences an engine without DuckDB's features needs: the segments, pairs and examination slots are numbered by
+DENSE_RANK (NULL segment values rank together, as GROUP BY puts them: no NULL-safe join is needed); a product is
+EXP(SUM(LN)) with its zeros counted (not every engine has PRODUCT); DBN iterates over each session's rows below its
+last click, not over the distinct such suffixes (LIST is DuckDB's); and EM runs a fixed number of unrolled iterations
+(a script has no loop, so no stopping rule)."""
 from __future__ import annotations
 
 import re
@@ -34,22 +36,21 @@ DEFAULT_ITERATIONS = 20
 # The created tables' columns (besides the segments'), bound as the dialect reads them.
 OUTPUT_COLUMNS = ("query", "doc", "position", "previous_click", "attractiveness", "examination", "satisfaction",
                   "continuation", "impressions", "clicks", "last_clicks")
-RENDERED = ("cascade", "sdbn", "pbm", "ubm", "dcm")  # the models with a script; DBN's EM is DuckDB's alone
 
 
 def render_clicks(model: str, dialect: str = "duckdb", log="clicks", columns: dict | None = None, group_by=None,
                   iterations: int | None = None, prefix: str = "clicks_") -> list:
     """A click model's fit as a SQL script for `dialect`: a list of statements that, run in order where the log
-    table lives, create the parameter tables `{prefix}attractiveness`, and per model `{prefix}examination` (pbm, ubm),
-    `{prefix}satisfaction` (sdbn) or `{prefix}continuation` (dcm), with the columns and values of fit_clicks(...).parameters: the group_by columns
-    first (under the log's names), then the key, the value and the counts behind it. Tables of those names are
-    dropped first; the script's working tables ({prefix}cells, {prefix}alpha_0/1, {prefix}gamma_0/1; DCM's rows,
-    pairs, slots, ends, below, lambda_0/1) are dropped at its end.
+    table lives, create the parameter tables `{prefix}attractiveness` and, per model, `{prefix}examination` (pbm,
+    ubm), `{prefix}satisfaction` (sdbn, dbn) and `{prefix}continuation` (dcm, dbn), with the columns and values of
+    fit_clicks(...).parameters: the group_by columns first (under the log's names), then the key, the value and the
+    counts behind it. Tables of those names are dropped first; the script's working tables (PBM's and UBM's
+    {prefix}cells, {prefix}alpha_0/1, {prefix}gamma_0/1; DCM's and DBN's {prefix}rows and others) at its end.
 
-    model: 'cascade' or 'sdbn' (the closed forms: a statement per table) or 'pbm', 'ubm' or 'dcm' (EM: the counts,
-    every parameter at 0.5, then `iterations` simultaneous updates, unrolled; default 20). The script has no loop and no
-    stopping rule (that is the Python fit's, tolerance=): a run of it equals fit_clicks(log, model, iterations=N,
-    tolerance=1e-300), which runs all N.
+    model: 'cascade' or 'sdbn' (the closed forms: a statement per table) or 'pbm', 'ubm', 'dcm' or 'dbn' (EM: the
+    counts, every parameter at 0.5, then `iterations` simultaneous updates, unrolled; default 20). The script has no
+    loop and no stopping rule (that is the Python fit's, tolerance=): a run of it equals fit_clicks(log, model,
+    iterations=N, tolerance=1e-300), which runs all N.
     log: the log table (`schema.table`, or a tuple of parts); columns={role: column} maps the roles session,
     query, doc, position and clicked (by default named so: the script cannot look at the table to find other names).
     group_by: a column or columns: one model per segment; a NULL value is a segment of its own.
@@ -59,9 +60,6 @@ def render_clicks(model: str, dialect: str = "duckdb", log="clicks", columns: di
     what fit_clicks() checks: one row per (session, position), the positions of a session 1..n, clicks 0 or 1 (never
     NULL), no NULL session, query or document, and one query and one segment per session."""
     name, chosen = model_named(model)
-    if name not in RENDERED:
-        raise SqlmetricsError(f"model={model!r} is fitted on DuckDB only (fit_clicks()); a script is rendered for "
-                              f"{', '.join(RENDERED)}.")
     iterations = _iterations(name, chosen.iterates, iterations)
     info = dialect_info(dialect)
     segments = list(check_log_options("log", group_by, None, None))
@@ -86,7 +84,7 @@ def _iterations(name: str, iterates: bool, iterations) -> int | None:
     if not iterates:
         if iterations is not None:
             raise SqlmetricsError(f"model={name!r} has closed-form estimates: iterations= applies to EM (model='pbm', "
-                                  "'ubm' or 'dcm'); leave it out.")
+                                  "'ubm', 'dcm' or 'dbn'); leave it out.")
         return None
     iterations = DEFAULT_ITERATIONS if iterations is None else iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
@@ -246,7 +244,8 @@ def _dcm(n: int, iterations: int) -> list:
                DENSE_RANK() OVER (ORDER BY {_segs(n)}sqlm_position) AS sqlm_slot
         FROM ({_rows(n, last)}) r""")
     script.append(f"""CREATE TABLE sqlm_t_pairs AS
-        SELECT sqlm_pair, {_segs(n)}sqlm_query, sqlm_doc, COUNT(*) AS sqlm_n, CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_k
+        SELECT sqlm_pair, {_segs(n)}sqlm_query, sqlm_doc, COUNT(*) AS sqlm_n,
+               CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_k
         FROM sqlm_t_rows GROUP BY sqlm_pair, {_segs(n)}sqlm_query, sqlm_doc""")
     script.append(f"""CREATE TABLE sqlm_t_slots AS
         SELECT sqlm_slot, {_segs(n)}sqlm_position, COUNT(*) AS sqlm_clicks,
@@ -307,6 +306,129 @@ def _went_on(old: int) -> str:
                    GROUP BY d.sqlm_session) b ON b.sqlm_session = e.sqlm_session"""
 
 
+def _dbn(n: int, iterations: int) -> list:
+    """DBN's EM (dbn.py), per session where dbn.py groups the sessions' equal suffixes (the same sums, in another
+    order): the log's rows copied once with their pair, segment, the session's last click l (0: none) and its pair;
+    the fixed counts per pair and per segment; the rows below l (steps, k = 1..m); every parameter at 0.5; then
+    `iterations` simultaneous updates, each from the posteriors of the previous values (post: each step's P(E = 1 |
+    C), ends: each last click's P(S = 1 | C))."""
+    work = ["rows", "counts", "segments", "steps", "post", "ends", "alpha_0", "alpha_1", "sigma_0", "sigma_1",
+            "gamma_0", "gamma_1"]
+    script = _drop("attractiveness", "satisfaction", "continuation", *work)
+    seg = f"DENSE_RANK() OVER (ORDER BY {_segs(n).rstrip(', ')})" if n else "1"
+    last = ("COALESCE(MAX(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session), 0) "
+            "AS sqlm_last, MAX(sqlm_position) OVER (PARTITION BY sqlm_session) AS sqlm_length")
+    script.append(f"""CREATE TABLE sqlm_t_rows AS
+        SELECT *, MAX(CASE WHEN sqlm_position = sqlm_last THEN sqlm_pair END) OVER (PARTITION BY sqlm_session)
+                      AS sqlm_last_pair
+        FROM (SELECT *, DENSE_RANK() OVER (ORDER BY {_segs(n)}sqlm_query, sqlm_doc) AS sqlm_pair, {seg} AS sqlm_seg
+              FROM ({_rows(n, last)}) r) p""")
+    is_last = "CASE WHEN sqlm_position = sqlm_last THEN 1 ELSE 0 END"
+    counts = (f"COUNT(*) AS sqlm_impressions, CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_clicks, "
+              f"CAST(SUM({is_last}) AS BIGINT) AS sqlm_last_clicks")
+    script.append(f"""CREATE TABLE sqlm_t_counts AS
+        SELECT sqlm_pair, sqlm_seg, {_segs(n)}sqlm_query, sqlm_doc, {counts}
+        FROM sqlm_t_rows GROUP BY sqlm_pair, sqlm_seg, {_segs(n)}sqlm_query, sqlm_doc""")
+    script.append(f"""CREATE TABLE sqlm_t_segments AS
+        SELECT sqlm_seg, {_segs(n)}SUM(CASE WHEN sqlm_position < sqlm_last THEN 1 ELSE 0 END) AS sqlm_above, {counts}
+        FROM sqlm_t_rows GROUP BY sqlm_seg{''.join(f', sqlm_seg_{i}' for i in range(1, n + 1))}""")
+    script.append("""CREATE TABLE sqlm_t_steps AS
+        SELECT sqlm_session, sqlm_seg, sqlm_pair, sqlm_last_pair, sqlm_position - sqlm_last AS sqlm_k,
+               sqlm_length - sqlm_last AS sqlm_m
+        FROM sqlm_t_rows WHERE sqlm_position > sqlm_last""")
+    script.append("""CREATE TABLE sqlm_t_ends AS
+        SELECT DISTINCT sqlm_session, sqlm_seg, sqlm_last_pair, sqlm_length - sqlm_last AS sqlm_m
+        FROM sqlm_t_rows WHERE sqlm_last > 0""")
+    for table, key, source, where in (("alpha", "sqlm_pair", "counts", ""),
+                                      ("sigma", "sqlm_pair", "counts", " WHERE sqlm_clicks > 0"),
+                                      ("gamma", "sqlm_seg", "segments", "")):
+        script.append(f"CREATE TABLE sqlm_t_{table}_0 AS SELECT {key}, CAST({INITIAL} AS DOUBLE) AS sqlm_value "
+                      f"FROM sqlm_t_{source}{where}")
+    floor = f"CAST({FLOOR} AS DOUBLE)"
+    for i in range(1, iterations + 1):
+        old, new = (i - 1) % 2, i % 2
+        script += _drop("post", "ends_post", f"alpha_{new}", f"sigma_{new}", f"gamma_{new}")
+        script.append(_dbn_posteriors(old))
+        script.append(f"""CREATE TABLE sqlm_t_ends_post AS
+            SELECT h.sqlm_seg, h.sqlm_last_pair, h.sqlm_m,
+                   CASE WHEN h.sqlm_m = 0 THEN s.sqlm_value
+                        ELSE LEAST(s.sqlm_value / GREATEST(p.sqlm_no_click, {floor}), 1) END AS sqlm_satisfied
+            FROM sqlm_t_ends h JOIN sqlm_t_sigma_{old} s ON s.sqlm_pair = h.sqlm_last_pair
+            LEFT JOIN sqlm_t_post p ON p.sqlm_session = h.sqlm_session AND p.sqlm_k = 1""")
+        script.append(f"""CREATE TABLE sqlm_t_alpha_{new} AS
+            SELECT c.sqlm_pair, CAST(c.sqlm_clicks + COALESCE(x.sqlm_attracted, 0) AS DOUBLE) / c.sqlm_impressions
+                       AS sqlm_value
+            FROM sqlm_t_counts c LEFT JOIN (
+                SELECT sqlm_pair, SUM(sqlm_a * (1 - sqlm_examined)) AS sqlm_attracted FROM sqlm_t_post
+                GROUP BY sqlm_pair) x ON x.sqlm_pair = c.sqlm_pair""")
+        script.append(f"""CREATE TABLE sqlm_t_sigma_{new} AS
+            SELECT c.sqlm_pair, LEAST(CAST(COALESCE(x.sqlm_satisfied, 0) AS DOUBLE) / c.sqlm_clicks, 1) AS sqlm_value
+            FROM sqlm_t_counts c LEFT JOIN (
+                SELECT sqlm_last_pair, SUM(sqlm_satisfied) AS sqlm_satisfied FROM sqlm_t_ends_post
+                GROUP BY sqlm_last_pair) x ON x.sqlm_last_pair = c.sqlm_pair
+            WHERE c.sqlm_clicks > 0""")
+        # gamma: the transitions r -> r+1 (r < n), as dbn.py counts them.
+        script.append(f"""CREATE TABLE sqlm_t_gamma_{new} AS
+            SELECT sqlm_seg, CASE WHEN sqlm_made_out > 0 THEN LEAST(sqlm_made_in / sqlm_made_out, 1) ELSE sqlm_value
+                             END AS sqlm_value
+            FROM (
+                SELECT s.sqlm_seg, g.sqlm_value,
+                       CAST(s.sqlm_above + COALESCE(p.sqlm_into, 0) AS DOUBLE) AS sqlm_made_in,
+                       CAST(s.sqlm_above + COALESCE(p.sqlm_out, 0) + COALESCE(l.sqlm_out, 0) AS DOUBLE) AS sqlm_made_out
+                FROM sqlm_t_segments s JOIN sqlm_t_gamma_{old} g ON g.sqlm_seg = s.sqlm_seg
+                LEFT JOIN (SELECT sqlm_seg,
+                                  SUM(CASE WHEN sqlm_last_pair IS NOT NULL OR sqlm_k > 1 THEN sqlm_examined END)
+                                      AS sqlm_into,
+                                  SUM(CASE WHEN sqlm_k < sqlm_m THEN sqlm_examined END) AS sqlm_out
+                           FROM sqlm_t_post GROUP BY sqlm_seg) p ON p.sqlm_seg = s.sqlm_seg
+                LEFT JOIN (SELECT sqlm_seg, SUM(1 - sqlm_satisfied) AS sqlm_out FROM sqlm_t_ends_post
+                           WHERE sqlm_m > 0 GROUP BY sqlm_seg) l ON l.sqlm_seg = s.sqlm_seg) t""")
+    final = iterations % 2
+    script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
+        SELECT {_segs(n, 'c', alias=True)}c.sqlm_query AS sqlm_o_query, c.sqlm_doc AS sqlm_o_doc,
+               a.sqlm_value AS sqlm_o_attractiveness, c.sqlm_impressions AS sqlm_o_impressions,
+               c.sqlm_clicks AS sqlm_o_clicks
+        FROM sqlm_t_counts c JOIN sqlm_t_alpha_{final} a ON a.sqlm_pair = c.sqlm_pair""")
+    script.append(f"""CREATE TABLE sqlm_t_satisfaction AS
+        SELECT {_segs(n, 'c', alias=True)}c.sqlm_query AS sqlm_o_query, c.sqlm_doc AS sqlm_o_doc,
+               s.sqlm_value AS sqlm_o_satisfaction, c.sqlm_clicks AS sqlm_o_clicks,
+               c.sqlm_last_clicks AS sqlm_o_last_clicks
+        FROM sqlm_t_counts c JOIN sqlm_t_sigma_{final} s ON s.sqlm_pair = c.sqlm_pair""")
+    script.append(f"""CREATE TABLE sqlm_t_continuation AS
+        SELECT {_segs(n, 's', alias=True)}g.sqlm_value AS sqlm_o_continuation, s.sqlm_impressions AS sqlm_o_impressions,
+               s.sqlm_clicks AS sqlm_o_clicks, s.sqlm_last_clicks AS sqlm_o_last_clicks
+        FROM sqlm_t_segments s JOIN sqlm_t_gamma_{final} g ON g.sqlm_seg = s.sqlm_seg""")
+    return script + _drop(*work, "ends_post")
+
+
+def _dbn_posteriors(old: int) -> str:
+    """post: each step with a = alpha, its P(E = 1 | C) (examined) and its session's chance of no click below l,
+    N (dbn.py's _posteriors). The running product of (1 - alpha) above each step is EXP(SUM(LN)) over the window with
+    its zeros counted, as in DCM."""
+    floor = f"CAST({FLOOR} AS DOUBLE)"
+    above = "PARTITION BY t.sqlm_session ORDER BY t.sqlm_k ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+    return f"""CREATE TABLE sqlm_t_post AS
+        SELECT sqlm_session, sqlm_k, sqlm_m, sqlm_pair, sqlm_seg, sqlm_last_pair, sqlm_a,
+               LEAST(SUM(sqlm_w) OVER (PARTITION BY sqlm_session ORDER BY sqlm_k
+                                       ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)
+                     / GREATEST(1 - sqlm_e + SUM(sqlm_w) OVER (PARTITION BY sqlm_session), {floor}), 1)
+                   AS sqlm_examined,
+               1 - sqlm_e + SUM(sqlm_w) OVER (PARTITION BY sqlm_session) AS sqlm_no_click
+        FROM (
+            SELECT *, sqlm_e * POWER(sqlm_g, sqlm_k - 1) * sqlm_before * (1 - sqlm_a)
+                          * CASE WHEN sqlm_k < sqlm_m THEN 1 - sqlm_g ELSE 1 END AS sqlm_w
+            FROM (
+                SELECT t.sqlm_session, t.sqlm_k, t.sqlm_m, t.sqlm_pair, t.sqlm_seg, t.sqlm_last_pair,
+                       a.sqlm_value AS sqlm_a, g.sqlm_value AS sqlm_g,
+                       CASE WHEN t.sqlm_last_pair IS NULL THEN 1 ELSE g.sqlm_value * (1 - s.sqlm_value) END AS sqlm_e,
+                       CASE WHEN SUM(CASE WHEN a.sqlm_value >= 1 THEN 1 ELSE 0 END) OVER ({above}) > 0 THEN 0
+                            ELSE COALESCE(EXP(SUM(LN(CASE WHEN a.sqlm_value < 1 THEN 1 - a.sqlm_value ELSE 1 END))
+                                              OVER ({above})), 1) END AS sqlm_before
+                FROM sqlm_t_steps t JOIN sqlm_t_alpha_{old} a ON a.sqlm_pair = t.sqlm_pair
+                JOIN sqlm_t_gamma_{old} g ON g.sqlm_seg = t.sqlm_seg
+                LEFT JOIN sqlm_t_sigma_{old} s ON s.sqlm_pair = t.sqlm_last_pair) x) y"""
+
+
 # UBM's rows: each with the position of the session's last click above it (0: none), as ubm.py's _ROWS.
 _PREVIOUS = ("COALESCE(MAX(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session "
              "ORDER BY sqlm_position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS sqlm_previous_click")
@@ -316,4 +438,5 @@ SCRIPTS = {
     "pbm": lambda n, iterations: _em(n, iterations, ("position",), _rows(n)),
     "ubm": lambda n, iterations: _em(n, iterations, UBM_SLOT, _rows(n, _PREVIOUS)),
     "dcm": _dcm,
+    "dbn": _dbn,
 }
