@@ -1,11 +1,12 @@
 """render_clicks(): a click model's fit as a SQL script, executed where the log lives (DuckDB, SQLite, PostgreSQL,
-Spark), creates parameter tables equal to fit_clicks()'s on the same log to 1e-9 (EM: the same iterations, the
-tolerance so small that the Python fit runs them all), per segment (a NULL segment one of them), over a log whose
-table and column names need quoting. Every dialect renders. The fast tier runs SQLite on one log and one model, and
-renders every dialect once; the other engines and models, and the hypothesis corpus of odd logs, are slow. An engine
-that is not here skips; SQLMETRICS_REQUIRE_ENGINES=1 fails."""
+Spark, ClickHouse through chDB), creates parameter tables equal to fit_clicks()'s on the same log to 1e-9 (EM: the
+same iterations, the tolerance so small that the Python fit runs them all), per segment (a NULL segment one of them),
+over a log whose table and column names need quoting. Every dialect renders. The fast tier runs SQLite on one log and
+one model, and renders every dialect once; the other engines and models, and the hypothesis corpus of odd logs, are
+slow. An engine that is not here skips; SQLMETRICS_REQUIRE_ENGINES=1 fails."""
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -16,6 +17,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +26,7 @@ from sqlmetrics import SqlmetricsError, SqlmetricsWarning
 from sqlmetrics.dialects.info import DIALECTS
 from sqlmetrics.identifiers import column_identifier, table_reference
 
-from conftest import postgres_connection, spark_session
+from conftest import postgres_connection, spark_session, unavailable
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
@@ -265,6 +267,37 @@ def test_on_spark(spark_con, log, model):
     for statement in _script(model, "spark", "click_log", f"{database}.{model}_", 3):
         spark.sql(statement)
     there = {name: [r.asDict() for r in spark.sql(f"SELECT * FROM {database}.{model}_{name}").collect()]
+             for name in _tables(model)}
+    _assert_equal(there, _fit(log, model, 3))
+
+
+@pytest.fixture(scope="module")
+def clickhouse_con(log):
+    try:
+        from chdb import session
+    except ImportError:
+        unavailable("chdb is not installed (pip install chdb)")
+    sess = session.Session()
+    sess.query("CREATE DATABASE IF NOT EXISTS clicks")
+    types = {"order": "Int64", "Clicked": "Int64"}
+    columns = ", ".join(f"`{c}` {types.get(c, 'Nullable(String)')}" for c in log.column_names)
+    sess.query(f"CREATE TABLE clicks.`click log` ({columns}) ENGINE = Memory")
+    values = ", ".join("(" + ", ".join(sqlglot.exp.convert(v).sql("clickhouse") for v in r.values()) + ")"
+                       for r in log.to_pylist())
+    sess.query(f"INSERT INTO clicks.`click log` VALUES {values}")
+    yield sess
+    sess.close()
+
+
+@pytest.mark.slow  # an engine library
+@pytest.mark.parametrize("model", MODELS)
+def test_on_clickhouse(clickhouse_con, log, model):
+    """ClickHouse (chDB): a column selected as `c.x` is named `c.x` there, so every qualified column is aliased (the
+    EM's tables were unreadable before)."""
+    for statement in _script(model, "clickhouse", "clicks.`click log`", f"clicks.{model}_", 3):
+        clickhouse_con.query(statement)
+    there = {name: [json.loads(line) for line in str(clickhouse_con.query(f"SELECT * FROM clicks.{model}_{name}",
+                                                                          "JSONEachRow")).splitlines() if line]
              for name in _tables(model)}
     _assert_equal(there, _fit(log, model, 3))
 

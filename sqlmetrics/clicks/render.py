@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from ..dialects.info import dialect_info
+from ..dialects.portable import name_qualified_columns
 from ..dialects.render import create_table
 from ..errors import SqlmetricsError
 from ..identifiers import column_identifier, table_reference
@@ -123,6 +124,9 @@ def _generated(text: str, info, names: dict, tables: dict) -> str:
         return node
 
     tree = _parsed(text).copy().transform(bind, copy=False)
+    name_qualified_columns(tree)  # ClickHouse names `SELECT c.x`'s column `c.x`
+    if info.name == "clickhouse" and isinstance(tree, exp.Select):  # outer joins' misses NULL, as COALESCE expects
+        tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
     # The ORDER BYs number groups or read positions, never NULL where the order matters: the dialect's default NULL
     # order, spelled by no NULLS clause (which some engines do not take in a window).
     small = Dialect.get_or_raise(info.sqlglot).NULL_ORDERING == "nulls_are_small"
