@@ -1,11 +1,12 @@
 """render_clicks(): a click model's fit as a SQL script, executed where the log lives (DuckDB, SQLite, PostgreSQL,
-Spark, ClickHouse through chDB), creates parameter tables equal to fit_clicks()'s on the same log to 1e-9 (EM: the
-same iterations, the tolerance so small that the Python fit runs them all), per segment (a NULL segment one of them),
-over a log whose table and column names need quoting. Every dialect renders. The fast tier runs SQLite on one log and
-one model, and renders every dialect once; the other engines and models, and the hypothesis corpus of odd logs, are
-slow. An engine that is not here skips; SQLMETRICS_REQUIRE_ENGINES=1 fails."""
+Spark, ClickHouse through chDB, MariaDB), creates parameter tables equal to fit_clicks()'s on the same log to 1e-9 (EM:
+the same iterations, the tolerance so small that the Python fit runs them all), per segment (a NULL segment one of
+them), over a log whose table and column names need quoting. Every dialect renders. The fast tier runs SQLite on one
+log and one model, and renders every dialect once; the other engines and models, and the hypothesis corpus of odd
+logs, are slow. An engine that is not here skips; SQLMETRICS_REQUIRE_ENGINES=1 fails."""
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from sqlmetrics import SqlmetricsError, SqlmetricsWarning
 from sqlmetrics.dialects.info import DIALECTS
 from sqlmetrics.identifiers import column_identifier, table_reference
 
-from conftest import postgres_connection, spark_session, unavailable
+from conftest import mariadb_connection, postgres_connection, spark_session, unavailable
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
@@ -300,6 +301,59 @@ def test_on_clickhouse(clickhouse_con, log, model):
                                                                           "JSONEachRow")).splitlines() if line]
              for name in _tables(model)}
     _assert_equal(there, _fit(log, model, 3))
+
+
+def _cased(log: pa.Table) -> pa.Table:
+    """The log with ids that differ only in case or a trailing space: 'D1' beside 'd1', 'd2 ' beside 'd2', 'DE' beside
+    'de' (a segment)."""
+    rows = log.to_pylist()
+    doc, market = COLUMNS["doc"], SEGMENT
+    for r in rows:
+        number = int(r[COLUMNS["session"]][1:])
+        if number % 3 == 0:
+            r[doc] = r[doc].upper()
+        elif number % 3 == 1 and r[doc] == "d2":
+            r[doc] = "d2 "
+        if number % 4 == 0 and r[market] == "de":
+            r[market] = "DE"
+    return pa.Table.from_pylist(rows, log.schema)
+
+
+@pytest.fixture(scope="module")
+def mariadb_con(log):
+    con = mariadb_connection(autocommit=True)
+    prefix = f"sqlm_clicks_{os.getpid()}_"
+    types = {"order": "BIGINT", "Clicked": "INTEGER"}
+    cased = _cased(log)
+    with con.cursor() as cur:
+        declared = ", ".join(f"`{c}` {types.get(c, 'VARCHAR(50)')}" for c in log.column_names)
+        cur.execute(f"CREATE TABLE `{prefix}log` ({declared})")
+        cur.executemany(f"INSERT INTO `{prefix}log` VALUES ({', '.join(['%s'] * log.num_columns)})",
+                        [tuple(r.values()) for r in cased.to_pylist()])
+    yield con, prefix, cased
+    with con.cursor() as cur:
+        cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND "
+                    "table_name LIKE %s", (prefix + "%",))
+        for (name,) in cur.fetchall():
+            cur.execute(f"DROP TABLE `{name}`")
+    con.close()
+
+
+@pytest.mark.slow  # a server
+@pytest.mark.parametrize("model", MODELS)
+def test_on_mariadb(mariadb_con, model):
+    """MariaDB, whose default collation equals 'd1' and 'D1', 'd2' and 'd2 ', 'de' and 'DE': the ids compare as bytes
+    there (and come out as text), so they stay apart as in fit_clicks()."""
+    con, prefix, cased = mariadb_con
+    there = {}
+    with con.cursor() as cur:
+        for statement in _script(model, "mysql", f"{prefix}log", f"{prefix}{model}_", 3):
+            cur.execute(statement)
+        for name in _tables(model):
+            cur.execute(f"SELECT * FROM {prefix}{model}_{name}")
+            there[name] = [{d[0]: float(v) if isinstance(v, decimal.Decimal) else v for d, v in zip(cur.description, r)}
+                           for r in cur.fetchall()]
+    _assert_equal(there, _fit(cased, model, 3))
 
 
 # --- hostile logs (slow): odd but valid logs, the script on SQLite equal to the fit on DuckDB.

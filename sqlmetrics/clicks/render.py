@@ -123,7 +123,7 @@ def _generated(text: str, info, names: dict, tables: dict) -> str:
             return names[node.name].copy()
         return node
 
-    tree = _parsed(text).copy().transform(bind, copy=False)
+    tree = _parsed(text).copy().transform(bind, copy=False).transform(lambda node: _id_text(node, info), copy=False)
     name_qualified_columns(tree)  # ClickHouse names `SELECT c.x`'s column `c.x`
     if info.name == "clickhouse" and isinstance(tree, exp.Select):  # outer joins' misses NULL, as COALESCE expects
         tree.set("settings", [exp.EQ(this=exp.column("join_use_nulls"), expression=exp.Literal.number(1))])
@@ -135,6 +135,18 @@ def _generated(text: str, info, names: dict, tables: dict) -> str:
     if create:
         tree = create_table(tree, tables[target].copy(), info)
     return tree.sql(dialect=info.sqlglot, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
+
+
+def _id_text(node, info):
+    """sqlm_id(x): an id (session, query, doc, segment) as the engine must compare it; sqlm_text(x): as it comes out.
+    MySQL's and MariaDB's default collations equal 'a' and 'A' (and 'a '): there ids are bytes inside, text outside,
+    as render() has them. Elsewhere both are x."""
+    if isinstance(node, exp.Anonymous) and node.name in ("sqlm_id", "sqlm_text"):
+        value = node.expressions[0]
+        if info.ids != "binary":
+            return value
+        return exp.cast(value, exp.DataType.build("BINARY" if node.name == "sqlm_id" else "CHAR", dialect="mysql"))
+    return node
 
 
 @lru_cache(maxsize=256)
@@ -149,15 +161,17 @@ def _parsed(text: str) -> exp.Expression:
 def _segs(n: int, table: str = "", alias: bool = False) -> str:
     """The segment columns (seg_1, ...), each followed by a comma; alias: as the log's names (the output's)."""
     dot = f"{table}." if table else ""
-    return "".join(f"{dot}sqlm_seg_{i}{f' AS sqlm_c_seg_{i}' if alias else ''}, " for i in range(1, n + 1))
+    if alias:
+        return "".join(f"sqlm_text({dot}sqlm_seg_{i}) AS sqlm_c_seg_{i}, " for i in range(1, n + 1))
+    return "".join(f"{dot}sqlm_seg_{i}, " for i in range(1, n + 1))
 
 
 def _rows(n: int, window: str = "") -> str:
     """The log's rows under the script's names, the click as an integer (a boolean column counts); window: a column
     more, computed over those names."""
-    rows = (f"SELECT {''.join(f'sqlm_c_seg_{i} AS sqlm_seg_{i}, ' for i in range(1, n + 1))}sqlm_c_session AS "
-            "sqlm_session, sqlm_c_query AS sqlm_query, sqlm_c_doc AS sqlm_doc, sqlm_c_position AS sqlm_position, "
-            "CAST(sqlm_c_clicked AS INTEGER) AS sqlm_clicked FROM sqlm_log")
+    rows = (f"SELECT {''.join(f'sqlm_id(sqlm_c_seg_{i}) AS sqlm_seg_{i}, ' for i in range(1, n + 1))}"
+            "sqlm_id(sqlm_c_session) AS sqlm_session, sqlm_id(sqlm_c_query) AS sqlm_query, sqlm_id(sqlm_c_doc) AS "
+            "sqlm_doc, sqlm_c_position AS sqlm_position, CAST(sqlm_c_clicked AS INTEGER) AS sqlm_clicked FROM sqlm_log")
     return f"SELECT *, {window} FROM ({rows}) l" if window else rows
 
 
@@ -172,7 +186,7 @@ def _closed(n: int, which: str, satisfaction: bool) -> list:
     stop = f"{which}(CASE WHEN sqlm_clicked = 1 THEN sqlm_position END) OVER (PARTITION BY sqlm_session) AS sqlm_stop"
     script = _drop("attractiveness", *(["satisfaction"] if satisfaction else []))
     script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
-        SELECT {_segs(n, alias=True)}sqlm_query AS sqlm_o_query, sqlm_doc AS sqlm_o_doc,
+        SELECT {_segs(n, alias=True)}sqlm_text(sqlm_query) AS sqlm_o_query, sqlm_text(sqlm_doc) AS sqlm_o_doc,
                CAST(SUM(sqlm_clicked) AS DOUBLE) / COUNT(*) AS sqlm_o_attractiveness, COUNT(*) AS sqlm_o_impressions,
                CAST(SUM(sqlm_clicked) AS BIGINT) AS sqlm_o_clicks
         FROM ({_rows(n, stop)}) r
@@ -181,7 +195,7 @@ def _closed(n: int, which: str, satisfaction: bool) -> list:
     if satisfaction:
         last = "CASE WHEN sqlm_position = sqlm_stop THEN 1 ELSE 0 END"
         script.append(f"""CREATE TABLE sqlm_t_satisfaction AS
-            SELECT {_segs(n, alias=True)}sqlm_query AS sqlm_o_query, sqlm_doc AS sqlm_o_doc,
+            SELECT {_segs(n, alias=True)}sqlm_text(sqlm_query) AS sqlm_o_query, sqlm_text(sqlm_doc) AS sqlm_o_doc,
                    CAST(SUM({last}) AS DOUBLE) / COUNT(*) AS sqlm_o_satisfaction, COUNT(*) AS sqlm_o_clicks,
                    CAST(SUM({last}) AS BIGINT) AS sqlm_o_last_clicks
             FROM ({_rows(n, stop)}) r
@@ -224,7 +238,7 @@ def _em(n: int, iterations: int, slot: tuple, rows: str) -> list:
     counts = "CAST(SUM(c.sqlm_n) AS BIGINT) AS sqlm_o_impressions, CAST(SUM(c.sqlm_k) AS BIGINT) AS sqlm_o_clicks"
     group = f"{_segs(n, 'c')}"
     script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
-        SELECT {_segs(n, 'c', alias=True)}c.sqlm_query AS sqlm_o_query, c.sqlm_doc AS sqlm_o_doc,
+        SELECT {_segs(n, 'c', alias=True)}sqlm_text(c.sqlm_query) AS sqlm_o_query, sqlm_text(c.sqlm_doc) AS sqlm_o_doc,
                MIN(a.sqlm_value) AS sqlm_o_attractiveness, {counts}
         FROM sqlm_t_cells c JOIN sqlm_t_alpha_{last} a ON a.sqlm_pair = c.sqlm_pair
         GROUP BY c.sqlm_pair, {group}c.sqlm_query, c.sqlm_doc""")
@@ -281,7 +295,7 @@ def _dcm(n: int, iterations: int) -> list:
                                            GROUP BY sqlm_slot) w ON w.sqlm_slot = s.sqlm_slot""")
     final = iterations % 2
     script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
-        SELECT {_segs(n, 'p', alias=True)}p.sqlm_query AS sqlm_o_query, p.sqlm_doc AS sqlm_o_doc,
+        SELECT {_segs(n, 'p', alias=True)}sqlm_text(p.sqlm_query) AS sqlm_o_query, sqlm_text(p.sqlm_doc) AS sqlm_o_doc,
                a.sqlm_value AS sqlm_o_attractiveness, p.sqlm_n AS sqlm_o_impressions, p.sqlm_k AS sqlm_o_clicks
         FROM sqlm_t_pairs p JOIN sqlm_t_alpha_{final} a ON a.sqlm_pair = p.sqlm_pair""")
     script.append(f"""CREATE TABLE sqlm_t_continuation AS
@@ -389,12 +403,12 @@ def _dbn(n: int, iterations: int) -> list:
                            WHERE sqlm_m > 0 GROUP BY sqlm_seg) l ON l.sqlm_seg = s.sqlm_seg) t""")
     final = iterations % 2
     script.append(f"""CREATE TABLE sqlm_t_attractiveness AS
-        SELECT {_segs(n, 'c', alias=True)}c.sqlm_query AS sqlm_o_query, c.sqlm_doc AS sqlm_o_doc,
+        SELECT {_segs(n, 'c', alias=True)}sqlm_text(c.sqlm_query) AS sqlm_o_query, sqlm_text(c.sqlm_doc) AS sqlm_o_doc,
                a.sqlm_value AS sqlm_o_attractiveness, c.sqlm_impressions AS sqlm_o_impressions,
                c.sqlm_clicks AS sqlm_o_clicks
         FROM sqlm_t_counts c JOIN sqlm_t_alpha_{final} a ON a.sqlm_pair = c.sqlm_pair""")
     script.append(f"""CREATE TABLE sqlm_t_satisfaction AS
-        SELECT {_segs(n, 'c', alias=True)}c.sqlm_query AS sqlm_o_query, c.sqlm_doc AS sqlm_o_doc,
+        SELECT {_segs(n, 'c', alias=True)}sqlm_text(c.sqlm_query) AS sqlm_o_query, sqlm_text(c.sqlm_doc) AS sqlm_o_doc,
                s.sqlm_value AS sqlm_o_satisfaction, c.sqlm_clicks AS sqlm_o_clicks,
                c.sqlm_last_clicks AS sqlm_o_last_clicks
         FROM sqlm_t_counts c JOIN sqlm_t_sigma_{final} s ON s.sqlm_pair = c.sqlm_pair""")
