@@ -361,14 +361,18 @@ def test_on_mariadb(mariadb_con, model):
 @st.composite
 def odd_logs(draw):
     """Valid logs that are odd: one session, one position, every or no click, a document shown twice in a session,
-    segment values NULL, empty or unicode, ids of text that looks like numbers."""
+    segment values NULL, empty or unicode, ids of text that looks like numbers, or whole numbers, clicks as booleans,
+    sessions of up to 7 positions."""
+    numbers, booleans = draw(st.booleans()), draw(st.booleans())
+    docs = [1, 2, 10, 0] if numbers else ["a", "b", "01", "1", "A"]
     rows = []
     for s in range(draw(st.integers(1, 5))):
-        query = draw(st.sampled_from(["q", "1", "é q"]))
+        query = draw(st.sampled_from([7, 8] if numbers else ["q", "1", "é q"]))
         market = draw(st.sampled_from(["de", None, "", "ü"]))
-        for position in range(1, draw(st.integers(1, 4)) + 1):
-            rows.append((f"s{s}", query, draw(st.sampled_from(["a", "b", "01", "1"])), position,
-                         draw(st.sampled_from([0, 1])), market))
+        for position in range(1, draw(st.integers(1, 7)) + 1):
+            click = draw(st.sampled_from([0, 1]))
+            rows.append((s if numbers else f"s{s}", query, draw(st.sampled_from(docs)), position,
+                         bool(click) if booleans else click, market))
     names = [COLUMNS[r] for r in ("session", "query", "doc", "position", "clicked")] + [SEGMENT]
     return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
 
