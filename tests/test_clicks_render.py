@@ -179,6 +179,8 @@ def test_every_dialect_renders_every_model(model):
     (dict(model="pbm", columns={"sesion": "s"}), "Did you mean 'session'"),
     (dict(model="pbm", group_by="clicks"), "also a column of the results"),
     (dict(model="pbm", dialect="oracel"), "not supported"),
+    (dict(model="pbm", log=""), "log='': a table name"),
+    (dict(model="pbm", prefix="a.b.c."), "prefix='a.b.c.': table 'a.b.c.attractiveness'"),
 ])
 def test_bad_arguments_are_named(call, says):
     with pytest.raises(SqlmetricsError, match=says):

@@ -76,9 +76,17 @@ def render_clicks(model: str, dialect: str = "duckdb", log="clicks", columns: di
     names.update({f"sqlm_c_seg_{i}": column for i, column in enumerate(segments, 1)})
     names.update({f"sqlm_o_{column}": column for column in OUTPUT_COLUMNS})
     bound = {placeholder: column_identifier(column, d, fold) for placeholder, column in names.items()}
-    tables = {"sqlm_log": log, **{f"sqlm_t_{t}": prefix + t for t in _created(script)}}
-    return [_generated(text, info, bound, {p: table_reference(t, d, fold) for p, t in tables.items()})
-            for text in script]
+    tables = {"sqlm_log": _table(log, f"log={log!r}", info),
+              **{f"sqlm_t_{t}": _table(prefix + t, f"prefix={prefix!r}", info) for t in _created(script)}}
+    return [_generated(text, info, bound, tables) for text in script]
+
+
+def _table(name, given: str, info) -> exp.Table:
+    """A table bound as the dialect reads it; a name that is none is an error naming the parameter that gave it."""
+    try:
+        return table_reference(name, info.sqlglot, info.fold_case)
+    except SqlmetricsError as e:
+        raise SqlmetricsError(f"{given}: {e}") from None
 
 
 def _iterations(name: str, iterates: bool, iterations) -> int | None:
