@@ -1,9 +1,9 @@
 """render_clicks(): a click model's fit as a SQL script, executed where the log lives (DuckDB, SQLite, PostgreSQL,
-Spark, ClickHouse through chDB, MariaDB), creates parameter tables equal to fit_clicks()'s on the same log to 1e-9 (EM:
-the same iterations, the tolerance so small that the Python fit runs them all), per segment (a NULL segment one of
-them), over a log whose table and column names need quoting. Every dialect renders. The fast tier runs SQLite on one
-log and one model, and renders every dialect once; the other engines and models, and the hypothesis corpus of odd
-logs, are slow. An engine that is not here skips; SQLMETRICS_REQUIRE_ENGINES=1 fails."""
+Spark, ClickHouse through chDB, MariaDB, DataFusion), creates parameter tables equal to fit_clicks()'s on the same log
+to 1e-9 (EM: the same iterations, the tolerance so small that the Python fit runs them all), per segment (a NULL
+segment one of them), over a log whose table and column names need quoting. Every dialect renders. The fast tier runs
+SQLite on one log and one model, and renders every dialect once; the other engines and models, and the hypothesis
+corpus of odd logs, are slow. An engine that is not here skips; SQLMETRICS_REQUIRE_ENGINES=1 fails."""
 from __future__ import annotations
 
 import decimal
@@ -302,6 +302,24 @@ def test_on_clickhouse(clickhouse_con, log, model):
     there = {name: [json.loads(line) for line in str(clickhouse_con.query(f"SELECT * FROM clicks.{model}_{name}",
                                                                           "JSONEachRow")).splitlines() if line]
              for name in _tables(model)}
+    _assert_equal(there, _fit(log, model, 3))
+
+
+@pytest.mark.slow  # an engine library
+@pytest.mark.parametrize("model", MODELS)
+def test_on_datafusion(log, model):
+    """DataFusion (the postgres dialect), which folds a bare name to lower case as PostgreSQL does: the table holds
+    `clicked`, the script's bare Clicked finds it."""
+    try:
+        import datafusion
+    except ImportError:
+        unavailable("datafusion is not installed (pip install datafusion)")
+    ctx = datafusion.SessionContext()
+    folded = log.rename_columns([c.lower() if c == "Clicked" else c for c in log.column_names])
+    ctx.register_record_batches("click_log", [folded.to_batches()])
+    for statement in _script(model, "datafusion", "click_log", "p_", 3):
+        ctx.sql(statement).collect()
+    there = {name: ctx.sql(f"SELECT * FROM p_{name}").to_arrow_table().to_pylist() for name in _tables(model)}
     _assert_equal(there, _fit(log, model, 3))
 
 
