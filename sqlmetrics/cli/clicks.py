@@ -3,15 +3,19 @@ parameters go to -o's file (one long table, in the format its extension names, a
 segment: sessions, iterations, last change, log-likelihood) to standard output. Without -o the parameters follow the
 summary as text, or go alone to standard output with -f csv, tsv, json or jsonl. With --held-out FILE each model
 (--model cascade,sdbn,pbm) is fitted to LOG and judged on FILE: its held-out log-likelihood, perplexity and CTR error
-per segment, the table -o then writes."""
+per segment, the table -o then writes. With --render DIALECT the fit is printed as a SQL script for that engine, LOG
+naming the log's table there (sqlmetrics.render_clicks())."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..clicks import MODELS, fit_clicks, propensities
+from ..clicks import MODELS, fit_clicks, propensities, render_clicks
 from ..clicks.fit import model_named
 from ..clicks.log import ROLES
 from ..clicks.propensity import METHODS
+from ..clicks.render import DEFAULT_ITERATIONS
+from ..dialects.info import DIALECTS, dialect_info
+from ..errors import SqlmetricsError
 from ..local.output import write_table
 from ..options import CLICKS_CMD
 from ..stats.report import aligned
@@ -31,7 +35,8 @@ def add_parser(sub, parents) -> None:
                                    "0.5. See "
                                    "docs/clicks.md.")
     p.add_argument("log", metavar="LOG", help="the click log: a CSV, TSV, Parquet or JSON Lines file, or "
-                                              "file.duckdb:table")
+                                              "file.duckdb:table; with --render, the log's table on the engine "
+                                              "(schema.table)")
     p.add_argument("--column", action="append", metavar="ROLE=NAME",
                    help=f"the log's column playing a role ({', '.join(ROLES)}); by default found by its name")
     p.add_argument("--group-by", action="append", metavar="COLUMN", dest="group_by",
@@ -69,11 +74,23 @@ def add_parser(sub, parents) -> None:
     p.add_argument("--depth", type=int, default=10, metavar="N",
                    help="with --runs: the positions a user is shown of each list (default 10)")
     p.add_argument("--baseline", metavar="RUN", help="with --runs: compare each run with this one (its file stem)")
+    p.add_argument("--render", metavar="DIALECT",
+                   help=f"print the fit as a SQL script for this engine ({', '.join(DIALECTS)}) instead of fitting: "
+                        "run there over the table LOG, it creates the parameter tables (EM runs --iterations, default "
+                        "20, with no stopping rule); -o writes it to a file")
+    p.add_argument("--prefix", metavar="PREFIX",
+                   help="with --render: the beginning of the created tables' names (default clicks_; may be "
+                        "qualified: analytics.clicks_)")
     add_option_flags(p, CLICKS_CMD)
     p.set_defaults(func=run, into_mode="replace")
 
 
 def run(args) -> tuple:
+    if args.render is not None:
+        return _rendered(args), args.output
+    if args.prefix is not None:
+        raise UsageError("--prefix names the tables --render's script creates; give --render DIALECT too, or leave "
+                         "--prefix out.")
     fmt = chosen_format(_creating(args), (*FORMATS, "duckdb"), "text")
     _refuse_stray_flags(args)
     jobs = [flag for flag, given in (("--held-out", args.held_out), ("--runs", args.runs),
@@ -101,6 +118,38 @@ def run(args) -> tuple:
     if fmt != "text":
         return ArrowOutput(fit.table(), (), fmt), None
     return summary_text(fit) + "\n" + "\n".join(text_table(t, f"{name}:") for name, t in fit.parameters.items()), None
+
+
+def _rendered(args) -> str:
+    """--render DIALECT: the fit as a SQL script (render_clicks()), its statements ended by ';', after a comment
+    saying what it does. Nothing is fitted here: a flag that asks for a fit's table, its stopping rule or DuckDB's
+    resources is refused."""
+    given = {k: v for k, v in option_values(args, CLICKS_CMD).items() if k not in ("model", "iterations")}
+    others = [flag for flag, value in (("--held-out", args.held_out), ("--runs", args.runs),
+                                       ("--propensities", args.propensities), ("--qrels", args.qrels),
+                                       ("--format", args.format)) if value] + \
+        [f"--{k.replace('_', '-')}" for k in given]
+    if others:
+        raise UsageError(f"--render prints the fit's SQL script; {others[0]} asks for work it does not do: leave it "
+                         "out (the script runs every --iterations: it has no stopping rule).")
+    models = _models(args.model)
+    if len(models) > 1:
+        raise UsageError(f"--model {','.join(models)}: --render prints one model's script.")
+    try:
+        dialect_info(args.render)
+    except SqlmetricsError:
+        raise UsageError(f"--render {args.render}: no such dialect; one of {', '.join(DIALECTS)}.") from None
+    kwargs = {"iterations": args.iterations} if args.iterations is not None else {}
+    script = render_clicks(models[0], args.render, args.log, role_pairs(args.column, "--column", ROLES),
+                           args.group_by, prefix="clicks_" if args.prefix is None else args.prefix, **kwargs)
+    n = args.iterations or DEFAULT_ITERATIONS
+    what = (f"EM from every parameter at 0.5, {n} iteration{'s' if n > 1 else ''}, no stopping rule"
+            if MODELS[models[0]].iterates else "closed form")
+    header = (f"-- sqlmetrics: the click model {models[0]} fitted to a click log ({what}), rendered for "
+              f"{args.render}\n-- the log is not checked here: one row per (session, position), positions 1..n, "
+              "clicks 0 or 1 (sqlmetrics clicks LOG checks a file)\n")
+    # A statement of several lines stands apart from the next; the DROPs of a line each do not.
+    return header + "".join(f"{s};\n" + ("\n" if "\n" in s else "") for s in script).rstrip("\n") + "\n"
 
 
 def _derived(args, fmt: str) -> tuple:

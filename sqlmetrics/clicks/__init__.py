@@ -11,10 +11,12 @@ log.py      the log typed and checked: every bad row named (gaps, repeats, click
 propensity.py  propensities(): position bias by intervention harvesting (pivot, adjacent chain) or from a PBM
 score.py    a fitted model judged on a held-out log: log-likelihood, perplexity, CTR error, from each model's predict()
 ranking.py  click-model-based metrics of runs never shown: per-query expected clicks and satisfaction (expected())
+render.py   render_clicks(): a fit as a SQL script for another engine (cascade, sdbn, pbm, ubm)
 sql.py      what the models share: the log-likelihood of a count, EM's loop
 """
 from .fit import MODELS, ClickFit, fit_clicks
 from .propensity import propensities
+from .render import render_clicks
 from .score import ClickScore
 
-__all__ = ["ClickFit", "ClickScore", "MODELS", "fit_clicks", "propensities"]
+__all__ = ["ClickFit", "ClickScore", "MODELS", "fit_clicks", "propensities", "render_clicks"]

@@ -121,6 +121,11 @@ MERGE_DIALECTS = ("duckdb", "postgres", "spark", "databricks", "bigquery", "snow
 REPLACE_DIALECTS = ("duckdb", "spark", "databricks", "bigquery", "snowflake", "clickhouse")
 
 
+def create_table(tree, into, info) -> exp.Expression:
+    """CREATE TABLE into AS the statement, as the dialect writes one (into= with into_mode='create')."""
+    return _into(tree, into, "create", info, 0)
+
+
 def _into(tree, into, into_mode: str, info, keys: int) -> exp.Expression:
     """The statement writing its rows to `into`: CREATE TABLE ... AS (OR REPLACE), INSERT INTO ... SELECT, or
     MERGE INTO on the rows' first `keys` columns."""
