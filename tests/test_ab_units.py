@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-import tea_tasting as tt
 
 import sqlmetrics
 from sqlmetrics.demo import make_ab
@@ -58,6 +57,8 @@ def _oracle(measure: str, cuped: bool, segment=None, **group):
     for key, (arm, y, n) in users.items():
         yp, lp = before.get(key[-1], (0.0, 0))
         rows.append({"arm": arm, "y": y, "l": n, "yp": yp, "lp": lp})
+    import tea_tasting as tt  # here, not at the top: 0.8 s to import, for the few tests that use it
+
     metric = tt.RatioOfMeans("y", "l", "yp" if cuped else None, "lp" if cuped else None, confidence_level=0.95)
     return metric.analyze(pd.DataFrame(rows), control="control", treatment="treatment", variant="arm"), len(rows)
 
@@ -213,6 +214,8 @@ def _covariate_oracle(log: pa.Table, measure: str, ratio: bool):
     for key, (arm, y, n) in _per_user(EXPERIMENT, measure).items():
         (x,) = covariate[key[-1]]
         rows.append({"arm": arm, "y": y, "l": n, "yp": x or 0.0, "lp": 0 if x is None else 1})
+    import tea_tasting as tt
+
     metric = (tt.RatioOfMeans("y", "l", "yp", "lp", confidence_level=0.95) if ratio else
               tt.RatioOfMeans("y", "l", "yp", None, confidence_level=0.95))
     return metric.analyze(pd.DataFrame(rows), control="control", treatment="treatment", variant="arm")

@@ -360,6 +360,7 @@ def test_predict_equals_the_model_s_probabilities(model):
 
 # ---- hostile logs ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # the fast tier's hostile logs: tests/test_clicks.py's and test_clicks_dbn.py's
 def test_hostile_logs_fit_finite(tmp_path, capsys):
     """Each segment a hostile case: every row clicked, no row clicked, one position, a pair heading to 0 and one to 1:
     values in [0, 1], finite log-likelihoods, the long table's one schema; and the command takes both models."""

@@ -466,6 +466,7 @@ def test_command_line_runs(tmp_path, capsys):
     assert "depth" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the fast tier scores and predicts with cascade, sdbn and pbm above
 def test_every_model_scores_and_predicts_lists_with_integer_ids():
     """UBM, DCM and DBN (whose predict() came from other branches than score() and expected(); the other models are
     checked above) judged on a held-out log and predicting a run, the log's ids integers (a run's are read as text:

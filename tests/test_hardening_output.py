@@ -263,6 +263,7 @@ def test_a_signal_while_standard_input_is_spooled_cleans_up(number, code, word, 
     assert sorted(p.name for p in files.iterdir()) == ["qrels.txt", "run.txt", "tmp"]
 
 
+@pytest.mark.slow  # 1.3 s; the fast tier's SIGTERM: test_sigterm_while_the_output_is_written_leaves_no_temporary
 @pytest.mark.parametrize("number, code, word", SIGNALS, ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_duckdb_works_cleans_up(number, code, word, files):
     """A large run read from stdin, with a memory limit (DuckDB spills): the signal lands while DuckDB

@@ -48,10 +48,12 @@ def _run(cli, folder, suite, args):
 
 # The fast suite runs every command of 10.0's suite (the default) but its qrels_prefs (3 s: the preferences of
 # every pair of qrels.test's judged documents; out.test.prefs and out.test.qrels_jg are the fast preference
-# cases) and the second copies of its inputs with comments (out.comment.test is the fast case of comments), and
-# 9.0.8's per-query all_trec; the full suite every command of both.
+# cases), its plain all_trec with and without -q (out.test.a, out.test.aq: the fast suite has all_trec -q with -c,
+# -c -M100, -l2 and -Z, and 9.0.8's out.test.aq) and the second copies of its inputs with comments
+# (out.comment.test is the fast case of comments), and 9.0.8's out.test and out.test.aq; the full suite every
+# command of both.
 V9_FAST = ("out.test", "out.test.aq")
-V10_SLOW = ("out.test.qrels_prefs",)
+V10_SLOW = ("out.test.qrels_prefs", "out.test.aq", "out.test.a")
 COMMENTED_COPIES = ("qrels.test.with-comments", "prefs.comment.test", "qrels.comments.123")
 
 
