@@ -39,7 +39,7 @@ posteriors, and three small updates (step()). Every parameter starts at INITIAL;
 segment the fit has no value for INITIAL too, as PyClick does."""
 from __future__ import annotations
 
-from .sql import FLOOR, em
+from .sql import FLOOR, em, observed_ll
 
 INITIAL = 0.5
 _TABLES = (("sqlm_dbn_alpha", "pair"), ("sqlm_dbn_sigma", "pair"), ("sqlm_dbn_gamma", "seg"))
@@ -215,6 +215,5 @@ def log_likelihood(con, tables: dict) -> str:
     """SQL (seg, log_likelihood): the exact log-likelihood, the sum over the rows of ln P(C_r = c_r | the clicks above
     r) (the chain rule over the session); a probability floored at FLOOR inside the logarithm, never NaN."""
     return f"""
-        SELECT seg, SUM(CASE WHEN c.clicked = 1 THEN ln(GREATEST(p.conditional, {FLOOR}))
-                             ELSE ln(GREATEST(1 - p.conditional, {FLOOR})) END) AS log_likelihood
+        SELECT seg, SUM({observed_ll('p.conditional', 'c.clicked')}) AS log_likelihood
         FROM sqlm_clicks c JOIN ({predict(con, tables)}) p USING (seg, session, position) GROUP BY seg"""

@@ -57,7 +57,7 @@ def _dbn(con, iterations: int, tolerance: float) -> tuple:
 MODELS = {"cascade": Model(_closed(closed.cascade), closed.log_likelihood, False, closed.predict_cascade),
           "sdbn": Model(_closed(closed.sdbn), closed.log_likelihood, False, closed.predict_sdbn),
           "pbm": Model(_pbm, pbm.log_likelihood, True, pbm.predict),
-          "ubm": Model(ubm.fit, ubm.log_likelihood, True, ubm.predict),
+          "ubm": Model(ubm.fit, pbm.log_likelihood, True, ubm.predict),  # PBM's over UBM's counts
           "dcm": Model(dcm.fit, dcm.log_likelihood, True, dcm.predict),
           "dbn": Model(_dbn, dbn.log_likelihood, True, dbn.predict)}
 DEFAULT_ITERATIONS, DEFAULT_TOLERANCE = 100, 1e-6

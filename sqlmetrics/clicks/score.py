@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..local.readers.loaded import _types
-from .sql import FLOOR
+from .sql import observed_ll
 
 # The columns of a score table after the model and the segments (position: null on a segment's row over all ranks).
 SCORE = ("position", "sessions", "rows", "unseen_rows", "log_likelihood", "log_likelihood_per_session", "perplexity",
@@ -113,10 +113,8 @@ def scored(con, predict: str, tables: dict) -> tuple:
         CREATE OR REPLACE TEMP TABLE sqlm_scored AS
         SELECT c.seg, c.session, c.query, c.doc, c.position, c.clicked, p.conditional, p.marginal,
                {unseen(tables)} AS unseen,
-               CASE WHEN c.clicked = 1 THEN ln(GREATEST(p.conditional, {FLOOR}))
-                    ELSE ln(GREATEST(1 - p.conditional, {FLOOR})) END AS ll,
-               CASE WHEN c.clicked = 1 THEN log2(GREATEST(p.marginal, {FLOOR}))
-                    ELSE log2(GREATEST(1 - p.marginal, {FLOOR})) END AS bits
+               {observed_ll('p.conditional', 'c.clicked')} AS ll,
+               {observed_ll('p.marginal', 'c.clicked', 'log2')} AS bits
         FROM sqlm_clicks c JOIN ({predict}) p USING (seg, session, position)""")
     rows, predicted = con.execute("SELECT (SELECT COUNT(*) FROM sqlm_clicks), COUNT(*) FROM sqlm_scored").fetchone()
     if rows != predicted:  # a bug of a model's predict(): it gives one row per row of the log

@@ -24,6 +24,13 @@ def em(segments: list, iterations: int, tolerance: float, step: Callable) -> dic
     return done
 
 
+def observed_ll(p: str, clicked: str, log: str = "ln") -> str:
+    """SQL: the log (ln or log2) of the probability of a row's click as observed, p being P(click): floored at FLOOR,
+    never -inf or NaN where the model rules the observation out."""
+    return (f"CASE WHEN {clicked} = 1 THEN {log}(GREATEST({p}, {FLOOR})) "
+            f"ELSE {log}(GREATEST(1 - {p}, {FLOOR})) END")
+
+
 def binomial_ll(p: str, k: str, n: str) -> str:
     """SQL: k ln p + (n - k) ln(1 - p), each term 0 when its count is 0 (0 * ln 0 = 0)."""
     return (f"(CASE WHEN {k} > 0 THEN {k} * ln(GREATEST({p}, {FLOOR})) ELSE 0 END + "

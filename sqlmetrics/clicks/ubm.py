@@ -15,7 +15,7 @@ with g = gamma_{r,r'} of the row's position and previous click, from every value
 largest change of a segment's parameters is below the tolerance.
 The key r' is stored as `previous_click`, the previous click's position (0: none), not as the distance r - r'.
 The log is aggregated once into counts per (segment, query, doc, position, previous_click) and pbm.py's iterations
-run on them."""
+run on them; the log-likelihood is pbm.log_likelihood() over those counts."""
 from __future__ import annotations
 
 from . import pbm
@@ -37,12 +37,6 @@ def fit(con, iterations: int, tolerance: float) -> tuple:
     con.execute("DROP TABLE sqlm_ubm_log")
     runs = pbm.fit(con, iterations, tolerance)
     return pbm.parameters(con, SLOT), runs
-
-
-def log_likelihood(con, tables: dict) -> str:
-    """SQL (seg, log_likelihood): the sum over the rows of c ln(gamma_rr' alpha) + (1 - c) ln(1 - gamma_rr' alpha),
-    PBM's over the counts keyed by (position, previous_click)."""
-    return pbm.log_likelihood(con, tables)
 
 
 def predict(con, tables: dict) -> str:
@@ -82,4 +76,3 @@ def predict(con, tables: dict) -> str:
                m.marginal
         FROM sqlm_ubm_rows x JOIN sqlm_ubm_marginal m USING (seg, session, position)
         LEFT JOIN {gamma} g ON g.seg = x.seg AND g.position = x.position AND g.previous_click = x.previous_click"""
-
