@@ -243,3 +243,12 @@ def test_two_runs_whose_names_are_alike_as_text():
     run = {"q1": {"d1": 1.0}}
     with pytest.raises(SqlmetricsError, match=r"the runs 1 and '1' are both named '1' in the results"):
         sqlmetrics.evaluate({"q1": {"d1": 1}}, {1: run, "1": run}, ["P@1"])
+
+
+def test_a_run_name_mapping_on_trec_text_says_it_has_no_such_column(tmp_path):
+    """TREC text's columns are fixed and its tag is not read: mapping run_name to it was a KeyError from deep inside."""
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.0 sysA\nq1 Q0 d2 2 1.0 sysB\n")
+    with pytest.raises(SqlmetricsError, match=r"r\.txt.*maps run_name to 'tag'.*one run per file"):
+        sqlmetrics.evaluate(qrels, run, ["P@1"], columns={"run_name": "tag"})

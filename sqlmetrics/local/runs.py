@@ -61,6 +61,11 @@ def _load_runs(con, run, columns: dict, inputs: list, glob: bool, step) -> list:
         raise SqlmetricsError("columns= maps run_name, and the runs are a dict of runs too: name the runs one way "
                               "(a run_name column in one table, or {name: run}).")
     whole = loaded[0][1]
+    if "run_name" not in whole.columns:  # TREC text: fixed columns, its tag not read as a role
+        raise SqlmetricsError(f"{whole.label}: columns= maps run_name to {columns['run_name']!r}, which this input "
+                              "does not have as a column: TREC text has fixed columns and holds one run per file. "
+                              "Pass each run's file ({name: file}), or a CSV, Parquet or table with a run name "
+                              "column.")
     col = _q(whole.columns["run_name"])
     nulls = con.execute(f"SELECT MIN(line_no) FROM {whole.numbered} WHERE {checks.empty(col)}"
                         ).fetchall()[0][0]
