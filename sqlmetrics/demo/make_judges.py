@@ -8,10 +8,11 @@ to rank under both (docs/rag.md, "Judge agreement"; the PPI example reads the sa
 - `rag_human_qrels.txt`: a random half of those queries (20), the same 20 documents each, labelled by a human:
   the demo qrels.txt's grade (0 where qrels.txt has none). The LLM gives the human's grade ~70% of the time,
   otherwise one grade off, more often above than below (LLM judges are lenient);
-- `judge_runs.run.gz`: six systems (tags sys1..sys6) ranking those 20 documents for the 40 queries, each by the
-  true grade plus noise of its own size, so that their order is clear at the top and close in the middle.
+- `rag_systems.parquet`: six systems (run_name sys1..sys6) scoring those 20 documents for the 40 queries, each
+  by the true grade plus noise of its own size, so that their order is clear at the top and close in the middle
+  (one table, its run_name column naming the runs: evaluate(..., columns={"run_name": "run_name"})).
 
-TREC text: qrels `query 0 doc grade`, the run `query Q0 doc rank score tag` (gzipped with a fixed timestamp).
+The qrels are TREC text (`query 0 doc grade`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 SEED = 20261207
 FOLDER = Path(__file__).resolve().parent
 QUERIES, DOCS, AGREE = 40, 20, 0.7
-NOISE = (0.4, 0.8, 1.2, 1.3, 2.0, 3.0)  # one per system: sys3 and sys4 are nearly tied
+NOISE = (0.8, 1.0, 1.1, 1.2, 1.4, 2.0)  # one per system: sys2 to sys5 close
 
 
 def _read(name: str, opener=open) -> list[list[str]]:
@@ -30,8 +31,8 @@ def _read(name: str, opener=open) -> list[list[str]]:
         return [line.split() for line in f if line.strip()]
 
 
-def build(seed: int = SEED) -> dict[str, str]:
-    """{file name: text} of the three files."""
+def build(seed: int = SEED) -> tuple[dict[str, str], dict[str, list]]:
+    """({file name: text} of the two qrels, the systems' columns)."""
     rnd = random.Random(seed)
     grade = {(q, d): int(g) for q, _, d, g in _read("qrels.txt")}
     ranked: dict[str, list[list[str]]] = {}
@@ -40,7 +41,7 @@ def build(seed: int = SEED) -> dict[str, str]:
             ranked.setdefault(q, [[], []])[run.startswith("rerank")].append(d)
     queries = sorted(ranked)[:QUERIES]
     humans = set(rnd.sample(queries, QUERIES // 2))
-    human, llm, runs = [], [], []
+    human, llm, runs = [], [], {"run_name": [], "query_id": [], "doc_id": [], "score": []}
     for q in queries:
         interleaved = [d for pair in zip(*ranked[q]) for d in pair]
         docs = list(dict.fromkeys(interleaved))[:DOCS]
@@ -53,16 +54,20 @@ def build(seed: int = SEED) -> dict[str, str]:
             if q in humans:
                 human.append(f"{q} 0 {d} {truth}")
         for s, noise in enumerate(NOISE, 1):
-            scored = sorted(((grade.get((q, d), 0) + rnd.gauss(0, noise), d) for d in docs), reverse=True)
-            runs += [f"{q} Q0 {d} {r} {score:.4f} sys{s}" for r, (score, d) in enumerate(scored, 1)]
-    return {"rag_human_qrels.txt": "\n".join(human) + "\n", "rag_llm_qrels.txt": "\n".join(llm) + "\n",
-            "judge_runs.run.gz": "\n".join(runs) + "\n"}
+            for d in docs:
+                for column, value in zip(runs, (f"sys{s}", q, d, round(grade.get((q, d), 0) + rnd.gauss(0, noise), 4))):
+                    runs[column].append(value)
+    return {"rag_human_qrels.txt": "\n".join(human) + "\n", "rag_llm_qrels.txt": "\n".join(llm) + "\n"}, runs
 
 
 def main() -> None:
-    for name, text in build().items():
-        data = text.encode("utf-8")
-        (FOLDER / name).write_bytes(gzip.compress(data, mtime=0) if name.endswith(".gz") else data)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts, runs = build()
+    for name, text in texts.items():
+        (FOLDER / name).write_text(text, encoding="utf-8")
+    pq.write_table(pa.table(runs), FOLDER / "rag_systems.parquet")
 
 
 if __name__ == "__main__":
