@@ -74,6 +74,7 @@ def agreement(a, b, *, per_query: bool = False, columns: dict | None = None, mem
             _check(con, inputs[-1])
         la, lb = inputs
         con.execute(_PAIRS.format(a=_side(la), b=_side(lb)))
+        _refuse_no_overlap(con, la.label, lb.label)
         table = con.sql(_STATISTICS).to_arrow_table()
         confusion = con.sql("SELECT la AS label_a, lb AS label_b, SUM(n) AS pairs FROM sqlm_agree_pairs "
                                 "WHERE la IS NOT NULL AND lb IS NOT NULL GROUP BY ALL ORDER BY ALL").to_arrow_table()
@@ -96,7 +97,7 @@ def _check(con, loaded: Loaded) -> None:
     checks.check(con, dataclasses.replace(loaded, integer_grades=True), "qrels")
     grade = f"TRY_CAST({_q(loaded.columns['relevance'])} AS DOUBLE)"
     too_big = f"abs({grade}) >= {MAX_LABEL}"
-    if con.execute(f"SELECT COUNT(*) FILTER ({too_big}) FROM {loaded.view}").fetchone()[0]:
+    if con.execute(f"SELECT COUNT(*) FILTER ({too_big}) FROM {loaded.view}").fetchall()[0][0]:
         line = checks._locate(con, loaded, too_big)
         raise SqlmetricsError(f"{loaded.at(line)}: column {loaded.columns['relevance']!r} holds a grade beyond "
                               f"±{MAX_LABEL}: labels are relevance grades (small integers). Fix the value or map "
@@ -111,11 +112,18 @@ def _side(loaded: Loaded) -> str:
             f"CASE WHEN {grade} >= 0 THEN {grade} END AS label FROM {loaded.view}")
 
 
+def _refuse_no_overlap(con, a: str, b: str) -> None:
+    both, only_a, only_b = con.execute(
+        "SELECT COUNT(*) FILTER (la IS NOT NULL AND lb IS NOT NULL), SUM(n) FILTER (lb IS NULL AND la IS NOT NULL), "
+        "SUM(n) FILTER (la IS NULL AND lb IS NOT NULL) FROM sqlm_agree_pairs").fetchall()[0]
+    if not both:
+        raise SqlmetricsError(f"{a} and {b}: no (query, document) pair is judged on both sides ({only_a or 0} "
+                              f"only in a, {only_b or 0} only in b), so there is nothing to agree on. Check that "
+                              "the two sets judge the same queries and documents, with the same ids (a negative "
+                              "grade counts as not judged).")
+
+
 def _refuse_undefined(row: dict, a: str, b: str) -> None:
-    if not row["pairs"]:
-        raise SqlmetricsError(f"{a} and {b}: no (query, document) pair is judged on both sides ({row['only_a']} "
-                              f"only in a, {row['only_b']} only in b), so there is nothing to agree on. Check that "
-                              "the two sets judge the same queries and documents, with the same ids.")
     if row["kappa"] is None:
         label = row["single_label"]
         raise SqlmetricsError(f"{a} and {b}: both hold the one label {label} on all {row['pairs']} pairs both "

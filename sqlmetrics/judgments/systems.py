@@ -59,15 +59,22 @@ def ranking_agreement(a, b, runs, measures, **options) -> RankingAgreement:
         raise SqlmetricsError("runs: ranking agreement orders systems: give at least two runs, as {name: run} or one "
                               "table with a run_name column (columns={'run_name': '<its column>'}).")
     names = sorted(means["a"], key=str)
-    rows = [(m, str(r), means["a"][r][m], means["b"][r][m], i) for i, m in enumerate(measures) for r in names]
-    table = pa.table({k: [row[i] for row in rows] for i, k in enumerate(("measure", "run", "mean_a", "mean_b", "no"))})
+    rows = [(m, str(r), means["a"][r][m], means["b"][r][m]) for m in measures for r in names]
+    table = pa.table({k: [row[i] for row in rows] for i, k in enumerate(("measure", "run", "mean_a", "mean_b"))})
+    return RankingAgreement(correlations(table), table)
+
+
+def correlations(means):
+    """The correlations table of a means table (measure, run, mean_a, mean_b: pyarrow), its measures in the order
+    they first appear."""
+    names = means["measure"].to_pylist()
+    first = {m: names.index(m) for m in names}
     con = connect()
     try:
-        con.register("sqlm_means", table)
-        correlations = con.sql(_CORRELATIONS).to_arrow_table()
+        con.register("sqlm_means", means.append_column("no", [[first[m] for m in names]]))
+        return con.sql(_CORRELATIONS).to_arrow_table()
     finally:
         con.close()
-    return RankingAgreement(correlations, table.drop_columns(["no"]))
 
 
 # Per measure, over the pairs of systems (x above y in b's order): sa, sb the signs of the differences of the
