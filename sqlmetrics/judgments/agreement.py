@@ -69,6 +69,7 @@ def agreement(a, b, *, per_query: bool = False, columns: dict | None = None, mem
     con = connect(memory_limit, threads, temp_directory)
     inputs: list[Loaded] = []
     try:
+        con.execute("SET enable_progress_bar = false")  # DuckDB's own bar on standard error, past two seconds
         for given, what in ((a, "judgments a"), (b, "judgments b")):
             inputs.append(load(con, given, "qrels", columns, what=what))
             _check(con, inputs[-1])
@@ -77,7 +78,7 @@ def agreement(a, b, *, per_query: bool = False, columns: dict | None = None, mem
         _refuse_no_overlap(con, la.label, lb.label)
         table = con.sql(_STATISTICS).to_arrow_table()
         confusion = con.sql("SELECT la AS label_a, lb AS label_b, SUM(n) AS pairs FROM sqlm_agree_pairs "
-                                "WHERE la IS NOT NULL AND lb IS NOT NULL GROUP BY ALL ORDER BY ALL").to_arrow_table()
+                            "WHERE la IS NOT NULL AND lb IS NOT NULL GROUP BY ALL ORDER BY ALL").to_arrow_table()
     except duckdb.Error as e:  # e.g. past memory_limit with nowhere to spill
         raise SqlmetricsError(f"{' and '.join(i.label for i in inputs) or 'judgments'}: agreement failed: "
                               f"{_first_line(e)}") from None
