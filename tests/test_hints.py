@@ -123,6 +123,8 @@ CASES = [
     ("interleaving", ["log.parquet"]),
     ("clicks", ["log.parquet"]),  # no session column: map it
     ("clicks", ["log.parquet", "--column", "session=user_id", "--model", "cascade", "--iterations", "3"]),
+    ("agreement", ["qrels.txt", "qrels.txt", "-m", "P@5"]),  # -m without --runs
+    ("agreement", ["qrels.txt", "run.csv"]),  # a run given as judgments: no relevance column
 ]
 
 
