@@ -125,7 +125,14 @@ def _loaded_runs(con, runs: dict, columns: dict | None, inputs: list) -> list:
         if "score" not in loaded.columns:
             raise SqlmetricsError(f"{loaded.label}: has no score column; a pool takes each run's top documents by "
                                   "score. Map one with columns={'score': ...} (command line: --column score=NAME).")
-        checks.check(con, loaded, "run", "error", "score")
+        try:
+            rows = checks.check(con, loaded, "run", "error", "score", empty_run="score")
+        except checks.RepeatedDocument as e:  # pool takes no duplicates=: say only what fixes it
+            raise SqlmetricsError(f"{e.where}. Remove the repeat: a run ranks each document once per topic.") from None
+        if not rows:
+            raise SqlmetricsError(f"{loaded.label}: has no rows, not one ranked document; a run that retrieved nothing "
+                                  "is almost always a step that failed before writing it. Check it, or leave it out "
+                                  "of the pool.")
         out.append((name, _source(loaded.view, {r: loaded.columns[r] for r in ("query_id", "doc_id", "score")})))
     return out
 
