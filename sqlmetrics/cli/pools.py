@@ -9,7 +9,9 @@ pooled but not judged: the assessors replace it); -f csv, tsv, json, jsonl or pa
 documents' table (--topics: the counts' table instead)."""
 from __future__ import annotations
 
-from ..judgments.pools import holes, pool
+from ..dialects.info import dialect_info
+from ..errors import SqlmetricsError
+from ..judgments.pools import ARRAY_DIALECTS, holes, pool, render_pool
 from ..options import ROLES
 from ..stats.report import aligned
 from .common import STDOUT_NAMES, ArrowOutput, UsageError, chosen_format, command_runs, role_pairs
@@ -32,6 +34,9 @@ def add_parser(sub, parents) -> None:
     _common_flags(p, POOL_FORMATS, "text (default: the documents, then the counts per topic), qrels (the documents to "
                                    "judge as `query 0 doc -1` lines), or the documents' table as csv, tsv, json, "
                                    "jsonl (parquet only with -o)")
+    p.add_argument("--render", metavar="DIALECT",
+                   help=f"print the pool's SQL statement for this engine ({', '.join(ARRAY_DIALECTS)}) instead of "
+                        "pooling: RUN and --qrels then name tables there (their names by --column)")
     p.add_argument("--topics", action="store_true",
                    help="write the counts per topic (pooled, and with --qrels judged and to_judge) instead of the "
                         "documents (not with -f text or qrels)")
@@ -64,11 +69,29 @@ def _common_flags(p, formats, what: str) -> None:
 
 
 def run_pool(args) -> tuple:
+    columns = role_pairs(args.column, "--column", ROLES)
+    if args.render:
+        if args.format or args.topics:
+            raise UsageError(f"--render prints the pool's SQL statement; {'--topics' if args.topics else '-f'} asks "
+                             "for a table it does not make: leave it out.")
+        try:
+            usable = dialect_info(args.render).name in ARRAY_DIALECTS
+        except SqlmetricsError:
+            usable = False
+        if not usable:
+            raise UsageError(f"--render {args.render}: not a dialect with an array aggregate to hold each document's "
+                             f"runs; one of {', '.join(ARRAY_DIALECTS)}.")
+        names = args.name or [t.rpartition(".")[2] for t in args.runs]
+        if len(names) != len(args.runs) or len(set(names)) != len(names):
+            raise UsageError(f"the run tables are named {', '.join(names)}: give one name per run table, each once, "
+                             "in order (--name NAME, repeated).")
+        return render_pool(dict(zip(names, args.runs)), args.depth, args.render, qrels=args.qrels,
+                           columns=columns) + ";\n", args.output
     fmt = chosen_format(args, POOL_FORMATS, "text", {".qrels": "qrels"})
     if args.topics and fmt in ("text", "qrels"):
         raise UsageError(f"--topics writes the counts' table: give -f csv, tsv, json or jsonl, or -o with one of "
                          f"those extensions (not {fmt}, which has the counts {'already' if fmt == 'text' else 'not'}).")
-    result = pool(command_runs(args), args.depth, qrels=args.qrels, columns=role_pairs(args.column, "--column", ROLES))
+    result = pool(command_runs(args), args.depth, qrels=args.qrels, columns=columns)
     if fmt == "qrels":  # the documents to judge, each pooled and not judged: trec_eval's -1
         return "".join(f"{q} 0 {d} -1\n" for q, d in zip(result.docs["query_id"].to_pylist(),
                                                          result.docs["doc_id"].to_pylist())), args.output

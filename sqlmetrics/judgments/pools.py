@@ -26,8 +26,11 @@ from dataclasses import dataclass, replace
 
 from ..catalogue import parse
 from ..deferred import exp, sqlglot
+from ..dialects.info import dialect_info
+from ..dialects.portable import portable_fusion
 from ..errors import SqlmetricsError
 from ..evaluation import evaluate
+from ..identifiers import column_identifier, table_reference
 from ..identifiers import quote_identifier as _q
 from ..local import checks
 from ..local.connection import connect
@@ -37,6 +40,8 @@ from ..local.sources import _source
 from ..statement import READ, Shape, Source
 from ..statement.trees import _cols, _order_by, _window
 
+# The engines whose ARRAY_AGG(... ORDER BY ...) sqlglot writes (Snowflake's WITHIN GROUP): the pool's list of runs.
+ARRAY_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "spark", "databricks", "trino")
 _INPUT_ROLES = {"run_name": "VARCHAR", "query_id": "VARCHAR", "doc_id": "VARCHAR", "score": "DOUBLE"}
 
 
@@ -95,14 +100,15 @@ def _with(final: exp.Select, ctes: list) -> exp.Select:
     return final
 
 
-def pool_statement(runs: list, depth: int, qrels: Source | None = None) -> exp.Select:
-    """SELECT query_id, doc_id, runs, n_runs, best_rank (, judged with qrels): every pooled document once."""
-    judged = qrels is not None
+def pool_statement(runs: list, depth: int, qrels: Source | None = None, to_judge: bool = False) -> exp.Select:
+    """SELECT query_id, doc_id, runs, n_runs, best_rank: every pooled document once; with qrels, also `judged`, or
+    with to_judge only the documents not judged instead."""
+    join = " LEFT JOIN pool_judged AS j ON t.query_id = j.query_id AND t.doc_id = j.doc_id" if qrels else ""
+    judged = ", MAX(j.doc_id) IS NOT NULL AS judged" if qrels and not to_judge else ""
     final = sqlglot.parse_one(
-        "SELECT t.query_id AS query_id, t.doc_id AS doc_id, ARRAY_AGG(t.run_name ORDER BY t.run_name) AS runs, "
-        "COUNT(*) AS n_runs, MIN(t.rnk) AS best_rank" + (", MAX(j.doc_id) IS NOT NULL AS judged" if judged else "") +
-        " FROM pool_top AS t" + (" LEFT JOIN pool_judged AS j ON t.query_id = j.query_id AND t.doc_id = j.doc_id"
-                                 if judged else "") + " GROUP BY t.query_id, t.doc_id", read=READ)
+        "SELECT t.query_id AS query_id, t.doc_id AS doc_id, ARRAY_AGG(t.run_name ORDER BY t.run_name NULLS FIRST) AS runs, "
+        f"COUNT(*) AS n_runs, MIN(t.rnk) AS best_rank{judged} FROM pool_top AS t{join} GROUP BY t.query_id, t.doc_id"
+        + (" HAVING MAX(j.doc_id) IS NULL" if qrels and to_judge else ""), read=READ)
     return _with(final, pool_ctes(runs, depth, qrels))
 
 
@@ -114,6 +120,34 @@ def outside_statement(runs: list, depth: int) -> exp.Select:
         "SELECT run_name, query_id, COUNT(*) OVER (PARTITION BY query_id, doc_id) AS pooled_by FROM pool_top) AS r "
         "GROUP BY run_name, query_id", read=READ)
     return _with(final, pool_ctes(runs, depth))
+
+
+def render_pool(runs, depth: int = 10, dialect: str = "duckdb", *, qrels=None, columns: dict | None = None) -> str:
+    """pool()'s statement for `dialect`, over tables that live in that engine: the pooled documents (query_id,
+    doc_id, runs, n_runs, best_rank), with qrels= only those not judged yet. runs: a table name, a list of them (named
+    by the table, as pool() names files by stem) or {name: table}; names as render() takes them. columns= maps the
+    roles query_id, doc_id, score and relevance where the tables name them otherwise. The tables are not checked
+    here: pool() refuses what the statement would take silently (repeats, missing ids or scores)."""
+    depth = check_depth(depth)
+    info = dialect_info(dialect)
+    if info.name not in ARRAY_DIALECTS:
+        raise SqlmetricsError(f"render_pool: dialect={dialect!r} has no array aggregate to hold each document's runs; "
+                              f"render for one that has ({', '.join(ARRAY_DIALECTS)}), or run pool() on DuckDB.")
+    d, fold = info.sqlglot, info.fold_case
+    tables = runs if isinstance(runs, dict) else \
+        {str(t).rpartition(".")[2]: t for t in (runs if isinstance(runs, (list, tuple)) else [runs])}
+    if len(tables) != (len(runs) if isinstance(runs, (list, tuple)) else len(tables)) or not tables:
+        raise SqlmetricsError(f"render_pool: runs={runs!r} must name one table per run, each once by its last part "
+                              "(or pass {name: table}).")
+
+    def source(table, roles) -> Source:
+        return Source(table_reference(table, d, fold),
+                      {r: column_identifier((columns or {}).get(r, r), d, fold) for r in roles})
+
+    sources = [(name, source(t, ("query_id", "doc_id", "score"))) for name, t in tables.items()]
+    judged = None if qrels is None else source(qrels, ("query_id", "doc_id", "relevance"))
+    tree = portable_fusion(pool_statement(sources, depth, judged, to_judge=True), info, ("pool_input", "pool_judged"))
+    return tree.sql(dialect=d, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE, copy=False)
 
 
 def _loaded_runs(con, runs: dict, columns: dict | None, inputs: list) -> list:
