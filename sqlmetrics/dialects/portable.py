@@ -84,8 +84,8 @@ def portable_fusion(tree: exp.Expression, info: DialectInfo, inputs: tuple = ("f
     runs' rows, in the `inputs` CTEs, are grouped by document and ranked with doc_id breaking ties), and the types
     and functions."""
     name_qualified_columns(tree)
-    for name in inputs:
-        for select in _cte(tree, name).find_all(exp.Select):  # one per run, under UNION ALL
+    for cte in filter(None, (_cte(tree, name) for name in inputs)):
+        for select in cte.find_all(exp.Select):  # one per run, under UNION ALL
             for item in select.expressions:
                 if isinstance(item, exp.Alias) and item.alias in ("query_id", "doc_id"):
                     item.set("this", _binary_id(item.this, info))
