@@ -9,7 +9,7 @@ import pytest
 
 from sqlmetrics import SqlmetricsError, SqlmetricsWarning
 from sqlmetrics.cli.main import main
-from sqlmetrics.judgments.pools import holes, pool
+from sqlmetrics.judgments.pools import holes, pool, render_pool
 
 # Two runs x two topics. A's q1 ties d2 and d3 at 2.0: evaluate()'s order (document id descending) ranks d3 second.
 RUNS = {"A": {"q1": {"d1": 3.0, "d2": 2.0, "d3": 2.0, "d4": 1.0}, "q2": {"dé": 1.0, "d5": 0.5}},
@@ -93,3 +93,76 @@ def test_command_line_writes_the_documents_to_judge_as_qrels(files, tmp_path, ca
     assert out.read_text(encoding="utf-8") == "q1 0 d3 -1\nq1 0 d9 -1\nq2 0 dé -1\nq2 0 d6 -1\n"
     assert main(["pool", files["A"], "--depth", "-1"]) == 2
     assert "--depth -1 must be a whole number of at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # one pool() call per case (~40 ms each)
+@pytest.mark.parametrize("table, says", [
+    (pa.table({"query_id": ["q1", "q1"], "doc_id": ["d1", None], "score": [1.0, 2.0]}),
+     r"run 'x' \(Arrow table\), row 2: the query id or document id is empty"),
+    (pa.table({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [1.0, float("nan")]}),
+     r"run 'x' \(Arrow table\), row 2: column 'score' holds 'nan', which is not a finite number"),
+    (pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": ["high"]}),
+     r"run 'x' \(Arrow table\), row 1: column 'score' holds 'high'"),
+    (pa.table({"query_id": ["q1"], "doc_id": ["d1"]}), r"run 'x' \(Arrow table\): no column for 'score'"),
+    (pa.table({"query_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string()),
+               "score": pa.array([], pa.float64())}),
+     r"run 'x' \(Arrow table\): has no rows, not one ranked document.*leave it out of the pool"),
+])
+def test_hostile_runs_name_the_run_row_and_column(table, says):
+    with pytest.raises(SqlmetricsError, match=says):
+        pool({"ok": {"q1": {"d1": 1.0}}, "x": table}, 3)
+
+
+@pytest.mark.slow  # a pool and holes() of one run
+def test_one_run_pools_alone_and_falls_wholly_outside_the_others():
+    # A alone at depth 3: q1 d1, d3, d2 (the tie by id descending), q2 dé, d5. No other run: outside is 1.
+    got = pool({"A": RUNS["A"]}, 3)
+    assert [(r["query_id"], r["doc_id"], r["best_rank"]) for r in got.docs.to_pylist()] == [
+        ("q1", "d1", 1), ("q1", "d3", 2), ("q1", "d2", 3), ("q2", "dé", 1), ("q2", "d5", 2)]
+    with pytest.warns(SqlmetricsWarning):
+        row = holes(QRELS, {"A": RUNS["A"]}, ["AP"], 3).to_pylist()[0]
+    assert row["outside"] == 1.0
+
+
+@pytest.mark.slow  # DuckDB runs the rendered statement over tables
+def test_rendered_pool_runs_on_duckdb_as_pool_does(files):
+    import duckdb
+
+    con = duckdb.connect()
+    for name in ("A", "B"):
+        con.execute(f"CREATE TABLE {name} AS SELECT column0 AS query_id, column2 AS doc_id, column4 AS score "
+                    f"FROM read_csv('{files[name]}', delim=' ', header=false, all_varchar=true)")
+    con.execute("CREATE TABLE judged (query_id VARCHAR, doc_id VARCHAR, grade INTEGER)")
+    con.executemany("INSERT INTO judged VALUES (?, ?, ?)", [(q, d, g) for q, ds in QRELS.items() for d, g in ds.items()])
+    names = ("query_id", "doc_id", "runs", "n_runs", "best_rank")
+    for qrels in (None, files["qrels"]):
+        sql = render_pool(["A", "B"], 2, qrels=qrels and "judged", columns={"relevance": "grade"})
+        expected = pool({"A": files["A"], "B": files["B"]}, 2, qrels=qrels).docs.select(list(names)).to_pylist()
+        got = [dict(zip(names, r)) for r in con.sql(sql).fetchall()]
+        assert sorted(got, key=lambda r: (r["query_id"], r["doc_id"])) == \
+            sorted(expected, key=lambda r: (r["query_id"], r["doc_id"]))
+        assert len(got) == (4 if qrels else 7)
+    assert 'COLLATE "C"' in render_pool(["s.A", "s.B"], 2, "postgres")
+    with pytest.raises(SqlmetricsError, match="dialect='sqlite' has no array aggregate"):
+        render_pool(["A", "B"], 2, "sqlite")
+
+
+@pytest.mark.slow  # the command line, in process: its formats and refusals
+def test_command_line_formats(files, tmp_path, capsys):
+    runs = [files["A"], files["B"]]
+    assert main(["pool", *runs, "--depth", "2", "--qrels", files["qrels"]]) == 0
+    out = capsys.readouterr().out
+    assert "q2        dé              1       1  A" in out and "q3             0       0         0" in out
+    assert main(["pool", *runs, "--depth", "2", "-f", "csv"]) == 0
+    assert '"q2","d5",1,2,"A,B"' in capsys.readouterr().out  # A ranks d5 2nd, B 1st
+    assert main(["pool", *runs, "--depth", "2", "--qrels", files["qrels"], "--topics", "-o", str(tmp_path / "t.json")]) == 0
+    assert '"to_judge": 2' in (tmp_path / "t.json").read_text()
+    assert main(["pool", *runs, "--depth", "2", "--topics"]) == 2
+    assert "--topics writes the counts' table" in capsys.readouterr().err
+    assert main(["holes", files["qrels"], *runs, "-m", "P@2", "--depth", "2", "-f", "jsonl"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and '"condensed": 0.3333333333333333' in lines[0]
+    assert main(["pool", "s.A", "s.B", "--depth", "2", "--render", "duckdb"]) == 0
+    assert "ROW_NUMBER() OVER" in capsys.readouterr().out
+    assert main(["pool", "A", "B", "--depth", "2", "--render", "sqlite"]) == 2
+    assert "--render sqlite: not a dialect with an array aggregate" in capsys.readouterr().err
