@@ -133,7 +133,8 @@ def test_rendered_pool_runs_on_duckdb_as_pool_does(files):
         con.execute(f"CREATE TABLE {name} AS SELECT column0 AS query_id, column2 AS doc_id, column4 AS score "
                     f"FROM read_csv('{files[name]}', delim=' ', header=false, all_varchar=true)")
     con.execute("CREATE TABLE judged (query_id VARCHAR, doc_id VARCHAR, grade INTEGER)")
-    con.executemany("INSERT INTO judged VALUES (?, ?, ?)", [(q, d, g) for q, ds in QRELS.items() for d, g in ds.items()])
+    con.executemany("INSERT INTO judged VALUES (?, ?, ?)",
+                    [(q, d, g) for q, ds in QRELS.items() for d, g in ds.items()])
     names = ("query_id", "doc_id", "runs", "n_runs", "best_rank")
     for qrels in (None, files["qrels"]):
         sql = render_pool(["A", "B"], 2, qrels=qrels and "judged", columns={"relevance": "grade"})
@@ -155,7 +156,8 @@ def test_command_line_formats(files, tmp_path, capsys):
     assert "q2        dé              1       1  A" in out and "q3             0       0         0" in out
     assert main(["pool", *runs, "--depth", "2", "-f", "csv"]) == 0
     assert '"q2","d5",1,2,"A,B"' in capsys.readouterr().out  # A ranks d5 2nd, B 1st
-    assert main(["pool", *runs, "--depth", "2", "--qrels", files["qrels"], "--topics", "-o", str(tmp_path / "t.json")]) == 0
+    assert main(["pool", *runs, "--depth", "2", "--qrels", files["qrels"], "--topics",
+                 "-o", str(tmp_path / "t.json")]) == 0
     assert '"to_judge": 2' in (tmp_path / "t.json").read_text()
     assert main(["pool", *runs, "--depth", "2", "--topics"]) == 2
     assert "--topics writes the counts' table" in capsys.readouterr().err

@@ -42,6 +42,8 @@ from ..statement.trees import _cols, _order_by, _window
 
 # The engines whose ARRAY_AGG(... ORDER BY ...) sqlglot writes (Snowflake's WITHIN GROUP): the pool's list of runs.
 ARRAY_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "spark", "databricks", "trino")
+# holes()'s columns after run and measure (its docstring says what each is).
+HOLE_VALUES = ("value", "condensed", "spread", "judged", "unjudged", "outside")
 _INPUT_ROLES = {"run_name": "VARCHAR", "query_id": "VARCHAR", "doc_id": "VARCHAR", "score": "DOUBLE"}
 
 
@@ -106,8 +108,9 @@ def pool_statement(runs: list, depth: int, qrels: Source | None = None, to_judge
     join = " LEFT JOIN pool_judged AS j ON t.query_id = j.query_id AND t.doc_id = j.doc_id" if qrels else ""
     judged = ", MAX(j.doc_id) IS NOT NULL AS judged" if qrels and not to_judge else ""
     final = sqlglot.parse_one(
-        "SELECT t.query_id AS query_id, t.doc_id AS doc_id, ARRAY_AGG(t.run_name ORDER BY t.run_name NULLS FIRST) AS runs, "
-        f"COUNT(*) AS n_runs, MIN(t.rnk) AS best_rank{judged} FROM pool_top AS t{join} GROUP BY t.query_id, t.doc_id"
+        "SELECT t.query_id AS query_id, t.doc_id AS doc_id, ARRAY_AGG(t.run_name ORDER BY t.run_name NULLS FIRST) "
+        f"AS runs, COUNT(*) AS n_runs, MIN(t.rnk) AS best_rank{judged} FROM pool_top AS t{join} "
+        "GROUP BY t.query_id, t.doc_id"
         + (" HAVING MAX(j.doc_id) IS NULL" if qrels and to_judge else ""), read=READ)
     return _with(final, pool_ctes(runs, depth, qrels))
 
@@ -208,8 +211,8 @@ def pool(runs, depth: int = 10, *, qrels=None, columns: dict | None = None, memo
             loaded, qrels_source = _loaded_qrels(con, qrels, columns, inputs)
             judged = " WHERE NOT judged"
             # A topic the qrels judge and no run ranks is in the counts too, with nothing pooled.
-            qrels_topics = (f" FULL JOIN (SELECT DISTINCT CAST({_q(loaded.columns['query_id'])} AS VARCHAR) AS query_id "
-                            f"FROM {loaded.view}) AS q USING (query_id)")
+            qrels_topics = (f" FULL JOIN (SELECT DISTINCT CAST({_q(loaded.columns['query_id'])} AS VARCHAR) AS "
+                            f"query_id FROM {loaded.view}) AS q USING (query_id)")
         con.execute(f"CREATE TEMP TABLE sqlm_pool AS {pool_statement(sources, depth, qrels_source).sql(READ)}")
         docs = con.sql("SELECT query_id, doc_id, best_rank, n_runs, runs FROM sqlm_pool" + judged +
                        " ORDER BY query_id, best_rank, doc_id").to_arrow_table()
@@ -234,11 +237,11 @@ def _condensed(measures) -> list:
     for text in measures:
         call = parse(text)
         if call.judged_only:
-            raise SqlmetricsError(f"holes: measure {text!r} is already judged only; give it without judged_only=True "
-                                  "(holes reports both values).")
+            raise SqlmetricsError(f"holes: measure {text!r} is already judged only; give it without "
+                                  "judged_only=True (holes reports both values).")
         if call.measure.rows != "ranking":
-            raise SqlmetricsError(f"holes: measure {text!r} reads its {call.measure.rows}, not a ranked list, so it has "
-                                  "no condensed value (a list without its unjudged documents); give measures of a "
+            raise SqlmetricsError(f"holes: measure {text!r} reads its {call.measure.rows}, not a ranked list, so it "
+                                  "has no condensed value (a list without its unjudged documents); give measures of a "
                                   "ranked list, such as P@10, nDCG@10 or AP.")
         pairs.append((call.canonical, replace(call, judged_only=True).canonical))
     if not pairs:
@@ -277,8 +280,9 @@ def holes(qrels, runs, measures, depth: int = 10, *, columns: dict | None = None
         sources = _loaded_runs(con, runs, columns, inputs)
         loaded, _ = _loaded_qrels(con, qrels, columns, inputs)
         judged_topics = f"SELECT DISTINCT CAST({_q(loaded.columns['query_id'])} AS VARCHAR) FROM {loaded.view}"
-        outside = dict(con.execute(f"SELECT run_name, AVG(outside) FROM ({outside_statement(sources, depth).sql(READ)}) "
-                                   f"AS o WHERE query_id IN ({judged_topics}) GROUP BY run_name").fetchall())
+        per_topic = outside_statement(sources, depth).sql(READ)
+        outside = dict(con.execute(f"SELECT run_name, AVG(outside) FROM ({per_topic}) AS o "
+                                   f"WHERE query_id IN ({judged_topics}) GROUP BY run_name").fetchall())
     finally:
         _cleanup(con, inputs)
     rows = []
@@ -294,5 +298,3 @@ def holes(qrels, runs, measures, depth: int = 10, *, columns: dict | None = None
     return pa.Table.from_pylist(rows, schema=pa.schema([("run", pa.string()), ("measure", pa.string()),
                                                         *((n, pa.float64()) for n in HOLE_VALUES)]))
 
-
-HOLE_VALUES = ("value", "condensed", "spread", "judged", "unjudged", "outside")
