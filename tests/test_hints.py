@@ -123,6 +123,11 @@ CASES = [
     ("interleaving", ["log.parquet"]),
     ("clicks", ["log.parquet"]),  # no session column: map it
     ("clicks", ["log.parquet", "--column", "session=user_id", "--model", "cascade", "--iterations", "3"]),
+    ("pool", ["run.txt", "--depth", "0"]),
+    ("pool", ["dup.txt", "--depth", "3"]),
+    ("pool", ["noquery.csv", "--depth", "3"]),
+    ("holes", ["qrels.txt", "run.txt", "-m", "Novelty"]),
+    ("holes", ["qrels.txt", "empty.txt", "-m", "P@10"]),
 ]
 
 
