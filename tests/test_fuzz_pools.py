@@ -92,7 +92,7 @@ def test_holes_equal_trectools_condensed_and_unjudged(tmp_path_factory, collecti
     paths, qrels_path = _write(tmp_path_factory.mktemp("holes"), runs, qrels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # trectools' pandas FutureWarnings
-        table = holes(qrels_path, paths, [f"P@{depth}", f"nDCG@{depth}", f"R@{depth}"], depth)
+        table = holes(qrels_path, paths, [f"P@{depth}", f"nDCG@{depth}", f"R@{depth}", "RR"], depth)
         got = {(r["run"], r["measure"]): r for r in table.to_pylist()}
         for name, path in paths.items():
             te = TrecEval(TrecRun(path), TrecQrel(qrels_path))
@@ -104,6 +104,13 @@ def test_holes_equal_trectools_condensed_and_unjudged(tmp_path_factory, collecti
                                                                            abs=1e-12)
             assert got[name, f"R@{depth}"]["condensed"] == pytest.approx(te.get_recall(depth, removeUnjudged=True),
                                                                         abs=1e-12)
+            # trectools' reciprocal rank (and R-precision) ignore removeUnjudged: both rank self.run.run_data again
+            # after the drop, whatever trec_eval= says (on one list, d1 unjudged then d0 relevant, it gives 0.5 where
+            # the condensed list is d0 alone: 1). The condensed RR from the lists instead: the first relevant among
+            # the judged documents.
+            condensed = [[d for d in runs[name][t] if d in qrels[t]] for t in topics]
+            rr = [next((1 / i for i, d in enumerate(ds, 1) if qrels[t][d] > 0), 0.0) for t, ds in zip(topics, condensed)]
+            assert got[name, "RR"]["condensed"] == pytest.approx(sum(rr) / len(rr), abs=1e-12)
             # The leave-one-run-out hole, from the lists themselves: the share of each top `depth` that no other
             # run has in its own, averaged over the topics.
             others = [lists for other, lists in runs.items() if other != name]
