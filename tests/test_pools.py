@@ -168,3 +168,14 @@ def test_command_line_formats(files, tmp_path, capsys):
     assert "ROW_NUMBER() OVER" in capsys.readouterr().out
     assert main(["pool", "A", "B", "--depth", "2", "--render", "sqlite"]) == 2
     assert "--render sqlite: not a dialect with an array aggregate" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # a pool of a Parquet run
+def test_a_spaced_id_is_refused_in_a_qrels_file_and_kept_in_a_table(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"query_id": ["q 1"], "doc_id": ["d1"], "score": [1.0]}), tmp_path / "r.parquet")
+    assert main(["pool", str(tmp_path / "r.parquet"), "--depth", "1", "-f", "qrels"]) == 2
+    assert "query 'q 1', document 'd1': an id with a space" in capsys.readouterr().err
+    assert main(["pool", str(tmp_path / "r.parquet"), "--depth", "1", "-f", "jsonl"]) == 0
+    assert '"query_id": "q 1"' in capsys.readouterr().out

@@ -14,7 +14,7 @@ from ..errors import SqlmetricsError
 from ..judgments.pools import ARRAY_DIALECTS, holes, pool, render_pool
 from ..options import ROLES
 from ..stats.report import aligned
-from .common import STDOUT_NAMES, ArrowOutput, UsageError, chosen_format, command_runs, role_pairs
+from .common import ArrowOutput, UsageError, chosen_format, command_runs, role_pairs
 
 TABLES = ("csv", "tsv", "json", "jsonl", "parquet")
 POOL_FORMATS = ("text", "qrels", *TABLES)
@@ -93,8 +93,12 @@ def run_pool(args) -> tuple:
                          f"those extensions (not {fmt}, which has the counts {'already' if fmt == 'text' else 'not'}).")
     result = pool(command_runs(args), args.depth, qrels=args.qrels, columns=columns)
     if fmt == "qrels":  # the documents to judge, each pooled and not judged: trec_eval's -1
-        return "".join(f"{q} 0 {d} -1\n" for q, d in zip(result.docs["query_id"].to_pylist(),
-                                                         result.docs["doc_id"].to_pylist())), args.output
+        pairs = list(zip(result.docs["query_id"].to_pylist(), result.docs["doc_id"].to_pylist()))
+        spaced = next(((q, d) for q, d in pairs if len(q.split()) != 1 or len(d.split()) != 1), None)
+        if spaced:
+            raise UsageError(f"query {spaced[0]!r}, document {spaced[1]!r}: an id with a space (or none) cannot be a "
+                             "field of a qrels line; write the pool as a table instead (-o pool.csv, .parquet, ...).")
+        return "".join(f"{q} 0 {d} -1\n" for q, d in pairs), args.output
     if fmt == "text":
         what = "to judge" if args.qrels else "pooled"
         return (_text(result.docs, f"documents {what} (depth {result.depth}):") + "\n" +
@@ -104,8 +108,7 @@ def run_pool(args) -> tuple:
         import pyarrow.compute as pc
 
         table = table.set_column(4, "runs", pc.binary_join(table["runs"], ","))
-    return ArrowOutput(table, ("query_id",) if args.topics else ("query_id", "doc_id"), fmt), \
-        args.output if args.output not in STDOUT_NAMES else None
+    return ArrowOutput(table, ("query_id",) if args.topics else ("query_id", "doc_id"), fmt), args.output
 
 
 def run_holes(args) -> tuple:
@@ -121,7 +124,7 @@ def run_holes(args) -> tuple:
                 f"(trec_eval -J); spread = condensed - value\njudged: Judged@{k}; unjudged: Unjudged@{k}; outside: the "
                 f"share of the run's top {k} that no other run has in its top {k} (mean over the judged topics)\n"
                 ), args.output
-    return ArrowOutput(table, ("run", "measure"), fmt), args.output if args.output not in STDOUT_NAMES else None
+    return ArrowOutput(table, ("run", "measure"), fmt), args.output
 
 
 def _text(table, title: str) -> str:
