@@ -62,6 +62,11 @@ def test_hand_computed_holes():
         assert (r["value"], r["condensed"], r["spread"]) == pytest.approx((1 / 6, 1 / 3, 1 / 6), abs=1e-12)
         assert (r["unjudged"], r["outside"]) == pytest.approx((1 / 3, 3 / 4), abs=1e-12)
         assert r["judged"] == pytest.approx(judged, abs=1e-12)
+    # Per topic, A's lists: q1 1/2 -> 1 (outside 1), q2 0 -> 0 (outside 1/2), q3 unranked: 0 -> 0, outside null.
+    with pytest.warns(SqlmetricsWarning):
+        per_topic = holes(QRELS, RUNS, ["P@2"], depth=2, per_query=True).to_pylist()
+    assert [(r["query_id"], r["value"], r["condensed"], r["outside"]) for r in per_topic if r["run"] == "A"] == [
+        ("q1", 0.5, 1.0, 1.0), ("q2", 0.0, 0.0, 0.5), ("q3", 0.0, 0.0, None)]
 
 
 @pytest.mark.parametrize("measure, says", [

@@ -53,6 +53,8 @@ def add_parser(sub, parents) -> None:
                    help="a measure of a ranked list (P@10, nDCG@10, AP, ...); repeatable")
     h.add_argument("--depth", type=int, default=10, metavar="K",
                    help="the depth of Judged@K, Unjudged@K and the leave-one-run-out pool (default 10)")
+    h.add_argument("-q", "--per-query", action="store_true", dest="per_query",
+                   help="one row per run, judged topic and measure instead of the means")
     _common_flags(h, HOLES_FORMATS, "text (default), or the table as csv, tsv, json, jsonl (parquet only with -o)")
     h.set_defaults(func=run_holes)
 
@@ -115,16 +117,17 @@ def run_holes(args) -> tuple:
     fmt = chosen_format(args, HOLES_FORMATS, "text")
     if args.qrels == "-":
         raise UsageError("qrels cannot come from standard input ('-'); pass the qrels file, and a run as '-'.")
-    table = holes(args.qrels, command_runs(args), args.measure, args.depth,
+    table = holes(args.qrels, command_runs(args), args.measure, args.depth, per_query=args.per_query,
                   columns=role_pairs(args.column, "--column", ROLES))
     if fmt == "text":
         k = args.depth
         return (_text(table, f"holes (judged, unjudged and outside at depth {k}):") +
                 "value: unjudged documents count as not relevant; condensed: over the judged documents only "
                 f"(trec_eval -J); spread = condensed - value\njudged: Judged@{k}; unjudged: Unjudged@{k}; outside: the "
-                f"share of the run's top {k} that no other run has in its top {k} (mean over the judged topics)\n"
+                f"share of the run's top {k} that no other run has in its top {k}"
+                f"{'' if args.per_query else ' (mean over the judged topics it ranks)'}\n"
                 ), args.output
-    return ArrowOutput(table, ("run", "measure"), fmt), args.output
+    return ArrowOutput(table, ("run", *(["query_id"] if args.per_query else []), "measure"), fmt), args.output
 
 
 def _text(table, title: str) -> str:

@@ -249,9 +249,10 @@ def _condensed(measures) -> list:
     return pairs
 
 
-def holes(qrels, runs, measures, depth: int = 10, *, columns: dict | None = None, memory_limit=None, threads=None,
-          temp_directory=None):
-    """How much each run's value depends on the judgments' holes, per run and measure (a pyarrow Table):
+def holes(qrels, runs, measures, depth: int = 10, *, per_query: bool = False, columns: dict | None = None,
+          memory_limit=None, threads=None, temp_directory=None):
+    """How much each run's value depends on the judgments' holes, per run and measure (a pyarrow Table; with
+    per_query=True per run, judged topic and measure):
 
     value      the measure with unjudged documents counted as not relevant (evaluate()'s default)
     condensed  the measure over each list's judged documents only (judged_only=True: trec_eval -J, Sakai's condensed
@@ -261,11 +262,12 @@ def holes(qrels, runs, measures, depth: int = 10, *, columns: dict | None = None
     unjudged   Unjudged@depth: the share of the top `depth` positions holding an unjudged document (over depth:
                trec_eval's unj_k and trectools' get_unjudged)
     outside    the share of the run's top `depth` (of min(depth, its length)) that no other run has in its own top
-               `depth`: how much the run falls outside a pool of the others (Zobel 1998), its mean over the judged
-               topics it ranks (1.0 for a lone run: there is no other)
+               `depth`: how much the run falls outside a pool of the others (Zobel 1998); per run, its mean over the
+               judged topics it ranks (1.0 for a lone run: there is no other); null for a topic the run does not rank
 
-    runs: a run, a list of runs or {name: run}; measures: measure strings of a ranked list (P@10, nDCG@10, AP, ...).
-    columns, memory_limit, threads and temp_directory as evaluate() takes them."""
+    The means are evaluate()'s, over every judged topic (a topic a run misses scores 0). runs: a run, a list of runs
+    or {name: run}; measures: measure strings of a ranked list (P@10, nDCG@10, AP, ...), each reported in its
+    canonical spelling. columns, memory_limit, threads and temp_directory as evaluate() takes them."""
     depth = check_depth(depth)
     pairs = _condensed(measures)
     runs = named_runs(runs)
@@ -273,28 +275,34 @@ def holes(qrels, runs, measures, depth: int = 10, *, columns: dict | None = None
     wanted = list(dict.fromkeys([m for pair in pairs for m in pair] + extra))
     resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
     results = evaluate(qrels, runs, wanted, columns=columns, **resources)
-    means = results.aggregate  # {run: {measure: mean}}: runs are always passed as a dict
     con = connect(memory_limit, threads, temp_directory)
     inputs: list = []
     try:
         sources = _loaded_runs(con, runs, columns, inputs)
         loaded, _ = _loaded_qrels(con, qrels, columns, inputs)
         judged_topics = f"SELECT DISTINCT CAST({_q(loaded.columns['query_id'])} AS VARCHAR) FROM {loaded.view}"
-        per_topic = outside_statement(sources, depth).sql(READ)
-        outside = dict(con.execute(f"SELECT run_name, AVG(outside) FROM ({per_topic}) AS o "
-                                   f"WHERE query_id IN ({judged_topics}) GROUP BY run_name").fetchall())
+        per_topic = (f"SELECT * FROM ({outside_statement(sources, depth).sql(READ)}) AS o "
+                     f"WHERE query_id IN ({judged_topics})")
+        if per_query:
+            outside = {(r, q): v for r, q, v in con.execute(per_topic).fetchall()}
+        else:
+            outside = dict(con.execute(f"SELECT run_name, AVG(outside) FROM ({per_topic}) AS t GROUP BY run_name"
+                                       ).fetchall())
     finally:
         _cleanup(con, inputs)
+    # {run: {measure: mean}} (runs are always passed as a dict), or one such row per (run, topic)
+    lists = results.per_query.to_pylist() if per_query else [{"run": r, **v} for r, v in results.aggregate.items()]
     rows = []
-    for name in runs:
-        values = means[name]
+    for values in lists:
+        key = (values["run"], values["query_id"]) if per_query else values["run"]
         for standard, condensed in pairs:
             v, c = values[standard], values[condensed]
-            rows.append({"run": name, "measure": standard, "value": v, "condensed": c,
+            rows.append({"run": values["run"], **({"query_id": values["query_id"]} if per_query else {}),
+                         "measure": standard, "value": v, "condensed": c,
                          "spread": None if v is None or c is None else c - v, "judged": values[extra[0]],
-                         "unjudged": values[extra[1]], "outside": outside.get(name)})
+                         "unjudged": values[extra[1]], "outside": outside.get(key)})
     import pyarrow as pa
 
-    return pa.Table.from_pylist(rows, schema=pa.schema([("run", pa.string()), ("measure", pa.string()),
+    names = ["run", *(["query_id"] if per_query else []), "measure"]
+    return pa.Table.from_pylist(rows, schema=pa.schema([*((n, pa.string()) for n in names),
                                                         *((n, pa.float64()) for n in HOLE_VALUES)]))
-
