@@ -396,8 +396,9 @@ def hostile(tmp_path_factory) -> dict:
                              "clicked": [1, 0, 0, 1]}), folder / "clicks.parquet")  # NaN and -inf segments
     (folder / "a.run").write_text("q1 Q0 d1 1 2.5 a\nq1 Q0 d2 2 1e-300 a\n")
     (folder / "b.run").write_text("q1 Q0 d2 1 1e300 b\nq1 Q0 d3 2 -0.0 b\n")
+    (folder / "qrels.txt").write_text("q1 0 d2 1\nq1 0 d3 -1\nq2 0 d1 1\n")  # for pool and holes: q2 in no run
     return {name: str(folder / name) for name in ("ips.parquet", "pbm.parquet", "il.parquet", "clicks.parquet", "a.run",
-                                                  "b.run")}
+                                                  "b.run", "qrels.txt")}
 
 
 def json_writers(log, stats, hostile) -> dict:
@@ -424,6 +425,10 @@ def json_writers(log, stats, hostile) -> dict:
                              "{out}.json"],
         ("clicks", "jsonl"): ["clicks", hostile["clicks.parquet"], "--model", "sdbn", "--group-by", "market", "-f",
                               "jsonl"],
+        ("pool", "json"): ["pool", *runs, "--depth", "2", "--qrels", hostile["qrels.txt"], "-f", "json"],
+        ("pool", "jsonl"): ["pool", *runs, "--depth", "2", "--topics", "-o", "{out}.jsonl"],
+        ("holes", "json"): ["holes", hostile["qrels.txt"], *runs, "-m", "P@2", "-m", "RR", "--depth", "2", "-f", "json"],
+        ("holes", "jsonl"): ["holes", hostile["qrels.txt"], *runs, "-m", "P@2", "-q", "-o", "{out}.jsonl"],
     }
 
 
@@ -438,7 +443,7 @@ def test_every_command_writing_json_is_walked(log, tmp_path):
             said = action.help or "" if "--output" in action.option_strings else ""
             found |= {(name, f) for f in ("json", "jsonl") if f in formats or f".{f}," in said or f".{f};" in said}
     assert found == set(json_writers(log, "", {k: "" for k in ("a.run", "b.run", "ips.parquet", "pbm.parquet",
-                                                                  "il.parquet", "clicks.parquet")}))
+                                                                  "il.parquet", "clicks.parquet", "qrels.txt")}))
 
 
 STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
@@ -449,7 +454,8 @@ STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
         ("eval", "json"), ("eval", "jsonl"), ("compare", "json"), ("compare", "jsonl"), ("decide", "json"),
         ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
         ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl"),
-        ("clicks", "json"), ("clicks", "jsonl")]])
+        ("clicks", "json"), ("clicks", "jsonl"), ("pool", "json"), ("pool", "jsonl"), ("holes", "json"),
+        ("holes", "jsonl")]])
 def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, tmp_path, request):
     """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
     not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and
@@ -461,7 +467,8 @@ def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, t
     if "-o" in argv:
         out = pathlib.Path(argv[argv.index("-o") + 1]).read_text()
     values = [strict_json(line) for line in out.splitlines()] if writer[1] == "jsonl" else [strict_json(out)]
-    if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json"), ("clicks", "json"), ("clicks", "jsonl")):
+    if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json"), ("clicks", "json"), ("clicks", "jsonl"),
+                  ("holes", "jsonl")):
         assert "null" in out  # the NaN and -inf segments; SNIPS
     assert values
 
