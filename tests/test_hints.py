@@ -125,6 +125,11 @@ CASES = [
     ("clicks", ["log.parquet", "--column", "session=user_id", "--model", "cascade", "--iterations", "3"]),
     ("agreement", ["qrels.txt", "qrels.txt", "-m", "P@5"]),  # -m without --runs
     ("agreement", ["qrels.txt", "run.csv"]),  # a run given as judgments: no relevance column
+    ("pool", ["run.txt", "--depth", "0"]),
+    ("pool", ["dup.txt", "--depth", "3"]),
+    ("pool", ["noquery.csv", "--depth", "3"]),
+    ("holes", ["qrels.txt", "run.txt", "-m", "Novelty"]),
+    ("holes", ["qrels.txt", "empty.txt", "-m", "P@10"]),
 ]
 
 

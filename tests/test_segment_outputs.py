@@ -399,8 +399,12 @@ def hostile(tmp_path_factory) -> dict:
     # agreement: q1 holds one label on both sides, so its kappa and alpha are null
     (folder / "a.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 0\nq2 0 d2 1\n")
     (folder / "b.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\nq2 0 d2 1\n")
-    return {name: str(folder / name) for name in ("ips.parquet", "pbm.parquet", "il.parquet", "clicks.parquet", "a.run",
-                                                  "b.run", "a.qrels", "b.qrels")}
+    (folder / "qrels.txt").write_text("q1 0 d2 1\nq1 0 d3 -1\nq2 0 d1 1\n")  # for pool and holes: q2 in no run
+    return {name: str(folder / name) for name in HOSTILE_FILES}
+
+
+HOSTILE_FILES = ("ips.parquet", "pbm.parquet", "il.parquet", "clicks.parquet", "a.run", "b.run", "a.qrels", "b.qrels",
+                 "qrels.txt")
 
 
 def json_writers(log, stats, hostile) -> dict:
@@ -429,6 +433,10 @@ def json_writers(log, stats, hostile) -> dict:
                               "jsonl"],
         ("agreement", "json"): ["agreement", hostile["a.qrels"], hostile["b.qrels"], "--per-query", "-o", "{out}.json"],
         ("agreement", "jsonl"): ["agreement", hostile["a.qrels"], hostile["b.qrels"], "--per-query", "-f", "jsonl"],
+        ("pool", "json"): ["pool", *runs, "--depth", "2", "--qrels", hostile["qrels.txt"], "-f", "json"],
+        ("pool", "jsonl"): ["pool", *runs, "--depth", "2", "--topics", "-o", "{out}.jsonl"],
+        ("holes", "json"): ["holes", hostile["qrels.txt"], *runs, "-m", "P@2", "-m", "RR", "--depth", "2", "-f", "json"],
+        ("holes", "jsonl"): ["holes", hostile["qrels.txt"], *runs, "-m", "P@2", "-q", "-o", "{out}.jsonl"],
     }
 
 
@@ -442,9 +450,7 @@ def test_every_command_writing_json_is_walked(log, tmp_path):
             formats = set(action.choices or ()) if "--format" in action.option_strings else set()
             said = action.help or "" if "--output" in action.option_strings else ""
             found |= {(name, f) for f in ("json", "jsonl") if f in formats or f".{f}," in said or f".{f};" in said}
-    assert found == set(json_writers(log, "", {k: "" for k in ("a.run", "b.run", "ips.parquet", "pbm.parquet",
-                                                                  "il.parquet", "clicks.parquet", "a.qrels",
-                                                                  "b.qrels")}))
+    assert found == set(json_writers(log, "", {k: "" for k in HOSTILE_FILES}))
 
 
 STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
@@ -455,7 +461,8 @@ STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
         ("eval", "json"), ("eval", "jsonl"), ("compare", "json"), ("compare", "jsonl"), ("decide", "json"),
         ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
         ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl"),
-        ("clicks", "json"), ("clicks", "jsonl"), ("agreement", "json"), ("agreement", "jsonl")]])
+        ("clicks", "json"), ("clicks", "jsonl"), ("agreement", "json"), ("agreement", "jsonl"), ("pool", "json"),
+        ("pool", "jsonl"), ("holes", "json"), ("holes", "jsonl")]])
 def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, tmp_path, request):
     """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
     not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and
@@ -468,8 +475,8 @@ def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, t
         out = pathlib.Path(argv[argv.index("-o") + 1]).read_text()
     values = [strict_json(line) for line in out.splitlines()] if writer[1] == "jsonl" else [strict_json(out)]
     if writer in (("eval", "json"), ("eval", "jsonl"), ("ips", "json"), ("clicks", "json"), ("clicks", "jsonl"),
-                  ("agreement", "json"), ("agreement", "jsonl")):
-        assert "null" in out  # the NaN and -inf segments; SNIPS; a query's undefined kappa
+                  ("agreement", "json"), ("agreement", "jsonl"), ("holes", "jsonl")):
+        assert "null" in out  # the NaN and -inf segments; SNIPS; a query's undefined kappa; a topic in no run
     assert values
 
 

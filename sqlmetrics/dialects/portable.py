@@ -79,14 +79,16 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
     return tree
 
 
-def portable_fusion(tree: exp.Expression, info: DialectInfo) -> exp.Expression:
-    """render_fusion()'s statement with portable()'s fixes: ids compare and sort as bytes (the runs' rows, in
-    fusion_input, are grouped by document and ranked with doc_id breaking ties), and the types and functions."""
+def portable_fusion(tree: exp.Expression, info: DialectInfo, inputs: tuple = ("fusion_input",)) -> exp.Expression:
+    """render_fusion()'s statement (and render_pool()'s) with portable()'s fixes: ids compare and sort as bytes (the
+    runs' rows, in the `inputs` CTEs, are grouped by document and ranked with doc_id breaking ties), and the types
+    and functions."""
     name_qualified_columns(tree)
-    for select in _cte(tree, "fusion_input").find_all(exp.Select):  # one per run, under UNION ALL
-        for item in select.expressions:
-            if isinstance(item, exp.Alias) and item.alias in ("query_id", "doc_id"):
-                item.set("this", _binary_id(item.this, info))
+    for cte in filter(None, (_cte(tree, name) for name in inputs)):
+        for select in cte.find_all(exp.Select):  # one per run, under UNION ALL
+            for item in select.expressions:
+                if isinstance(item, exp.Alias) and item.alias in ("query_id", "doc_id"):
+                    item.set("this", _binary_id(item.this, info))
     _ordered_by_bytes(tree, info)
     if info.ids == "binary":
         _text_keys_out(tree, {"query_id", "doc_id"})
