@@ -12,12 +12,12 @@ _LAZY = {
     "SqlmetricsWarning": ".errors", "evaluate": ".evaluation", "fuse": ".local.fuse",
     "optimize_fusion": ".local.fuse", "Results": ".results", "Report": ".stats", "compare": ".stats",
     "decide": ".stats", "fit_clicks": ".clicks", "interleaving": ".stats", "ips": ".stats", "pbm_ips": ".stats",
-    "render_compare": ".stats", "propensities": ".clicks", "render_clicks": ".clicks",
+    "render_compare": ".stats", "propensities": ".clicks", "render_clicks": ".clicks", "ppi": ".judgments.ppi",
 }
 
 __all__ = ["evaluate", "evaluate_on", "fuse", "optimize_fusion", "render", "Results", "compare", "Report", "ips",
            "pbm_ips", "render_compare", "decide", "fit_clicks", "propensities", "render_clicks",
-           "interleaving", "SqlmetricsError", "SqlmetricsWarning"]
+           "interleaving", "ppi", "SqlmetricsError", "SqlmetricsWarning"]
 __version__ = "0.1.0"
 
 

@@ -11,6 +11,7 @@ module per subcommand. `sqlmetrics` alone prints the help and exits 0 (it asked 
     sqlmetrics trec_eval -q -m all_trec qrels.txt run.txt     (trec_eval's flags and output, byte for byte)
     sqlmetrics convert run run.parquet -o run.txt             (runs and qrels between formats)
     sqlmetrics clicks log.parquet --model pbm -o params.parquet   (a click model fitted to a click log)
+    sqlmetrics ppi llm_qrels.txt human_qrels.txt a.run b.run -m nDCG@10   (a mean over LLM labels, corrected by humans')
 
 Exit status: 0 on success, 2 on bad usage or bad input (one paragraph on stderr, no traceback unless
 --debug), 1 on an internal error, 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the same clean-up as
@@ -44,7 +45,7 @@ from .common import UsageError, check_output, remove, write_output
 COMMANDS = {"eval": "evaluate", "compare": "compare", "report": "report", "fuse": "fuse", "list": "listing",
             "demo": "demo", "sql": "sql", "decide": "decide", "trec_eval": "trec_eval", "convert": "convert",
             "ips": "counterfactual", "pbm-ips": "counterfactual", "interleaving": "counterfactual",
-            "clicks": "clicks"}
+            "clicks": "clicks", "ppi": "ppi"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -81,7 +81,9 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
 
     z = float(norm.ppf(1 - alpha / 2))
     table = [_estimates(row, z) for row in rows]
-    return pa.table({c: [r[i] if i != 2 else call.text for r in table] for i, c in enumerate(COLUMNS)})
+    types = [pa.string()] * 3 + [pa.int64()] * 2 + [pa.float64()] * 10  # typed even when a column is all null
+    return pa.table({c: pa.array([r[i] if i != 2 else call.text for r in table], t)
+                     for i, (c, t) in enumerate(zip(COLUMNS, types))})
 
 
 def _named(runs) -> dict:
