@@ -63,16 +63,19 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
                               "of them.")
     call, = _one_measure(measure)
     resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
-    llm = evaluate(llm_qrels, named, [call.text], **resources).per_query
-    with warnings.catch_warnings():  # that the runs rank queries the humans did not label is PPI's premise
-        warnings.filterwarnings("ignore", ".* with no judgments", SqlmetricsWarning)
-        human = evaluate(human_qrels, named, [call.text], **resources).per_query
+    llm_name, human_name = _described(llm_qrels, "LLM qrels"), _described(human_qrels, "human qrels")
     con = connect()
     try:
+        # The human labels first: their count is checked before the larger LLM evaluation runs.
+        with warnings.catch_warnings():  # that the runs rank queries the humans did not label is PPI's premise
+            warnings.filterwarnings("ignore", ".* with no judgments", SqlmetricsWarning)
+            human = _per_query(human_qrels, named, call.text, resources, human_name)
         # (run, query_id, the measure) each, the measure renamed: its name may hold any character
-        con.register("llm_values", llm.rename_columns(["run", "query_id", "value"]))
         con.register("human_values", human.rename_columns(["run", "query_id", "value"]))
-        _check_queries(con, _described(llm_qrels, "LLM qrels"), _described(human_qrels, "human qrels"), call.text)
+        _check_humans(con, human_name)
+        llm = _per_query(llm_qrels, named, call.text, resources, llm_name)
+        con.register("llm_values", llm.rename_columns(["run", "query_id", "value"]))
+        _check_queries(con, llm_name, human_name, call.text)
         rows = con.execute(_SUMS.format(baseline=_lit(baseline or next(iter(named))))).fetchall()
     finally:
         con.close()
@@ -98,6 +101,14 @@ def _named(runs) -> dict:
     return named
 
 
+def _per_query(qrels, runs: dict, measure: str, resources: dict, name: str):
+    """evaluate()'s per-query table (run, query_id, measure); its error says which of the two qrels it had."""
+    try:
+        return evaluate(qrels, runs, [measure], **resources).per_query
+    except SqlmetricsError as e:
+        raise SqlmetricsError(f"evaluating the runs with the {name}: {e}") from None
+
+
 def _check_alpha(alpha) -> None:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise SqlmetricsError(f"alpha={alpha!r}: the intervals are at level 1 - alpha, so alpha is a number strictly "
@@ -119,35 +130,39 @@ def _described(qrels, what: str) -> str:
     return f"{what} {str(qrels)!r}" if isinstance(qrels, (str, Path)) else what
 
 
-def _check_queries(con, llm_name: str, human_name: str, measure: str) -> None:
-    """What the estimate needs of the two evaluations: at least two human-labelled queries (a variance), every one
-    of them LLM-labelled too (its Yhat), at least one LLM-only query (the unlabeled sample), and a value of the
-    measure for each (FirstRank has none where nothing relevant is retrieved)."""
-    humans = con.execute("SELECT count(DISTINCT query_id), min(query_id) FROM human_values").fetchone()
+def _check_humans(con, human_name: str) -> None:
+    """At least two human-labelled queries: the human - LLM difference needs a variance."""
+    humans = con.execute("SELECT count(DISTINCT query_id), min(query_id) FROM human_values").fetchall()[0]
     if humans[0] < 2:
         raise SqlmetricsError(f"{human_name} labels {humans[0]} quer{'y' if humans[0] == 1 else 'ies'}"
                               + (f" ({humans[1]!r})" if humans[0] else "") + ": PPI needs at least two "
                               "human-labelled queries (a variance of the human - LLM difference), and its interval a "
                               "few dozen. Have more queries, a random subset of the LLM's, judged by humans.")
+
+
+def _check_queries(con, llm_name: str, human_name: str, measure: str) -> None:
+    """What the estimate needs of the two evaluations besides: every human-labelled query LLM-labelled too (its
+    Yhat), at least one LLM-only query (the unlabeled sample), and a value of the measure for each (FirstRank has
+    none where nothing relevant is retrieved)."""
     missing = con.execute("SELECT count(DISTINCT query_id), min(query_id) FROM human_values WHERE query_id NOT IN "
-                          "(SELECT query_id FROM llm_values)").fetchone()
+                          "(SELECT query_id FROM llm_values)").fetchall()[0]
     if missing[0]:
         raise SqlmetricsError(f"{human_name}: query {missing[1]!r}" + (f" and {missing[0] - 1} more" if missing[0] > 1
                               else "") + f" has human labels but no row in the {llm_name}: PPI's human-labelled "
                               "queries are a random subset of the LLM-labelled ones. Have the LLM label it too, or "
                               "leave it out of the human qrels.")
     rest = con.execute("SELECT count(DISTINCT query_id) FROM llm_values WHERE query_id NOT IN "
-                       "(SELECT query_id FROM human_values)").fetchone()[0]
+                       "(SELECT query_id FROM human_values)").fetchall()[0][0]
     if not rest:
         raise SqlmetricsError(f"{llm_name}: every query it labels is human-labelled too, so there is no LLM-only "
                               "query for PPI to add; the human mean (evaluate() with the human qrels) is the "
                               "estimate. Have the LLM label queries the humans did not.")
     for table in ("human_values", "llm_values"):
         empty = con.execute(f"SELECT run, query_id FROM {table} WHERE value IS NULL ORDER BY ALL "
-                            "LIMIT 1").fetchone()
+                            "LIMIT 1").fetchall()
         if empty:
             name = human_name if table == "human_values" else llm_name
-            raise SqlmetricsError(f"{measure} has no value for run {empty[0]!r}, query {empty[1]!r} under the "
+            raise SqlmetricsError(f"{measure} has no value for run {empty[0][0]!r}, query {empty[0][1]!r} under the "
                                   f"{name}: PPI needs a value for every query. Use a measure defined on every query "
                                   "(RR instead of FirstRank).")
 
