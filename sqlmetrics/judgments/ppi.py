@@ -34,11 +34,13 @@ from ..catalogue import parse_all
 from ..embedded import connect
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..evaluation import evaluate
+from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..local.runs import unique_names
 
 COLUMNS = ("run", "baseline", "measure", "n_human", "n_unlabeled", "lambda", "human_mean", "human_low", "human_high",
            "llm_mean", "llm_low", "llm_high", "ppi_mean", "ppi_low", "ppi_high")
+_TYPES = ("VARCHAR",) * 3 + ("BIGINT",) * 2 + ("DOUBLE",) * 10
 
 
 def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, baseline: str | None = None,
@@ -77,16 +79,16 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
         con.register("llm_values", llm.rename_columns(["run", "query_id", "value"]))
         _check_queries(con, llm_name, human_name, call.text)
         rows = con.execute(_SUMS.format(baseline=_lit(baseline or next(iter(named))))).fetchall()
+        from scipy.stats import norm  # lazily: scipy's import is the slowest of the command
+
+        z = float(norm.ppf(1 - alpha / 2))
+        # The rows into Arrow through DuckDB: pyarrow's own pa.array() imports pandas (seconds on a cold start).
+        con.execute(f"CREATE TABLE ppi ({', '.join(f'{_q(c)} {t}' for c, t in zip(COLUMNS, _TYPES))})")
+        con.executemany(f"INSERT INTO ppi VALUES ({', '.join('?' * len(COLUMNS))})",
+                        [_estimates(row, z, call.text) for row in rows])
+        return con.sql("SELECT * FROM ppi").to_arrow_table()
     finally:
         con.close()
-    from scipy.stats import norm  # lazily: scipy's import is the command's slowest
-    import pyarrow as pa
-
-    z = float(norm.ppf(1 - alpha / 2))
-    table = [_estimates(row, z) for row in rows]
-    types = [pa.string()] * 3 + [pa.int64()] * 2 + [pa.float64()] * 10  # typed even when a column is all null
-    return pa.table({c: pa.array([r[i] if i != 2 else call.text for r in table], t)
-                     for i, (c, t) in enumerate(zip(COLUMNS, types))})
 
 
 def _named(runs) -> dict:
@@ -185,8 +187,8 @@ FROM pairs GROUP BY "run", baseline ORDER BY baseline NULLS FIRST, "run"
 """
 
 
-def _estimates(row, z: float) -> tuple:
-    """One row of COLUMNS (the measure's name left to the caller) from the aggregate's row and the normal quantile."""
+def _estimates(row, z: float, measure: str) -> tuple:
+    """One row of COLUMNS from the aggregate's row and the normal quantile."""
     run, baseline, n, big_n, mean_y, var_y, mean_l, var_l, cov, mean_u, var_u, mean_all, var_all, var1_all = row
     denominator = (1 + n / big_n) * var1_all
     lam = min(max(cov / denominator, 0.0), 1.0) if denominator > 0 else 0.0  # constant LLM values: any λ, take 0
@@ -195,5 +197,5 @@ def _estimates(row, z: float) -> tuple:
     rectifier = max(var_y + lam * lam * var_l - 2 * lam * cov, 0.0)
     se = math.sqrt(lam * lam * var_u / big_n + rectifier / n)
     human_se, llm_se = math.sqrt(var_y / n), math.sqrt(var_all / (n + big_n))
-    return (run, baseline, None, n, big_n, lam, mean_y, mean_y - z * human_se, mean_y + z * human_se,
+    return (run, baseline, measure, n, big_n, lam, mean_y, mean_y - z * human_se, mean_y + z * human_se,
             mean_all, mean_all - z * llm_se, mean_all + z * llm_se, estimate, estimate - z * se, estimate + z * se)
