@@ -31,11 +31,11 @@ import warnings
 from pathlib import Path
 
 from ..catalogue import parse_all
-from ..embedded import connect
 from ..errors import SqlmetricsError, SqlmetricsWarning
 from ..evaluation import evaluate
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
+from ..local.connection import connect
 from ..local.runs import unique_names
 
 COLUMNS = ("run", "baseline", "measure", "n_human", "n_unlabeled", "lambda", "human_mean", "human_low", "human_high",
@@ -66,7 +66,7 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
     call, = _one_measure(measure)
     resources = {"memory_limit": memory_limit, "threads": threads, "temp_directory": temp_directory}
     llm_name, human_name = _described(llm_qrels, "LLM qrels"), _described(human_qrels, "human qrels")
-    con = connect()
+    con = connect(memory_limit, threads, temp_directory)  # the per-query values' join and sums
     try:
         # The human labels first: their count is checked before the larger LLM evaluation runs.
         with warnings.catch_warnings():  # that the runs rank queries the humans did not label is PPI's premise
@@ -83,7 +83,7 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
 
         z = float(norm.ppf(1 - alpha / 2))
         # The rows into Arrow through DuckDB: pyarrow's own pa.array() imports pandas (seconds on a cold start).
-        con.execute(f"CREATE TABLE ppi ({', '.join(f'{_q(c)} {t}' for c, t in zip(COLUMNS, _TYPES))})")
+        con.execute(f"CREATE TEMP TABLE ppi ({', '.join(f'{_q(c)} {t}' for c, t in zip(COLUMNS, _TYPES))})")
         con.executemany(f"INSERT INTO ppi VALUES ({', '.join('?' * len(COLUMNS))})",
                         [_estimates(row, z, call.text) for row in rows])
         return con.sql("SELECT * FROM ppi").to_arrow_table()
