@@ -100,3 +100,18 @@ def test_bad_arguments(kwargs, words):
         sqlmetrics.ppi("no_llm.txt", "no_human.txt", {"a": "no_run.txt"}, args.pop("measure"), **args)
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("llm, human, measure, words", [
+    (LLM, _qrels([("é1", "d", 1), ("日本", "d", None)]), "P@1", ["human qrels", "row 2", "'relevance' holds None"]),
+    (_qrels([("é1", "d", 1), ("日本", "d", None), ("😀", "d", 1)]), HUMAN, "P@1",
+     ["with the LLM qrels", "row 2", "'relevance' holds None"]),
+    (LLM, HUMAN, "FirstRank", ["FirstRank has no value", "query '日本'", "RR instead"]),
+    (LLM.slice(0, 0), HUMAN, "P@1", ["LLM qrels"]),
+])
+def test_bad_llm_qrels_and_measures(llm, human, measure, words):
+    with pytest.raises(SqlmetricsError) as e:
+        sqlmetrics.ppi(llm, human, {"a": _run(QUERIES)}, measure)
+    for w in words:
+        assert w in str(e.value), str(e.value)
