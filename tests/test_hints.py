@@ -123,6 +123,9 @@ CASES = [
     ("interleaving", ["log.parquet"]),
     ("clicks", ["log.parquet"]),  # no session column: map it
     ("clicks", ["log.parquet", "--column", "session=user_id", "--model", "cascade", "--iterations", "3"]),
+    ("ppi", ["qrels.txt", "qrels.txt", "run.txt", "-m", "P@1", "--alpha", "2"]),  # refused before reading
+    ("ppi", ["qrels.txt", "qrels.csv", "run.txt", "-m", "P@1"]),  # one human-labelled query
+    ("ppi", ["qrels.txt", "qrels.txt", "run.txt", "-m", "P@1"]),  # no LLM-only query
 ]
 
 
