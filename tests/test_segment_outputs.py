@@ -396,8 +396,11 @@ def hostile(tmp_path_factory) -> dict:
                              "clicked": [1, 0, 0, 1]}), folder / "clicks.parquet")  # NaN and -inf segments
     (folder / "a.run").write_text("q1 Q0 d1 1 2.5 a\nq1 Q0 d2 2 1e-300 a\n")
     (folder / "b.run").write_text("q1 Q0 d2 1 1e300 b\nq1 Q0 d3 2 -0.0 b\n")
+    # ppi's: q1 and q2 human-labelled, q3 the LLM's alone; the runs rank q1 only (every LLM value of b - a is 0)
+    (folder / "llm.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\nq3 0 d3 1\n")
+    (folder / "human.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d9 1\n")
     return {name: str(folder / name) for name in ("ips.parquet", "pbm.parquet", "il.parquet", "clicks.parquet", "a.run",
-                                                  "b.run")}
+                                                  "b.run", "llm.qrels", "human.qrels")}
 
 
 def json_writers(log, stats, hostile) -> dict:
@@ -424,6 +427,8 @@ def json_writers(log, stats, hostile) -> dict:
                              "{out}.json"],
         ("clicks", "jsonl"): ["clicks", hostile["clicks.parquet"], "--model", "sdbn", "--group-by", "market", "-f",
                               "jsonl"],
+        ("ppi", "json"): ["ppi", hostile["llm.qrels"], hostile["human.qrels"], *runs, "-m", "P@1", "-o", "{out}.json"],
+        ("ppi", "jsonl"): ["ppi", hostile["llm.qrels"], hostile["human.qrels"], *runs, "-m", "P@1", "-f", "jsonl"],
     }
 
 
@@ -438,7 +443,8 @@ def test_every_command_writing_json_is_walked(log, tmp_path):
             said = action.help or "" if "--output" in action.option_strings else ""
             found |= {(name, f) for f in ("json", "jsonl") if f in formats or f".{f}," in said or f".{f};" in said}
     assert found == set(json_writers(log, "", {k: "" for k in ("a.run", "b.run", "ips.parquet", "pbm.parquet",
-                                                                  "il.parquet", "clicks.parquet")}))
+                                                                  "il.parquet", "clicks.parquet", "llm.qrels",
+                                                                  "human.qrels")}))
 
 
 STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
@@ -449,7 +455,7 @@ STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
         ("eval", "json"), ("eval", "jsonl"), ("compare", "json"), ("compare", "jsonl"), ("decide", "json"),
         ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
         ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl"),
-        ("clicks", "json"), ("clicks", "jsonl")]])
+        ("clicks", "json"), ("clicks", "jsonl"), ("ppi", "json"), ("ppi", "jsonl")]])
 def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, tmp_path, request):
     """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
     not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and
