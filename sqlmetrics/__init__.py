@@ -15,12 +15,13 @@ _LAZY = {
     "render_compare": ".stats", "propensities": ".clicks", "render_clicks": ".clicks",
     "agreement": ".judgments", "ranking_agreement": ".judgments",
     "pool": ".judgments.pools", "holes": ".judgments.pools", "render_pool": ".judgments.pools",
+    "render_compare": ".stats", "propensities": ".clicks", "render_clicks": ".clicks", "ppi": ".judgments.ppi",
 }
 
 __all__ = ["evaluate", "evaluate_on", "fuse", "optimize_fusion", "render", "Results", "compare", "Report", "ips",
            "pbm_ips", "render_compare", "decide", "fit_clicks", "propensities", "render_clicks",
-           "interleaving", "agreement", "ranking_agreement", "pool", "holes", "render_pool", "SqlmetricsError",
-           "SqlmetricsWarning"]
+           "interleaving", "agreement", "ranking_agreement", "pool", "holes", "render_pool", "ppi",
+           "SqlmetricsError", "SqlmetricsWarning"]
 __version__ = "0.1.0"
 
 

@@ -52,11 +52,12 @@ COUNTERFACTUAL_CMD = "counterfactual"  # `sqlmetrics ips` and `sqlmetrics interl
 FUSE_CMD = "fuse"  # `sqlmetrics fuse`
 CLICKS, CLICKS_CMD = "fit_clicks", "clicks"  # a click model fitted to a log (sqlmetrics.clicks), and its command
 AGREEMENT_CMD = "agreement"  # `sqlmetrics agreement`: two judgment sets compared (sqlmetrics.judgments)
+PPI_CMD = "ppi"  # `sqlmetrics ppi`: prediction-powered inference over LLM qrels (sqlmetrics.judgments.ppi)
 REPORT = "report"  # the HTML report: stats.html.build_report() and `sqlmetrics report`
 _EVERYWHERE = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _LOCAL = frozenset({EVALUATE, COMPARE, EVAL_CMD, COMPARE_CMD, REPORT})
 # DuckDB's resources: every command that opens a DuckDB database for its work
-_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD, CLICKS, CLICKS_CMD, AGREEMENT_CMD}
+_RESOURCES = _LOCAL | {COUNTERFACTUAL_CMD, FUSE_CMD, CONVERT_CMD, CLICKS, CLICKS_CMD, AGREEMENT_CMD, PPI_CMD}
 _CLICKS = frozenset({CLICKS, CLICKS_CMD})
 _LOGS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
 _COMPARING = frozenset({COMPARE, COMPARE_CMD, DEMO_CMD, REPORT})
@@ -349,7 +350,7 @@ def options_table() -> str:
     for o in OPTIONS:
         flag = "/".join(f"`{f}`" for f in o.cli_flags) + (f" {o.metavar}" if o.metavar else "")
         commands = {EVAL_CMD, COMPARE_CMD, DEMO_CMD, SQL_CMD, CONVERT_CMD, DECIDE_CMD, COUNTERFACTUAL_CMD, FUSE_CMD,
-                    CLICKS_CMD, AGREEMENT_CMD}
+                    CLICKS_CMD, AGREEMENT_CMD, PPI_CMD}
         if not o.takers & commands or o.kind == "object":
             flag = "–"
         choices = f" ({', '.join(repr(c) for c in o.choices if c is not None)})" if o.choices else ""

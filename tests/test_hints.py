@@ -130,6 +130,9 @@ CASES = [
     ("pool", ["noquery.csv", "--depth", "3"]),
     ("holes", ["qrels.txt", "run.txt", "-m", "Novelty"]),
     ("holes", ["qrels.txt", "empty.txt", "-m", "P@10"]),
+    ("ppi", ["qrels.txt", "qrels.txt", "run.txt", "-m", "P@1", "--alpha", "2"]),  # refused before reading
+    ("ppi", ["qrels.txt", "qrels.csv", "run.txt", "-m", "P@1"]),  # one human-labelled query
+    ("ppi", ["qrels.txt", "qrels.txt", "run.txt", "-m", "P@1"]),  # no LLM-only query
 ]
 
 

@@ -400,11 +400,14 @@ def hostile(tmp_path_factory) -> dict:
     (folder / "a.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 0\nq2 0 d2 1\n")
     (folder / "b.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\nq2 0 d2 1\n")
     (folder / "qrels.txt").write_text("q1 0 d2 1\nq1 0 d3 -1\nq2 0 d1 1\n")  # for pool and holes: q2 in no run
+    # ppi's: q1 and q2 human-labelled, q3 the LLM's alone; the runs rank q1 only (every LLM value of b - a is 0)
+    (folder / "llm.qrels").write_text("q1 0 d1 1\nq1 0 d2 1\nq2 0 d1 1\nq3 0 d3 1\n")
+    (folder / "human.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d9 1\n")
     return {name: str(folder / name) for name in HOSTILE_FILES}
 
 
 HOSTILE_FILES = ("ips.parquet", "pbm.parquet", "il.parquet", "clicks.parquet", "a.run", "b.run", "a.qrels", "b.qrels",
-                 "qrels.txt")
+                 "qrels.txt", "llm.qrels", "human.qrels")
 
 
 def json_writers(log, stats, hostile) -> dict:
@@ -437,6 +440,8 @@ def json_writers(log, stats, hostile) -> dict:
         ("pool", "jsonl"): ["pool", *runs, "--depth", "2", "--topics", "-o", "{out}.jsonl"],
         ("holes", "json"): ["holes", hostile["qrels.txt"], *runs, "-m", "P@2", "-m", "RR", "--depth", "2", "-f", "json"],
         ("holes", "jsonl"): ["holes", hostile["qrels.txt"], *runs, "-m", "P@2", "-q", "-o", "{out}.jsonl"],
+        ("ppi", "json"): ["ppi", hostile["llm.qrels"], hostile["human.qrels"], *runs, "-m", "P@1", "-o", "{out}.json"],
+        ("ppi", "jsonl"): ["ppi", hostile["llm.qrels"], hostile["human.qrels"], *runs, "-m", "P@1", "-f", "jsonl"],
     }
 
 
@@ -462,7 +467,7 @@ STRICT_FAST = {("eval", "json"), ("eval", "jsonl"), ("ips", "json")}
         ("decide", "jsonl"), ("demo", "json"), ("demo", "jsonl"), ("list", "json"), ("ips", "json"),
         ("pbm-ips", "json"), ("interleaving", "json"), ("fuse", "json"), ("fuse", "jsonl"), ("convert", "jsonl"),
         ("clicks", "json"), ("clicks", "jsonl"), ("agreement", "json"), ("agreement", "jsonl"), ("pool", "json"),
-        ("pool", "jsonl"), ("holes", "json"), ("holes", "jsonl")]])
+        ("pool", "jsonl"), ("holes", "json"), ("holes", "jsonl"), ("ppi", "json"), ("ppi", "jsonl")]])
 def test_every_json_the_commands_write_is_strict(writer, log, hostile, capsys, tmp_path, request):
     """Each command's JSON on input holding NaN and -inf (a segment column; compare's statistics of lists that do
     not vary; ips's SNIPS when the rankers never agree) loads under a parser that refuses NaN and Infinity, and

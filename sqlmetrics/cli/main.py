@@ -14,6 +14,7 @@ module per subcommand. `sqlmetrics` alone prints the help and exits 0 (it asked 
     sqlmetrics agreement human.qrels llm.qrels --per-query   (how far two judgment sets agree: κ, α)
     sqlmetrics pool bm25.run dense.run --depth 10 --qrels qrels.txt -o next.qrels   (the documents to judge next)
     sqlmetrics holes qrels.txt bm25.run dense.run -m P@10   (values with unjudged non-relevant and condensed)
+    sqlmetrics ppi llm_qrels.txt human_qrels.txt a.run b.run -m nDCG@10   (a mean over LLM labels, corrected by humans')
 
 Exit status: 0 on success, 2 on bad usage or bad input (one paragraph on stderr, no traceback unless
 --debug), 1 on an internal error, 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, after the same clean-up as
@@ -47,7 +48,7 @@ from .common import UsageError, check_output, remove, write_output
 COMMANDS = {"eval": "evaluate", "compare": "compare", "report": "report", "fuse": "fuse", "list": "listing",
             "demo": "demo", "sql": "sql", "decide": "decide", "trec_eval": "trec_eval", "convert": "convert",
             "ips": "counterfactual", "pbm-ips": "counterfactual", "interleaving": "counterfactual",
-            "clicks": "clicks", "agreement": "agreement", "pool": "pools", "holes": "pools"}
+            "clicks": "clicks", "agreement": "agreement", "pool": "pools", "holes": "pools", "ppi": "ppi"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
