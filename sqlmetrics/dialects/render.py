@@ -21,7 +21,7 @@ from ..identifiers import column_identifier, table_reference
 from ..options import ITEM_ROLES, RENDER, VERDICT_COLUMNS, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
-from ..statement import Embeddings, Shape, Source, build_statement, check_subtopics
+from ..statement import Embeddings, Nuggets, Shape, Source, build_statement, check_subtopics
 from .info import DIALECTS, UNNEST_DIALECTS, DialectInfo, dialect_info
 
 # The engines whose arrays the RAG embeddings and the item feature vectors are read as (UNNEST ... WITH
@@ -293,6 +293,17 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
                                         **{r: column_identifier(r, d, fold)
                                            for r in ("generated", "noncommittal", *vector)}}),
                                 form)
+    nuggets = None
+    if o.nuggets is not None and o.assignments is not None:
+        # The topics' nuggets and the runs' assignments: the qrels' query column and fixed names (the weight is
+        # the importance's: vital 1, okay 0.5). A run's assignments are its run_name's, or, one run, its table's name.
+        query = column_identifier(qrels_map["query_id"], d, fold)
+        nuggets = Nuggets(Source(table_reference(o.nuggets, d, fold),
+                                 {"query_id": query, **{r: column_identifier(r, d, fold) for r in ("nugget", "importance")}}),
+                          Source(table_reference(o.assignments, d, fold),
+                                 {"query_id": query.copy(), "run_name": column_identifier("run", d, fold),
+                                  **{r: column_identifier(r, d, fold) for r in ("nugget", "assignment")}}),
+                          None if options.run_key else run_source.table.name)
     items = None
     if o.items is not None:  # the item features: the qrels' item column, and the long form unless columns= says
         features = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES} or \
@@ -306,7 +317,7 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     plan = plan_measures(calls, o.relevance_level)
     _check_greedy_depth(plan, info, calls)
     tree = build_statement(plan, qrels_source, run_source, options, per_query,
-                           history=history, items=items, verdicts=verdicts, embeddings=embeddings)
+                           history=history, items=items, verdicts=verdicts, embeddings=embeddings, nuggets=nuggets)
     return portable(tree, info, options, calls, per_query), calls
 
 
