@@ -10,4 +10,4 @@
 -- note: q1: n1, n2, n3 supported at all, 3/4; q2: m1, 1/2; the mean 5/8.
 -- note: A nugget of the topic that the run's assignments do not list counts as not_support. A list whose query
 --   has no nuggets has no value.
-AVG(CASE WHEN support > 0 THEN 1.0 ELSE 0.0 END)
+AVG(any_support)

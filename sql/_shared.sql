@@ -106,6 +106,7 @@
 --   weight         the nugget's weight: the nuggets' weight column, else 1 for vital and 0.5 for okay
 --   support        1 (support), 0.5 (partial_support) or 0 (not_support)
 --   strict_support 1 (support) or 0 (partial_support, not_support)
+--   any_support    1 (support, partial_support) or 0 (not_support)
 --
 -- Item rows (templates with `rows: items`, per list: statement/ builds them). One row per ranked item of the
 -- list, with rnk and is_rel (1 when its grade reaches the relevance level), and the cosine similarities of

@@ -27,7 +27,10 @@ FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_RO
 VERDICT_COLUMNS = ("statement_of", "verdict")
 # The item features' columns (items=): a list of numbers (vector), a category, or one row per dimension (long form).
 ITEM_ROLES = ("vector", "category", "dimension", "value")
-ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE, *ITEM_ROLES)
+# The nugget inputs' columns beside the topic (nuggets=: nugget, importance, weight; assignments=: run, nugget,
+# assignment), found by name or mapped by columns=.
+NUGGET_ROLES = ("nugget", "importance", "weight", "run", "assignment")
+ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE, *ITEM_ROLES, *NUGGET_ROLES)
 
 TESTS = {
     "student": "paired Student's t-test",

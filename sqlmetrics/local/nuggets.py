@@ -8,6 +8,7 @@ from ..catalogue.templates import ASSIGNMENTS, IMPORTANCES
 from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
+from ..options import NUGGET_ROLES
 from ..statement import Nuggets
 from .checks import empty
 from .readers import Loaded, load
@@ -17,15 +18,17 @@ from .sources import _source
 
 
 def load_nuggets(con, o, qrels_columns: dict, inputs: list) -> tuple[Loaded, Loaded]:
-    """nuggets= and assignments=, checked: the topic found as the qrels' query is (columns=, a known name)."""
+    """nuggets= and assignments=, checked: the topic found as the qrels' query is (columns=, a known name), the other
+    columns by name or columns=."""
     if o.nuggets is None or o.assignments is None:
         raise SqlmetricsError(f"{'assignments=' if o.assignments is None else 'nuggets='} is missing: the nugget "
                               "measures read both nuggets= (the topics' nuggets) and assignments= (the runs' support "
                               "of them).")
     query = {"query_id": qrels_columns["query_id"]} if "query_id" in qrels_columns else {}
-    n = load(con, o.nuggets, "nuggets", query)
+    mapped = {**{r: c for r, c in (o.columns or {}).items() if r in NUGGET_ROLES}, **query}
+    n = load(con, o.nuggets, "nuggets", mapped)
     inputs.append(n)
-    a = load(con, o.assignments, "assignments", query)
+    a = load(con, o.assignments, "assignments", mapped)
     inputs.append(a)
     _check_nuggets(con, n)
     _check_assignments(con, a, n)

@@ -43,12 +43,14 @@ def check_nuggets(plan: Plan, options: Shape, nuggets: Nuggets | None) -> None:
         raise ValueError("a run's assignments need its name")  # a caller's bug: evaluate() and render() give it
 
 
-# Every nugget of a topic, for every run the assignments name, with that run's assignment of it (none: not_support).
+# Every nugget of a topic, for every run the assignments name, with that run's assignment of it (none: not_support);
+# the values as doubles, so that no engine averages them as decimals of a few digits.
 _NUGGET_ROWS = (
     "SELECT r.run_name, n.query_id, n.nugget, CASE WHEN n.importance = 'vital' THEN 1 ELSE 0 END AS vital, "
-    "COALESCE(n.weight, CASE WHEN n.importance = 'vital' THEN 1.0 ELSE 0.5 END) AS weight, "
+    "CAST(COALESCE(n.weight, CASE WHEN n.importance = 'vital' THEN 1.0 ELSE 0.5 END) AS DOUBLE) AS weight, "
     "CAST(CASE a.assignment WHEN 'support' THEN 1.0 WHEN 'partial_support' THEN 0.5 ELSE 0.0 END AS DOUBLE) AS support, "
-    "CAST(CASE a.assignment WHEN 'support' THEN 1.0 ELSE 0.0 END AS DOUBLE) AS strict_support "
+    "CAST(CASE a.assignment WHEN 'support' THEN 1.0 ELSE 0.0 END AS DOUBLE) AS strict_support, "
+    "CAST(CASE WHEN a.assignment IN ('support', 'partial_support') THEN 1.0 ELSE 0.0 END AS DOUBLE) AS any_support "
     "FROM nugget_input AS n CROSS JOIN (SELECT DISTINCT run_name FROM assignment_input) AS r "
     "LEFT JOIN assignment_input AS a ON a.run_name = r.run_name AND a.query_id = n.query_id AND a.nugget = n.nugget")
 
