@@ -17,6 +17,9 @@ from .runs import run_name
 from .sources import _source
 
 
+MAX_WEIGHT = 1e300  # a topic's weights summed stay finite
+
+
 def load_nuggets(con, o, qrels_columns: dict, inputs: list) -> tuple[Loaded, Loaded]:
     """nuggets= and assignments=, checked: the topic found as the qrels' query is (columns=, a known name), the other
     columns by name or columns=."""
@@ -78,12 +81,12 @@ def _check_nuggets(con, n: Loaded) -> None:
     _refuse_label(con, n, "importance", IMPORTANCES)
     if "weight" in n.columns:
         w = f"TRY_CAST({_q(n.columns['weight'])} AS DOUBLE)"
-        found = _first(con, n, f"{w} IS NULL OR NOT isfinite({w}) OR {w} <= 0",
+        found = _first(con, n, f"{w} IS NULL OR NOT isfinite({w}) OR {w} <= 0 OR {w} > {MAX_WEIGHT!r}",
                        f"CAST({_q(n.columns['weight'])} AS VARCHAR)")
         if found:
             shown = n.missing_as.get(n.columns["weight"], "None") if found[1] is None else repr(found[1])
             raise SqlmetricsError(f"{n.at(found[0])}: the weight (column {n.columns['weight']!r}) is {shown}; a "
-                                  "nugget's weight is a positive finite number. Fix the row, or drop the column to "
+                                  "nugget's weight is a positive number up to 1e300 (their sum stays finite). Fix the row, or drop the column to "
                                   "weigh vital nuggets 1 and okay ones 0.5.")
     _refuse_repeats(con, n, ("query_id", "nugget"), "the same nugget of a topic")
 
@@ -99,9 +102,9 @@ def _check_assignments(con, a: Loaded, n: Loaded) -> None:
     if found:
         raise SqlmetricsError(f"{a.at(found[0])}: topic {found[1]!r} has no nuggets in {n.label}; a topic without "
                               "nuggets cannot be scored. Add its nuggets, or drop its assignments.")
-    known = f"SELECT 1 FROM {n.view} WHERE CAST({_q(n.columns['query_id'])} AS VARCHAR) = {topic} " \
-            f"AND CAST({_q(n.columns['nugget'])} AS VARCHAR) = {nugget}"
-    found = _first(con, a, f"NOT EXISTS ({known})", f"{topic} || ' / ' || {nugget}")
+    pairs = f"SELECT CAST({_q(n.columns['query_id'])} AS VARCHAR), CAST({_q(n.columns['nugget'])} AS VARCHAR) " \
+            f"FROM {n.view}"
+    found = _first(con, a, f"({topic}, {nugget}) NOT IN ({pairs})", f"{topic} || ' / ' || {nugget}")
     if found:
         raise SqlmetricsError(f"{a.at(found[0])}: nugget {found[1]!r} (topic / nugget) is not in {n.label}. Assign "
                               "only the topic's nuggets: fix the nugget id, or add the nugget.")
@@ -153,6 +156,9 @@ def stand_ins(con, n: Loaded, a: Loaded) -> tuple[Loaded, list]:
                 f"ORDER BY doc_id) AS score FROM {qrels}")
     roles = {"query_id": "query_id", "doc_id": "doc_id"}
     q = Loaded(qrels, {**roles, "relevance": "relevance"}, f"the topics of {n.label}", "row", _numbered(qrels, 0))
+    names = assigned_runs(con, a)
+    if not names:
+        raise SqlmetricsError(f"{a.label}: has no rows, so no run to score. Give each run's assignments.")
     runs = [(name, Loaded(run, {**roles, "score": "score"}, f"run {name!r} (the topics of {n.label})", "row",
-                          _numbered(run, 0))) for name in assigned_runs(con, a)]
+                          _numbered(run, 0))) for name in names]
     return q, runs

@@ -1,0 +1,111 @@
+"""The nugget measures (nuggets=, assignments=): hand-computed values beside a ranking measure, by run name; alone
+(the nuggets' topics, one column per run assigned); compare, report and the command line over them; and hostile
+inputs, each refused naming the table, the row and what to do. The values against nuggetizer and random tables:
+test_fuzz_nuggets.py (slow); the templates' own examples: test_catalogue.py."""
+import math
+
+import pyarrow as pa
+import pytest
+
+import sqlmetrics
+from sqlmetrics import SqlmetricsError
+from sqlmetrics.cli.main import main
+
+# t1: vital n1, okay n2; t2: okay m1 only (no vital nugget).
+NUGGETS = {"topic": ["t1", "t1", "t2"], "nugget_id": ["n1", "n2", "m1"], "importance": ["vital", "okay", "okay"]}
+# A supports n1 and partially m1 (n2 unlisted: not_support); B partially supports n1 and n2, fully m1.
+ASSIGNMENTS = {"topic": ["t1", "t2", "t1", "t1", "t2"], "run": ["A", "A", "B", "B", "B"],
+               "nugget_id": ["n1", "m1", "n1", "n2", "m1"],
+               "assignment": ["support", "partial_support", "partial_support", "partial_support", "support"]}
+
+
+def _tables(nuggets=None, assignments=None):
+    return pa.table({**NUGGETS, **(nuggets or {})}), pa.table({**ASSIGNMENTS, **(assignments or {})})
+
+
+def test_beside_a_ranking_measure_each_run_by_its_name():
+    n, a = _tables()
+    qrels = {"t1": {"d1": 1}, "t2": {"d1": 1}}
+    runs = {"B": {"t1": {"d1": 1.0}, "t2": {"d2": 1.0}}, "A": {"t1": {"d1": 1.0}, "t2": {"d1": 1.0}}}
+    r = sqlmetrics.evaluate(qrels, runs, ["P@1", "NuggetAll", "NuggetVital", "NuggetWeightedStrict"],
+                            nuggets=n, assignments=a)
+    # A: All t1 (1 + 0)/2 = 1/2, t2 0.5/1 -> mean 1/2; Vital t1 1/1 = 1, t2 none: 0 -> 1/2;
+    #    WeightedStrict t1 (1*1 + 0.5*0)/1.5 = 2/3, t2 0 -> 1/3.
+    # B: All t1 (0.5 + 0.5)/2 = 1/2, t2 1 -> 3/4; Vital t1 0.5, t2 0 -> 1/4; WeightedStrict t1 0, t2 1 -> 1/2.
+    want = {"A": (1.0, 0.5, 0.5, 1 / 3), "B": (0.5, 0.75, 0.25, 0.5)}
+    for run, values in want.items():
+        got = r.aggregate[run]
+        assert [got[m] for m in ("P@1", "NuggetAll", "NuggetVital", "NuggetWeightedStrict")] == pytest.approx(values,
+                                                                                                            abs=1e-12)
+
+
+def test_alone_compare_and_the_command_line(tmp_path, capsys):
+    n, a = _tables()
+    r = sqlmetrics.evaluate(measures=["NuggetRecall"], nuggets=n, assignments=a)
+    # A: t1 1/2, t2 1 -> 3/4; B: t1 1, t2 1 -> 1.
+    assert r.aggregate == {"A": {"NuggetRecall": 0.75}, "B": {"NuggetRecall": 1.0}}
+    report = sqlmetrics.compare(None, None, ["NuggetAll"], nuggets=n, assignments=a)
+    assert "NuggetAll" in str(report) and "B" in str(report)
+    nuggets, assignments = tmp_path / "n.csv", tmp_path / "a.csv"
+    nuggets.write_text("qid,nugget,importance\nt1,n1,vital\nt1,n2,okay\nt2,m1,okay\n")
+    assignments.write_text("qid,run,nugget,assignment\nt1,A,n1,support\nt2,A,m1,partial_support\n")
+    assert main(["eval", "--nuggets", str(nuggets), "--assignments", str(assignments), "-m", "NuggetAll", "-f",
+                 "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "A,,0.5"  # the run's mean: (1/2 + 1/2) / 2
+
+
+HOSTILE = [
+    ({}, {"assignment": ["support", "Support", "support", "support", "support"]},
+     "assignments (Arrow table), row 2: the assignment (column 'assignment') is 'Support'; it is one of 'support', "
+     "'partial_support', 'not_support'"),
+    ({"importance": ["vital", "high", "okay"]}, {}, "nuggets (Arrow table), row 2: the importance"),
+    ({}, {"nugget_id": ["n1", "m1", "n1", "n1", "m1"]},
+     "assignments (Arrow table), rows 3 and 4: one run's answer is assigned the same nugget twice (query_id 't1', "
+     "run 'B', nugget 'n1')"),
+    ({}, {"nugget_id": ["n1", "m1", "n1", "n9", "m1"]}, "row 4: nugget 't1 / n9' (topic / nugget) is not in nuggets"),
+    ({}, {"topic": ["t1", "t2", "t1", "t1", "t9"]}, "row 5: topic 't9' has no nuggets in nuggets (Arrow table)"),
+    ({"topic": ["t1", None, "t2"]}, {}, "nuggets (Arrow table), row 2: the query_id (column 'topic') is empty"),
+    ({}, {"assignment": [None, "support", "support", "support", "support"]}, "row 1: the assignment (column "),
+    ({"weight": [1.0, 0.0, 2.0]}, {}, "nuggets (Arrow table), row 2: the weight (column 'weight') is '0.0'"),
+    ({"weight": [1.0, math.nan, 2.0]}, {}, "row 2: the weight (column 'weight') is 'nan'"),
+    ({"weight": [1.0, 1e308, 2.0]}, {}, "row 2: the weight"),
+    ({"nugget_id": ["n1", "n1", "m1"]}, {}, "nuggets (Arrow table), rows 1 and 2: the same nugget of a topic twice"),
+]
+
+
+@pytest.mark.parametrize("nuggets, assignments, said", HOSTILE)
+def test_hostile_inputs_are_named(nuggets, assignments, said):
+    n, a = _tables(nuggets, assignments)
+    with pytest.raises(SqlmetricsError) as e:
+        sqlmetrics.evaluate(measures=["NuggetAll"], nuggets=n, assignments=a)
+    assert said in str(e.value)
+
+
+def test_a_run_the_assignments_do_not_name_and_missing_inputs():
+    n, a = _tables()
+    qrels, run = {"t1": {"d1": 1}}, {"t1": {"d1": 1.0}}
+    with pytest.raises(SqlmetricsError, match=r"has no rows of run 'a' \(its runs: 'A', 'B'\)"):
+        sqlmetrics.evaluate(qrels, {"a": run}, ["NuggetAll"], nuggets=n, assignments=a)
+    with pytest.raises(SqlmetricsError, match="names 2 runs .* run=\\{name: run\\}"):
+        sqlmetrics.evaluate(qrels, run, ["NuggetAll"], nuggets=n, assignments=a)
+    with pytest.raises(SqlmetricsError, match="assignments= is missing"):
+        sqlmetrics.evaluate(qrels, run, ["NuggetAll"], nuggets=n)
+    with pytest.raises(SqlmetricsError, match="nDCG@10 ranks documents"):
+        sqlmetrics.evaluate(measures=["nDCG@10"], nuggets=n, assignments=a)
+
+
+def test_awkward_column_names_and_unicode_ids():
+    """The topic column mapped by columns= (a space, a semicolon, a quote), the others by columns= too; unicode ids;
+    one importance only (no vital nugget: Vital is 0)."""
+    n = pa.table({"tópico; \"id\"": ["é1", "é1"], "Nugget Id": ["ν1", "ν2"], "imp": ["okay", "okay"]})
+    a = pa.table({"tópico; \"id\"": ["é1"], "system": ["ß"], "Nugget Id": ["ν2"], "label": ["support"]})
+    columns = {"query_id": "tópico; \"id\"", "nugget": "Nugget Id", "importance": "imp", "run": "system",
+               "assignment": "label"}
+    r = sqlmetrics.evaluate(measures=["NuggetAll", "NuggetVital"], nuggets=n, assignments=a, columns=columns)
+    assert r.aggregate == {"ß": {"NuggetAll": 0.5, "NuggetVital": 0.0}}
+
+
+def test_rendered_for_postgres_by_run_name():
+    sql = sqlmetrics.render(["NuggetVitalStrict", "nDCG@10"], "postgres", qrels="qrels", run="runs",
+                            columns={"run_name": "tag"}, nuggets="nuggets", assignments="assignments")
+    assert "nugget_values" in sql and "DOUBLE PRECISION" in sql
