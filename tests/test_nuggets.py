@@ -10,6 +10,7 @@ import pytest
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli.main import main
+from sqlmetrics.stats.html import build_report
 
 # t1: vital n1, okay n2; t2: okay m1 only (no vital nugget).
 NUGGETS = {"topic": ["t1", "t1", "t2"], "nugget_id": ["n1", "n2", "m1"], "importance": ["vital", "okay", "okay"]}
@@ -23,6 +24,7 @@ def _tables(nuggets=None, assignments=None):
     return pa.table({**NUGGETS, **(nuggets or {})}), pa.table({**ASSIGNMENTS, **(assignments or {})})
 
 
+@pytest.mark.slow  # a ranking measure's statement beside the nuggets' (~0.3 s); the catalogue's examples are fast
 def test_beside_a_ranking_measure_each_run_by_its_name():
     n, a = _tables()
     qrels = {"t1": {"d1": 1}, "t2": {"d1": 1}}
@@ -94,6 +96,7 @@ def test_a_run_the_assignments_do_not_name_and_missing_inputs():
         sqlmetrics.evaluate(measures=["nDCG@10"], nuggets=n, assignments=a)
 
 
+@pytest.mark.slow  # one more statement; the hostile cases below are the fast tier's
 def test_awkward_column_names_and_unicode_ids():
     """The topic column mapped by columns= (a space, a semicolon, a quote), the others by columns= too; unicode ids;
     one importance only (no vital nugget: Vital is 0)."""
@@ -105,7 +108,17 @@ def test_awkward_column_names_and_unicode_ids():
     assert r.aggregate == {"ß": {"NuggetAll": 0.5, "NuggetVital": 0.0}}
 
 
+@pytest.mark.slow  # rendering a whole statement with sqlglot (~0.5 s); test_engines runs it on every engine
 def test_rendered_for_postgres_by_run_name():
     sql = sqlmetrics.render(["NuggetVitalStrict", "nDCG@10"], "postgres", qrels="qrels", run="runs",
                             columns={"run_name": "tag"}, nuggets="nuggets", assignments="assignments")
     assert "nugget_values" in sql and "DOUBLE PRECISION" in sql
+
+
+@pytest.mark.slow  # the HTML report evaluates its curves too (~1 s)
+def test_report_draws_the_nugget_measures():
+    n, a = _tables()
+    qrels = {"t1": {"d1": 1}, "t2": {"d1": 1}}
+    runs = {"A": {"t1": {"d1": 1.0}, "t2": {"d1": 1.0}}, "B": {"t1": {"d1": 1.0}, "t2": {"d2": 1.0}}}
+    page = build_report(qrels, runs, ["nDCG@10", "NuggetVitalStrict"], nuggets=n, assignments=a)
+    assert "NuggetVitalStrict" in page.to_html()
