@@ -39,6 +39,10 @@ def test_beside_a_ranking_measure_each_run_by_its_name():
         got = r.aggregate[run]
         assert [got[m] for m in ("P@1", "NuggetAll", "NuggetVital", "NuggetWeightedStrict")] == pytest.approx(values,
                                                                                                             abs=1e-12)
+    with pytest.warns(UserWarning, match=r"no nuggets for 1 judged query \('t7'\)"):
+        r = sqlmetrics.evaluate({"t1": {"d1": 1}, "t7": {"d1": 1}}, {"A": {"t1": {"d1": 1.0}, "t7": {"d1": 1.0}}},
+                                ["NuggetAll"], nuggets=n, assignments=a)
+    assert r.aggregate["A"]["NuggetAll"] == 0.5  # t1 alone: (1 + 0) / 2; t7 has no value
 
 
 def test_alone_compare_and_the_command_line(tmp_path, capsys):

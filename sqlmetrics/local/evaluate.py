@@ -22,7 +22,7 @@ from .collect import _check_finite, _collect, _keep_in_range, fetch_arrow
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
 from .inputs import _load_qrels, _other_inputs, warn_outside_catalogue
 from .job import _Job, _prepare, _table_columns
-from .nuggets import load_nuggets, nugget_source, runs_assigned, stand_ins
+from .nuggets import load_nuggets, nugget_source, runs_assigned, stand_ins, warn_without_nuggets
 from .readers.loaded import _first_line, own_names
 from .runs import _check_runs, _is_run_dict, _load_runs, _named_ranx, _warn
 from .sources import _each_run_source, _fused_runs, _run_source, _source
@@ -77,6 +77,8 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress, trec_grades) -
         else:
             q = None if job.labels else _load_qrels(con, qrels, qrels_columns, job.group_roles, o, inputs, step)
             runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
+            if nugget_inputs:
+                warn_without_nuggets(con, q, nugget_inputs[0])
         others = _other_inputs(con, o, qrels_columns, inputs, q, job.calls)  # history, verdicts, embeddings, items
         # Each run's nugget values are its own assignments', taken by its name there.
         assigned = runs_assigned(con, nugget_inputs[1], runs, run) if nugget_inputs else [None] * len(runs)

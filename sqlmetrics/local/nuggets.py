@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..catalogue.templates import ASSIGNMENTS, IMPORTANCES
-from ..errors import SqlmetricsError
+from ..errors import SqlmetricsError, warn
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..options import NUGGET_ROLES
@@ -108,6 +108,20 @@ def _check_assignments(con, a: Loaded, n: Loaded) -> None:
     if found:
         raise SqlmetricsError(f"{a.at(found[0])}: nugget {found[1]!r} (topic / nugget) is not in {n.label}. Assign "
                               "only the topic's nuggets: fix the nugget id, or add the nugget.")
+
+
+def warn_without_nuggets(con, q: Loaded | None, n: Loaded) -> None:
+    """The judged queries the nuggets table has no topic for: their nugget values are empty (NULL), left out of the
+    mean; say so, as a run's missing queries are."""
+    if q is None:
+        return
+    judged = f"SELECT DISTINCT CAST({_q(q.columns['query_id'])} AS VARCHAR) AS id FROM {q.view}"
+    topics = f"SELECT CAST({_q(n.columns['query_id'])} AS VARCHAR) FROM {n.view}"
+    missing = [r[0] for r in con.execute(f"SELECT id FROM ({judged}) WHERE id NOT IN ({topics}) ORDER BY id").fetchall()]
+    if missing:
+        warn(f"{n.label} has no nuggets for {len(missing)} judged quer{'y' if len(missing) == 1 else 'ies'} "
+             f"({', '.join(map(repr, missing[:5]))}{', ...' if len(missing) > 5 else ''}): their nugget measures are "
+             "empty (NULL), left out of the mean. Ids are compared exactly, case included.")
 
 
 def assigned_runs(con, a: Loaded) -> list:
