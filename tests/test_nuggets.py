@@ -2,6 +2,7 @@
 (the nuggets' topics, one column per run assigned); compare, report and the command line over them; and hostile
 inputs, each refused naming the table, the row and what to do. The values against nuggetizer and random tables:
 test_fuzz_nuggets.py (slow); the templates' own examples: test_catalogue.py."""
+import csv
 import math
 
 import pyarrow as pa
@@ -50,14 +51,18 @@ def test_alone_compare_and_the_command_line(tmp_path, capsys):
     r = sqlmetrics.evaluate(measures=["NuggetRecall"], nuggets=n, assignments=a)
     # A: t1 1/2, t2 1 -> 3/4; B: t1 1, t2 1 -> 1.
     assert r.aggregate == {"A": {"NuggetRecall": 0.75}, "B": {"NuggetRecall": 1.0}}
-    report = sqlmetrics.compare(None, None, ["NuggetAll"], nuggets=n, assignments=a)
-    assert "NuggetAll" in str(report) and "B" in str(report)
     nuggets, assignments = tmp_path / "n.csv", tmp_path / "a.csv"
     nuggets.write_text("qid,nugget,importance\nt1,n1,vital\nt1,n2,okay\nt2,m1,okay\n")
-    assignments.write_text("qid,run,nugget,assignment\nt1,A,n1,support\nt2,A,m1,partial_support\n")
+    assignments.write_text("qid,run,nugget,assignment\nt1,A,n1,support\nt2,A,m1,partial_support\n"
+                           "t1,B,n2,support\nt2,B,m1,support\n")
     assert main(["eval", "--nuggets", str(nuggets), "--assignments", str(assignments), "-m", "NuggetAll", "-f",
                  "csv"]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == "A,,0.5"  # the run's mean: (1/2 + 1/2) / 2
+    # A: t1 (1 + 0) / 2, t2 0.5 -> 1/2; B: t1 (0 + 1) / 2, t2 1 -> 3/4
+    assert capsys.readouterr().out.splitlines()[1:3] == ["A,,0.5", "B,,0.75"]
+    assert main(["compare", "--nuggets", str(nuggets), "--assignments", str(assignments), "-m", "NuggetAll", "-f",
+                 "csv"]) == 0  # compare() over the runs the assignments name: B against A
+    pair = next(csv.reader(capsys.readouterr().out.splitlines()[1:2]))
+    assert pair[:3] == ["NuggetAll", "B", "A"] and [float(v) for v in pair[3:6]] == pytest.approx([0.75, 0.5, 0.25])
 
 
 HOSTILE = [
