@@ -11,6 +11,7 @@ import pytest
 import sqlmetrics
 from sqlmetrics import SqlmetricsError
 from sqlmetrics.cli.main import main
+from sqlmetrics.demo import make_nuggets
 from sqlmetrics.stats.html import build_report
 
 # t1: vital n1, okay n2; t2: okay m1 only (no vital nugget).
@@ -131,3 +132,13 @@ def test_report_draws_the_nugget_measures():
     runs = {"A": {"t1": {"d1": 1.0}, "t2": {"d1": 1.0}}, "B": {"t1": {"d1": 1.0}, "t2": {"d2": 1.0}}}
     page = build_report(qrels, runs, ["nDCG@10", "NuggetVitalStrict"], nuggets=n, assignments=a)
     assert "NuggetVitalStrict" in page.to_html()
+
+
+@pytest.mark.slow  # reads the demo's two files
+def test_the_demo_files_are_what_make_nuggets_writes():
+    nuggets, assignments = make_nuggets.rows()
+    for name, rows in (("rag_nuggets.csv", nuggets), ("rag_assignments.csv", assignments)):
+        with open(make_nuggets.FOLDER / name, newline="", encoding="utf-8") as f:
+            assert [tuple(r) for r in list(csv.reader(f))[1:]] == rows, name
+    vital = {t for t, _, importance in nuggets if importance == "vital"}
+    assert len({t for t, _, _ in nuggets}) == 20 and len(vital) == 15  # every fourth topic has no vital nugget

@@ -27,7 +27,9 @@ def rows(seed: int = SEED) -> tuple[list, list]:
         topic = f"t{t:02d}"
         vital_share = 0.0 if t % 4 == 3 else 0.4
         ids = [f"{topic}_n{i + 1}" for i in range(rnd.randint(5, 12))]
-        nuggets += [(topic, n, "vital" if rnd.random() < vital_share else "okay") for n in ids]
+        # the others' first nugget is vital, each other one by chance
+        nuggets += [(topic, n, "vital" if vital_share and (i == 0 or rnd.random() < vital_share) else "okay")
+                    for i, n in enumerate(ids)]
         ease = rnd.uniform(-0.2, 0.2)  # some topics are easier for every system
         for system, skill in SYSTEMS.items():
             for n in ids:
