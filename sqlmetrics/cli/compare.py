@@ -36,7 +36,7 @@ def add_parser(sub, parents) -> None:
                    help="name the runs in order (default: file stems); repeat once per run")
     add_report_flags(p, DEFAULT_MEASURES)
     add_option_flags(p, COMPARE_CMD)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, parser_error=p.error)
 
 
 def add_report_flags(p, default_measures) -> None:
@@ -130,8 +130,9 @@ def run(args) -> tuple:
     if args.qrels is None and args.nuggets and args.assignments:  # the runs the assignments name
         return report_text(args, None, None, measures), args.output
     if args.qrels is None or not args.runs:
-        raise UsageError("give QRELS and at least one RUN (or, for the nugget measures alone, --nuggets and "
-                         "--assignments without them).")
+        # argparse's own error (usage, exit 2), as when the positional arguments were required
+        args.parser_error("the following arguments are required: QRELS, RUN (or, for the nugget measures alone, "
+                          "--nuggets and --assignments without them)")
     runs = command_runs(args)
     qrels = None if args.qrels.lower() == "none" else args.qrels
     return report_text(args, qrels, runs, measures), args.output

@@ -58,7 +58,7 @@ def add_parser(sub, parents) -> None:
     # trec_eval's -c, for scripts moving over: every judged query is averaged (already this command's default).
     p.add_argument("-c", dest="queries", action="store_const", const="qrels",
                    help="as --queries qrels (trec_eval -c); see also `sqlmetrics trec_eval`")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, parser_error=p.error)
 
 
 def run(args) -> tuple:
@@ -71,8 +71,9 @@ def run(args) -> tuple:
     if args.qrels is None and options.get("nuggets") and options.get("assignments"):
         return _nuggets_alone(args, fmt, measures, calls, options)
     if args.qrels is None or not args.runs:
-        raise UsageError("give QRELS and at least one RUN (or, for the nugget measures alone, --nuggets and "
-                         "--assignments without them).")
+        # argparse's own error (usage, exit 2), as when the positional arguments were required
+        args.parser_error("the following arguments are required: QRELS, RUN (or, for the nugget measures alone, "
+                          "--nuggets and --assignments without them)")
     runs = command_runs(args)
     # trec_eval 9.0.8 -c -q prints no line for a judged query the run does not rank (10.0 prints its zeros)
     hidden = fmt == "trec" and args.per_query and args.compat == "trec_eval-9.0.8" and _HIDDEN_NUM_RET not in measures
