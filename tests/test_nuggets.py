@@ -66,6 +66,7 @@ def test_alone_compare_and_the_command_line(tmp_path, capsys):
     assert pair[:3] == ["NuggetAll", "B", "A"] and [float(v) for v in pair[3:6]] == pytest.approx([0.75, 0.5, 0.25])
 
 
+SLOW = pytest.mark.slow  # a hostile case test_fuzz_nuggets.py draws too: the fast tier's budget keeps the others
 HOSTILE = [
     ({}, {"assignment": ["support", "Support", "support", "support", "support"]},
      "assignments (Arrow table), row 2: the assignment (column 'assignment') is 'Support'; it is one of 'support', "
@@ -76,11 +77,13 @@ HOSTILE = [
      "run 'B', nugget 'n1')"),
     ({}, {"nugget_id": ["n1", "m1", "n1", "n9", "m1"]}, "row 4: nugget 't1 / n9' (topic / nugget) is not in nuggets"),
     ({}, {"topic": ["t1", "t2", "t1", "t1", "t9"]}, "row 5: topic 't9' has no nuggets in nuggets (Arrow table)"),
-    ({"topic": ["t1", None, "t2"]}, {}, "nuggets (Arrow table), row 2: the query_id (column 'topic') is empty"),
-    ({}, {"assignment": [None, "support", "support", "support", "support"]}, "row 1: the assignment (column "),
+    pytest.param({"topic": ["t1", None, "t2"]}, {}, "nuggets (Arrow table), row 2: the query_id (column 'topic') is "
+                 "empty", marks=SLOW),
+    pytest.param({}, {"assignment": [None, "support", "support", "support", "support"]},
+                 "row 1: the assignment (column ", marks=SLOW),
     ({"weight": [1.0, 0.0, 2.0]}, {}, "nuggets (Arrow table), row 2: the weight (column 'weight') is '0.0'"),
     ({"weight": [1.0, math.nan, 2.0]}, {}, "row 2: the weight (column 'weight') is 'nan'"),
-    ({"weight": [1.0, 1e308, 2.0]}, {}, "row 2: the weight"),
+    pytest.param({"weight": [1.0, 1e308, 2.0]}, {}, "row 2: the weight", marks=SLOW),
     ({"nugget_id": ["n1", "n1", "m1"]}, {}, "nuggets (Arrow table), rows 1 and 2: the same nugget of a topic twice"),
 ]
 

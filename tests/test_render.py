@@ -356,7 +356,8 @@ GOLDEN_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(GOLDEN_CASES))
+# The nugget case renders in the slow tier only (the fast tier's budget); test_nuggets.py renders it once.
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "nuggets" else c for c in GOLDEN_CASES])
 @pytest.mark.parametrize("dialect", EVERY_DIALECT)  # each quoting style in the fast suite, every file in the full one
 def test_golden_sql(dialect, case):
     spec = dict(GOLDEN_CASES[case])
