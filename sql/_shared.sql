@@ -99,6 +99,15 @@
 --   cosine         the cosine similarity of its embedding with the question asked's
 --   noncommittal   1 when that generation judged the answer noncommittal, else 0
 --
+-- Nuggets (templates with `rows: nuggets`, the AutoNuggetizer's scores: statement/ reads them from nuggets= and
+-- assignments=). One row per nugget of the list's topic, with the run's assignment of it (a nugget the run's
+-- assignments do not list is not_support):
+--   vital          1 for a vital nugget, 0 for an okay one
+--   weight         the nugget's weight: the nuggets' weight column, else 1 for vital and 0.5 for okay
+--   support        1 (support), 0.5 (partial_support) or 0 (not_support)
+--   strict_support 1 (support) or 0 (partial_support, not_support)
+--   any_support    1 (support, partial_support) or 0 (not_support)
+--
 -- Item rows (templates with `rows: items`, per list: statement/ builds them). One row per ranked item of the
 -- list, with rnk and is_rel (1 when its grade reaches the relevance level), and the cosine similarities of
 -- items by co-occurrence (`cooc_`: the item's training users, history=) or by their features (`feature_`, items=),

@@ -22,7 +22,7 @@ def engine_options(o) -> dict:
     return {opt.name: getattr(o, opt.name) for opt in taken_by(EVALUATE_ON) if opt.name in o.as_dict()}
 
 
-def evaluate(qrels, run, measures, **options) -> Results:
+def evaluate(qrels=None, run=None, measures=None, **options) -> Results:
     """Evaluate one run, or {run_name: run}, against qrels; every measure in one SQL statement.
 
     qrels, run: file paths (TREC text, CSV, TSV, Parquet, JSON Lines, `file.duckdb:table`, a SQLite
@@ -44,6 +44,9 @@ def evaluate(qrels, run, measures, **options) -> Results:
     file, in one transaction, as into_mode= says: 'create' (an existing table is an error), 'replace',
     'append', or 'merge' (rows with the same key, run, segments and query_id, are replaced).
 
+    Nugget measures (NuggetVitalStrict, ...): nuggets= and assignments= (each run's by its name); with no qrels and
+    no run, the nuggets' topics are scored for every run the assignments name.
+
     engine= (a DB-API connection, chdb session, DataFusion or Polars SQL context, SparkSession) runs the
     same SQL where the tables live: qrels and run are then table names there (see evaluate_on).
     """
@@ -51,7 +54,14 @@ def evaluate(qrels, run, measures, **options) -> Results:
     progress = options.pop("_progress", None)  # the command line's progress line: told each step
     trec_grades = options.pop("_trec_grades", False)  # `sqlmetrics trec_eval` at a negative -l: see Shape.trec_grades
     o = resolve(EVALUATE, options)
-    check_log_options(qrels, o.group_by, o.label, o.relevance)
+    if measures is None:
+        raise SqlmetricsError("evaluate: name the measures, e.g. measures=['nDCG@10'].")
+    if qrels is None and run is None:
+        if o.nuggets is None or o.assignments is None or o.engine is not None:
+            raise SqlmetricsError("evaluate: pass qrels and run; or, for the nugget measures alone, nuggets= and "
+                                  "assignments= (locally, without engine=).")
+    else:
+        check_log_options(qrels, o.group_by, o.label, o.relevance)
     out_format = checked_output(o.output, o.into_mode)
     if o.engine is None:
         results = evaluate_local(qrels, run, measures, o, fetch, progress, trec_grades)
@@ -66,4 +76,4 @@ def evaluate(qrels, run, measures, **options) -> Results:
     return results
 
 
-evaluate.__signature__ = signature(EVALUATE, "qrels, run, measures")
+evaluate.__signature__ = signature(EVALUATE, "qrels=None, run=None, measures=None")

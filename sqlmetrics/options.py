@@ -27,7 +27,10 @@ FORMAT_GROUPS = {"qrels": (), "qrels_jg": ("judgment_group",), "prefs": GROUP_RO
 VERDICT_COLUMNS = ("statement_of", "verdict")
 # The item features' columns (items=): a list of numbers (vector), a category, or one row per dimension (long form).
 ITEM_ROLES = ("vector", "category", "dimension", "value")
-ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE, *ITEM_ROLES)
+# The nugget inputs' columns beside the topic (nuggets=: nugget, importance, weight; assignments=: run, nugget,
+# assignment), found by name or mapped by columns=.
+NUGGET_ROLES = ("nugget", "importance", "weight", "run", "assignment")
+ROLES = (*RUN_ROLES, "relevance", *GROUP_ROLES, SUBTOPIC_ROLE, *ITEM_ROLES, *NUGGET_ROLES)
 
 TESTS = {
     "student": "paired Student's t-test",
@@ -125,6 +128,9 @@ class Option:
         return value
 
 
+# The nugget inputs: wherever a run is evaluated (compare(), report and their commands evaluate the runs they test).
+_NUGGET_TAKERS = frozenset({EVALUATE, EVALUATE_ON, RENDER, COMPARE, EVAL_CMD, COMPARE_CMD, SQL_CMD, REPORT})
+
 OPTIONS = (
     Option("queries", "qrels", "which queries are averaged: every judged query, missing ones scoring 0 ('qrels', "
            "trec_eval -c) or only those in both qrels and run ('intersection', trec_eval without -c)",
@@ -211,6 +217,16 @@ OPTIONS = (
            "(DuckDB, PostgreSQL, Trino, Presto, Athena) and the long form elsewhere",
            frozenset({EVALUATE, EVALUATE_ON, RENDER, EVAL_CMD, SQL_CMD}), metavar="TABLE",
            group="RAG"),
+    Option("nuggets", None, "the topics' nuggets that the nugget measures (NuggetAll, NuggetVitalStrict, NuggetWeighted, "
+           "NuggetRecall, ...) read: one row per nugget with query_id (the topic: topic, qid, ...), nugget (nugget_id "
+           "or nugget), importance ('vital' or 'okay') and, optionally, weight (a positive number; default vital 1, "
+           "okay 0.5): a file, table or data frame; a table's name for another engine",
+           _NUGGET_TAKERS, metavar="TABLE", group="RAG"),
+    Option("assignments", None, "the runs' support of the nuggets (nuggets=): one row per (topic, run, nugget) "
+           "with query_id, run (the run's name, as evaluate names it: a file's stem, a dict's key), nugget and "
+           "assignment ('support', 'partial_support' or 'not_support'; a nugget not listed is not_support). With "
+           "no qrels and runs, the nuggets' topics are scored for each run the assignments name",
+           _NUGGET_TAKERS, metavar="TABLE", group="RAG"),
     Option("judge", None, "a function judging statements: given the verdicts= rows (a list of dicts: query_id, "
            "statement, statement_of and any other columns, such as the answer or the context), it returns a verdict, 1 "
            "or 0, for each; verdicts= then has no verdict column", frozenset({EVALUATE}), kind="object", group="RAG"),

@@ -186,6 +186,7 @@ class Plan:
     user_ratings: set = field(default_factory=set)  # ... over each list's (user's) rated pairs, one value per list
     verdicts: set = field(default_factory=set)  # the output columns aggregated over the query's judged statements
     embeddings: set = field(default_factory=set)  # the output columns aggregated over the query's generated questions
+    nuggets: set = field(default_factory=set)  # ... over the topic's nuggets with the run's support of each
     items: set = field(default_factory=set)  # the output columns aggregated over each list's items (similarities)
     item_columns: set = field(default_factory=set)  # the columns those read (which similarities to compute)
     # The item measures' cutoffs (None: the whole list): the items below the largest are never compared.
@@ -212,7 +213,7 @@ def _plan(calls: list[MeasureCall], relevance_level: int) -> Plan:
     for call, out in zip(calls, output_columns(calls)):
         # Aggregated over rows of their own kind (statement/ builds them): no shared columns to resolve.
         if call.measure.rows in ("preferences", "subtopics", "recommendations", "ratings", "items", "verdicts",
-                                 "embeddings", "overlap"):
+                                 "embeddings", "nuggets", "overlap"):
             _plan_own_rows(plan, call, out)
         else:
             _plan_ranked(plan, call, out, relevance_level, columns, local_names)
@@ -266,7 +267,8 @@ def _plan_own_rows(plan: Plan, call: MeasureCall, out: str) -> None:
     plan.aggregates.append((out, m.aggregate))
     {"preferences": plan.preferences, "subtopics": plan.subtopics, "recommendations": plan.recommendations,
      "ratings": plan.ratings if m.aggregate == "once" else plan.user_ratings, "items": plan.items,
-     "verdicts": plan.verdicts, "embeddings": plan.embeddings, "overlap": plan.overlap}[m.rows].add(out)
+     "verdicts": plan.verdicts, "embeddings": plan.embeddings, "nuggets": plan.nuggets,
+     "overlap": plan.overlap}[m.rows].add(out)
     if m.rows == "items":
         plan.item_columns.update(c.name for c in body.find_all(exp.Column))
         plan.item_cutoffs.append(call.values.get("k"))

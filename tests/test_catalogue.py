@@ -152,7 +152,7 @@ def _examples() -> list:
     groups: dict = {}
     for m in measures().values():
         for e in m.examples:
-            key = (e.qrels, tuple(sorted(e.run)), e.history, e.items, e.verdicts, e.embeddings)
+            key = (e.qrels, tuple(sorted(e.run)), e.history, e.items, e.verdicts, e.embeddings, e.nuggets, e.assignments)
             groups.setdefault(repr(key), []).append((m, e))
     return [pytest.param(group, id=f"{group[0][0].name}:{group[0][1].line}+{len(group) - 1}") for group in groups.values()]
 
@@ -168,12 +168,13 @@ def _expected(text: str):
 
 
 def _sqlite_tables(qrels, run: dict, history: dict | None = None, items: tuple = (), verdicts: tuple = (),
-                   embeddings: tuple = ()):
+                   embeddings: tuple = (), nuggets: tuple = (), assignments: tuple = ()):
     """qrels: {query: {doc: grade}}, or an example's rows: (query, doc, grade) or, for subtopic qrels,
     (query, subtopic, doc, grade); history: the training interactions {user: {item: grade}}; items: the item
     features in long form, (item, dimension, value) rows; verdicts: the judged statements (query, statement_of,
     verdict); embeddings: (query, generated, vector, noncommittal), in long form (one row per dimension: SQLite
-    has no arrays)."""
+    has no arrays); nuggets: (query, nugget, importance, weight), assignments: (query, nugget, assignment), the
+    run's (rendered SQL takes a single run's assignments by the run table's name, `run`)."""
     qrels_rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()] if isinstance(qrels, dict) else qrels
     con = sqlite3.connect(":memory:")
     con.execute("CREATE TABLE items (doc_id TEXT, dimension TEXT, value REAL)")
@@ -187,6 +188,10 @@ def _sqlite_tables(qrels, run: dict, history: dict | None = None, items: tuple =
                 "noncommittal INTEGER)")
     con.executemany("INSERT INTO embeddings VALUES (?, ?, ?, ?, ?)",
                     [(q, g, i, x, n) for q, g, vector, n in embeddings for i, x in enumerate(vector, 1)])
+    con.execute("CREATE TABLE nuggets (query_id TEXT, nugget TEXT, importance TEXT, weight REAL)")
+    con.executemany("INSERT INTO nuggets VALUES (?, ?, ?, ?)", nuggets)
+    con.execute("CREATE TABLE assignments (query_id TEXT, run TEXT, nugget TEXT, assignment TEXT)")
+    con.executemany("INSERT INTO assignments VALUES (?, 'run', ?, ?)", assignments)
     roles = SUBTOPIC_QRELS if len(qrels_rows[0]) == 4 else ("query_id", "doc_id", "relevance")
     con.execute(f"CREATE TABLE qrels ({', '.join(roles)})")
     con.execute("CREATE TABLE run (query_id TEXT, doc_id TEXT, score REAL)")
@@ -239,15 +244,24 @@ def _evaluate_examples(group, engine: str) -> dict:
         options = {**options, "embeddings": pa.table({c: [list(e[i]) if c == "embedding" else e[i]
                                                           for e in example.embeddings] for i, c in
                                                        enumerate(("query_id", "generated", "embedding", "noncommittal"))})}
+    if example.nuggets:  # the topics' nuggets (a weight column when the example weighs them) and the run's support
+        weighted = example.nuggets[0][3] is not None
+        columns = ("query_id", "nugget", "importance", *(["weight"] if weighted else []))
+        options = {**options, "nuggets": pa.table({c: [n[i] for n in example.nuggets] for i, c in enumerate(columns)}),
+                   "assignments": pa.table({c: [a[i] for a in example.assignments] for i, c in
+                                            enumerate(("query_id", "nugget", "assignment"))}).append_column(
+                       "run", pa.array(["run"] * len(example.assignments), pa.string()))}
     items = pa.table({role: [r[i] for r in example.items] for i, role in enumerate(("doc_id", "dimension", "value"))})
     calls = list(dict.fromkeys(e.call for _, e in group))
     if engine == "duckdb":
         return sqlmetrics.evaluate(qrels, run, calls, **options, **({"items": items} if example.items else {})).aggregate
     tables = {**({"history": "history"} if history else {}), **({"items": "items"} if example.items else {}),
-              **({"verdicts": "verdicts"} if rows else {}), **({"embeddings": "embeddings"} if example.embeddings else {})}
+              **({"verdicts": "verdicts"} if rows else {}), **({"embeddings": "embeddings"} if example.embeddings else {}),
+              **({"nuggets": "nuggets", "assignments": "assignments"} if example.nuggets else {}),
+              **({"columns": {"weight": "weight"}} if example.nuggets and example.nuggets[0][3] is not None else {})}
     return sqlmetrics.evaluate("qrels", "run", calls, **{**options, **tables},
                                engine=_sqlite_tables(example.qrels, run, history, example.items, example.verdicts,
-                                                     example.embeddings)).aggregate
+                                                     example.embeddings, example.nuggets, example.assignments)).aggregate
 
 
 def _wrong(group, engine: str) -> list:

@@ -467,7 +467,7 @@ def test_list(capsys):
            "AnswerRelevancy"}
 
     def kind(name, m):
-        return "rag" if name in rag else "recsys" if m.rows in recsys else "ranking"
+        return "rag" if name in rag or m.rows == "nuggets" else "recsys" if m.rows in recsys else "ranking"
 
     for name, m in measures().items():
         assert f"\n{m.name}  [{kind(name, m)}] ({m.aggregate}, {m.better} is better)" in out

@@ -138,6 +138,26 @@ def embedding_rows():
     return rows
 
 
+def nugget_rows():
+    """Each fixture query's nuggets (topic, nugget, importance, weight): three to six, vital or okay, a few topics
+    without a vital one; nugget ids that differ only in case or hold a space; q6_noqrels's unread (not judged)."""
+    rnd = random.Random(20261207)
+    rows = []
+    for q in (*QUERIES, "q6_noqrels"):
+        vital = 0 if q in ("q-2", "q4_zero") else 0.5
+        rows += [(q, n, "vital" if rnd.random() < vital else "okay", rnd.choice([0.25, 1.0, 2.0]))
+                 for n in rnd.sample(["n1", "N1", "n 2", "n3", "n4", "n5"], rnd.randint(3, 6))]
+    return rows
+
+
+def assignment_rows(nuggets):
+    """The two runs' (bm25, Dense) support of some of the nuggets (topic, run, nugget, assignment): a nugget not
+    listed is not_support; Dense assigns none of q1's."""
+    rnd = random.Random(20261208)
+    return [(q, run, n, rnd.choice(["support", "partial_support", "not_support"])) for run in ("bm25", "Dense")
+            for q, n, _, _ in nuggets if rnd.random() < 0.8 and not (run == "Dense" and q == "q1")]
+
+
 def item_rows(qrels, run):
     """Item features in long form (item, dimension, value) for the item similarities: values of either sign on
     dimensions whose names differ only in case (apart on a case-insensitive engine only if compared byte-wise);
@@ -155,16 +175,20 @@ RUNS_COLUMNS = ("tag",) + RUN_COLUMNS
 SUBTOPICS_COLUMNS = ("topic", "Sub Topic", "Doc ID", "grade")  # subtopic qrels, for the diversity measures
 VERDICTS_COLUMNS = ("topic", "statement", "statement_of", "verdict")  # the query column as the qrels name it
 EMBEDDINGS_COLUMNS = ("topic", "generated", "dimension", "value", "noncommittal")  # long form: any engine
+NUGGETS_COLUMNS = ("topic", "nugget", "importance", "Nugget Weight")  # the weight mapped by columns=
+ASSIGNMENTS_COLUMNS = ("topic", "run", "nugget", "assignment")
 TABLE_COLUMNS = {"qrels": QRELS_COLUMNS, "run": RUN_COLUMNS, "runs": RUNS_COLUMNS, "subtopics": SUBTOPICS_COLUMNS,
                  "history": QRELS_COLUMNS, "verdicts": VERDICTS_COLUMNS, "embeddings": EMBEDDINGS_COLUMNS,
-                 "items": ("Doc ID", "dimension", "value")}
+                 "items": ("Doc ID", "dimension", "value"), "nuggets": NUGGETS_COLUMNS,
+                 "assignments": ASSIGNMENTS_COLUMNS}
 TABLES = tuple(TABLE_COLUMNS)
 COLUMNS = {"query_id": "topic", "doc_id": "Doc ID", "relevance": "grade", "score": "order",
            "rank_position": "rank", "subtopic": "Sub Topic"}
 RUNS_MAP = {**COLUMNS, "run_name": "tag"}
 TYPES = {"topic": "text", "Doc ID": "text", "grade": "int", "order": "float", "rank": "int", "tag": "text",
          "Sub Topic": "text", "statement": "text", "statement_of": "text", "verdict": "int",
-         "generated": "int", "dimension": "int", "value": "float", "noncommittal": "int"}
+         "generated": "int", "dimension": "int", "value": "float", "noncommittal": "int",
+         "nugget": "text", "importance": "text", "Nugget Weight": "float", "run": "text", "assignment": "text"}
 # A column whose type differs by table: an item feature's dimension is a name, an embedding's a number.
 TABLE_TYPES = {"items": {"dimension": "text"}}
 
@@ -191,8 +215,8 @@ def all_measures(diversity: bool = False) -> list[str]:
             continue
         if m.rows in ("recommendations", "ratings", "items"):
             continue  # history=, items=: test_recommender_measures_equal_duckdb
-        if m.rows in ("verdicts", "embeddings"):
-            continue  # one pipeline's verdicts and embeddings: test_rag_measures_equal_duckdb
+        if m.rows in ("verdicts", "embeddings", "nuggets"):
+            continue  # verdicts, embeddings, nuggets: test_rag_measures_equal_duckdb, test_nugget_measures_equal_duckdb
         at = m.params.get(m.at) if m.at else None
         ats = [] if at is None else ["5", "20"] if at.type == "cutoff" else ["0", "0.3", "1"]
         if at is None or not at.required:
@@ -238,8 +262,10 @@ def data():
     subtopics, history, verdicts = subtopic_rows(qrels), history_rows(qrels), verdict_rows()
     embeddings = [(q, g, i, x, n) for q, g, vector, n in embedding_rows() for i, x in enumerate(vector, 1)]
     items = item_rows(qrels, run)
+    nuggets = nugget_rows()
     rows = {"qrels": qrels, "run": run, "runs": runs, "subtopics": subtopics, "history": history,
-            "verdicts": verdicts, "embeddings": embeddings, "items": items}
+            "verdicts": verdicts, "embeddings": embeddings, "items": items, "nuggets": nuggets,
+            "assignments": assignment_rows(nuggets)}
     return {"rows": rows, "arrow": {key: arrow(rows[key], cols, key) for key, cols in TABLE_COLUMNS.items()}}
 
 
@@ -592,6 +618,33 @@ def test_rag_measures_equal_duckdb(engine_name, engines, data):
            for key in theirs for m in RAG_MEASURES if not _close(ours[key][m], theirs[key][m])]
     assert not bad, "\n".join(bad[:30])
     assert all(_close(got.aggregate[m], v) for m, v in want.aggregate.items()), (got.aggregate, want.aggregate)
+
+
+NUGGET_MEASURES = [m.name for m in catalogue().values() if m.rows == "nuggets"] + ["nDCG@10"]
+
+
+@pytest.mark.parametrize("engine_name", list(FACTORIES))
+def test_nugget_measures_equal_duckdb(engine_name, engines, data):
+    """The nugget measures of two runs (the runs table, run_name mapped) beside a ranking one, on every engine, the
+    nuggets' weight column mapped by columns=: evaluate() on DuckDB's values."""
+    engine = engines(engine_name)
+    mapped = {"weight": "Nugget Weight"}
+    qcols = {r: COLUMNS[r] for r in ("query_id", "doc_id", "relevance")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = sqlmetrics.evaluate(data["arrow"]["qrels"], data["arrow"]["runs"], NUGGET_MEASURES,
+                                   columns={**{r: RUNS_MAP[r] for r in ("run_name", "query_id", "doc_id", "score")},
+                                            **mapped}, qrels_columns=qcols,
+                                   nuggets=data["arrow"]["nuggets"], assignments=data["arrow"]["assignments"])
+    got = evaluate_on(engine.con, NUGGET_MEASURES, qrels=engine.tables["qrels"], run=engine.tables["runs"],
+                      columns={**RUNS_MAP, **mapped}, nuggets=engine.tables["nuggets"],
+                      assignments=engine.tables["assignments"])
+    ours, theirs = _rows(got, True), _rows(want, True)
+    assert sorted(ours) == sorted(theirs), "different lists evaluated"
+    assert any(row["NuggetVital"] == 0 and row["NuggetAll"] > 0 for row in theirs.values())  # no vital nugget
+    bad = [f"{key} {m}: {engine_name}={ours[key][m]!r} duckdb={theirs[key][m]!r}"
+           for key in theirs for m in NUGGET_MEASURES if not _close(ours[key][m], theirs[key][m])]
+    assert not bad, "\n".join(bad[:30])
 
 
 @pytest.mark.parametrize("engine_name", ["postgres", "mariadb"])

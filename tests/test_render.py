@@ -48,8 +48,8 @@ def _every_measure(rows: str = "ranking", ties: str = "docid_desc") -> list[str]
             continue
         if m.rows == "ratings" and ties == "rank":
             continue  # the rating measures compare scores with grades: they refuse ties='rank' (test_recsys.py)
-        if m.rows in ("verdicts", "embeddings"):
-            continue  # one pipeline's verdicts and embeddings, one run at a time: the golden case rag
+        if m.rows in ("verdicts", "embeddings", "nuggets"):
+            continue  # verdicts, embeddings and nuggets have inputs of their own: the golden cases rag and nuggets
         at = m.params.get(m.at) if m.at else None
         out.append(f"{m.name}@{'10' if at.type == 'cutoff' else '0.5'}" if at is not None and at.required else m.name)
     return out
@@ -347,10 +347,17 @@ GOLDEN_CASES = {
         qrels="rag.eval.context_judgments", run="rag.eval.retrieved", verdicts="rag.eval.verdicts",
         embeddings="rag.eval.question_embeddings", per_query=True,
         columns={"query_id": "question_id", "doc_id": "chunk_id", "relevance": "relevant", "score": "similarity"}),
+    "nuggets": dict(
+        measures=["nDCG@10", "NuggetAll", "NuggetVitalStrict", "NuggetWeighted", "NuggetRecall"],
+        qrels="rag.eval.context_judgments", run="rag.eval.retrieved_by_system", nuggets="rag.eval.nuggets",
+        assignments="rag.eval.nugget_assignments", per_query=True,
+        columns={"query_id": "topic_id", "doc_id": "chunk_id", "relevance": "relevant", "score": "similarity",
+                 "run_name": "system", "nugget": "nugget_id", "run": "system", "weight": "nugget_weight"}),
 }
 
 
-@pytest.mark.parametrize("case", list(GOLDEN_CASES))
+# The nugget case renders in the slow tier only (the fast tier's budget); test_nuggets.py renders it once.
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c == "nuggets" else c for c in GOLDEN_CASES])
 @pytest.mark.parametrize("dialect", EVERY_DIALECT)  # each quoting style in the fast suite, every file in the full one
 def test_golden_sql(dialect, case):
     spec = dict(GOLDEN_CASES[case])

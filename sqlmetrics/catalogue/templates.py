@@ -29,7 +29,7 @@ value is an error naming the file and line):
                                            A param of NAME's that defaults to none may be left out: it
                                            stays absent (GMAP is AP over the whole ranking, no `k`)
     rows: ranking | preferences | positions | subtopics | recommendations | ratings | items | verdicts | embeddings
-          | overlap
+          | nuggets | overlap
                                            what the body aggregates (default ranking): the ranked rows of a
                                            list, its preferences' rows, its subtopic rows (diversity measures),
                                            its overlap rows (one per depth 1..max(length, relevant documents):
@@ -46,11 +46,13 @@ value is an error naming the file and line):
                                            similarities to the items above it and to the user's training
                                            items; or (RAG) the judged statements of the list's query
                                            (verdicts=), or the questions generated from its answer, each with
-                                           its cosine to the question asked (embeddings=); sql/_shared.sql
+                                           its cosine to the question asked (embeddings=), or the nuggets of the
+                                           list's topic with the run's support of each (nuggets=,
+                                           assignments=); sql/_shared.sql
                                            lists the columns of each kind of row
     kind: ranking | rag | recsys           what it evaluates, for `sqlmetrics list` (default: recsys for the
-                                           measures of a whole run and rows: items, rag for rows: verdicts
-                                           and embeddings, else ranking)
+                                           measures of a whole run and rows: items, rag for rows: verdicts,
+                                           embeddings and nuggets, else ranking)
     window NAME: SQL                       a running value over the ranked list, read by the body as NAME
     ideal NAME: SQL                        an aggregate over the query's ideal ranking, read as NAME
     ideal_running NAME: SQL                a running value down the query's ideal ranking (by ideal_rnk), read
@@ -63,7 +65,8 @@ value is an error naming the file and line):
                                            relevance): a gain mapping may reorder the grades
     note: text                             a remark about the SQL, for the reader (continuation lines)
     example: [PARAMS] qrels: Q D G, ... run: Q D S, ... [history: U I, ...] [items: I DIM V, ...]
-             [verdicts: Q OF V, ...] [embeddings: Q GENERATED X;Y;... NONCOMMITTAL, ...] => VALUE
+             [verdicts: Q OF V, ...] [embeddings: Q GENERATED X;Y;... NONCOMMITTAL, ...]
+             [nuggets: Q N IMPORTANCE [WEIGHT], ... assignments: Q N ASSIGNMENT, ...] => VALUE
                                            required, repeatable: a hand-computed value of this measure with
                                            PARAMS (`@2`, `(p=0.5)@2`, nothing for the defaults), which the
                                            tests check on DuckDB and SQLite (VALUE: a decimal, a fraction
@@ -75,7 +78,11 @@ value is an error naming the file and line):
                                            the judged statements (query, what the statement is of, verdict)
                                            that `rows: verdicts` read; `embeddings:` the question embeddings
                                            (query, 0 for the question asked or 1.. for a generated one, the
-                                           vector's numbers, noncommittal 0 or 1) that `rows: embeddings` read
+                                           vector's numbers, noncommittal 0 or 1) that `rows: embeddings` read;
+                                           `nuggets:` the topics' nuggets (query, nugget, vital or okay, and a
+                                           weight on every entry or none) and `assignments:` the run's support
+                                           of them (query, nugget, support, partial_support or not_support)
+                                           that `rows: nuggets` read
 
 `sql/_shared.sql` holds the columns every measure may read (row/window/query/collection scopes).
 """
@@ -106,12 +113,16 @@ PARAM_TYPES = {
 TOOLS = ("trec_eval", "ranx", "ir_measures", "ndeval")
 AGGREGATES = ("mean", "sum", "geometric", "once")
 ROWS = ("ranking", "preferences", "positions", "subtopics", "recommendations", "ratings", "items", "verdicts",
-        "embeddings", "overlap")
+        "embeddings", "nuggets", "overlap")
 KINDS = ("ranking", "rag", "recsys")
 # What a judged statement (rows: verdicts) is of: the answer's claims (checked against the retrieved context),
 # the reference answer's claims (attributable to the context or not), the context's sentences (relevant to the
 # question or not).
 STATEMENTS_OF = ("answer", "reference", "context")
+# A nugget's importance and a run's answer's support of it (nuggets=, assignments=: the AutoNuggetizer's labels, as
+# nuggetizer writes them).
+IMPORTANCES = ("vital", "okay")
+ASSIGNMENTS = ("support", "partial_support", "not_support")
 
 # `none` as a default means "absent": a comparison with an absent parameter is always true (no cutoff),
 # and `relevance_level` means the evaluation's relevance level.
@@ -171,6 +182,8 @@ class Example:
     items: tuple = ()  # ((item, dimension, value), ...): the item features in long form, for `rows: items`
     verdicts: tuple = ()  # ((query, statement_of, verdict), ...): the judged statements, for `rows: verdicts`
     embeddings: tuple = ()  # ((query, generated, (x, y, ...), noncommittal), ...): for `rows: embeddings`
+    nuggets: tuple = ()  # ((query, nugget, importance, weight or None), ...): the topics' nuggets, for `rows: nuggets`
+    assignments: tuple = ()  # ((query, nugget, assignment), ...): the run's support of them, for `rows: nuggets`
 
 
 @dataclass(frozen=True)
@@ -205,7 +218,7 @@ class Measure:
         if self.kind_of:
             return self.kind_of
         return {"recommendations": "recsys", "ratings": "recsys", "items": "recsys", "verdicts": "rag",
-                "embeddings": "rag"}.get(self.rows, "ranking")
+                "embeddings": "rag", "nuggets": "rag"}.get(self.rows, "ranking")
 
 
 @dataclass(frozen=True)
@@ -225,7 +238,8 @@ _REPEATED = ("note", "example")
 _REQUIRED = ("measure", "description", "reference", "range", "example")
 _EXAMPLE = re.compile(r"^(?P<call>[@(]\S*)?\s*qrels:\s*(?P<qrels>.+?)\s+run:\s*(?P<run>.+?)(?:\s+history:\s*(?P<history>.+?))?"
                       r"(?:\s+items:\s*(?P<items>.+?))?(?:\s+verdicts:\s*(?P<verdicts>.+?))?"
-                      r"(?:\s+embeddings:\s*(?P<embeddings>.+?))?\s*=>\s*(?P<value>\S+)$")
+                      r"(?:\s+embeddings:\s*(?P<embeddings>.+?))?"
+                      r"(?:\s+nuggets:\s*(?P<nuggets>.+?)\s+assignments:\s*(?P<assignments>.+?))?\s*=>\s*(?P<value>\S+)$")
 _VALUE = re.compile(r"^(null|-?\d+(\.\d+)?|-?\d+/\d+)$")
 _ALIAS_TAG = re.compile(r"^(?P<pattern>.+?)\s*\((?P<tool>[\w-]+)\)$")
 
@@ -337,8 +351,18 @@ class _Reader:
         if any(len(row) != 3 for row in items):
             raise self.fail(line, "example: each items entry is `item dimension value` (a category: `item genre 1`).")
         items = tuple((item, dimension, self.number(line, value, "example items entry")) for item, dimension, value in items)
+        nuggets = tuple(tuple(entry.split()) for entry in (m.group("nuggets") or "").split(",") if entry.strip())
+        if any(len(n) not in (3, 4) or n[2] not in IMPORTANCES for n in nuggets) or len({len(n) for n in nuggets}) > 1:
+            raise self.fail(line, f"example: each nuggets entry is `query nugget IMPORTANCE [WEIGHT]`, IMPORTANCE one of "
+                                  f"{', '.join(IMPORTANCES)}, a weight on every entry or on none.")
+        assignments = tuple(tuple(e.split()) for e in (m.group("assignments") or "").split(",") if e.strip())
+        if any(len(a) != 3 or a[2] not in ASSIGNMENTS for a in assignments):
+            raise self.fail(line, f"example: each assignments entry is `query nugget ASSIGNMENT`, ASSIGNMENT one of "
+                                  f"{', '.join(ASSIGNMENTS)}.")
+        nuggets = tuple((*n[:3], self.number(line, n[3], "example nugget weight") if len(n) == 4 else None)
+                        for n in nuggets)
         return Example(line, self.path.stem + (m.group("call") or ""), tables[0], tables[1], m.group("value"), history,
-                       items, tuple((q, of, int(v)) for q, of, v in verdicts), tuple(embeddings))
+                       items, tuple((q, of, int(v)) for q, of, v in verdicts), tuple(embeddings), nuggets, assignments)
 
     def read(self) -> Measure:
         header, body, body_line = _split(template_text(self.path))

@@ -25,15 +25,18 @@ def add_parser(sub, parents) -> None:
                                    "against --baseline), segment and measure; superscript letters mark the runs "
                                    "each run beats significantly, ▲/▼ a significant gain/loss against the baseline. "
                                    "QRELS may be 'none' when the judgments are in the run (--label, --relevance); "
-                                   "one RUN with --column run_name=COLUMN compares the runs of that column (A/B arms).")
-    p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, "
-                                                  "x.duckdb:table, or 'none'")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="one or more runs, named by file stem; '-' reads stdin")
+                                   "one RUN with --column run_name=COLUMN compares the runs of that column (A/B arms). "
+                                   "With --nuggets and --assignments alone (no QRELS, no RUN), the runs the "
+                                   "assignments name, on the nugget measures.")
+    # Both required, unless --nuggets and --assignments come alone (run() says so).
+    p.add_argument("qrels", metavar="QRELS", nargs="?", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON "
+                                                             "Lines, x.duckdb:table, or 'none'")
+    p.add_argument("runs", metavar="RUN", nargs="*", help="one or more runs, named by file stem; '-' reads stdin")
     p.add_argument("--name", action="append", metavar="NAME",
                    help="name the runs in order (default: file stems); repeat once per run")
     add_report_flags(p, DEFAULT_MEASURES)
     add_option_flags(p, COMPARE_CMD)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, parser_error=p.error)
 
 
 def add_report_flags(p, default_measures) -> None:
@@ -61,15 +64,18 @@ def report_text(args, qrels, runs: dict, measures: list, command: str = COMPARE_
     if args.digits < 0 or args.digits > 12:
         raise UsageError(f"--digits {args.digits}: give a number of decimals between 0 and 12.")
     options = option_values(args, command)
-    if "run_name" in (options.get("columns") or {}):
+    if runs is None:  # no qrels and runs: the nugget measures of the runs the assignments name
+        pass
+    elif "run_name" in (options.get("columns") or {}):
         if len(runs) != 1:
             raise UsageError("--column run_name=COLUMN names the runs of one table: give one RUN.")
         runs = list(runs.values())
     elif len(runs) < 2:
         raise UsageError(f"compare needs at least two runs, got {len(runs)}.")
-    if qrels is None and not (options.get("label") or options.get("relevance")):
+    if qrels is None and runs is not None and not (options.get("label") or options.get("relevance")):
         raise UsageError("QRELS 'none' means the judgments are in the run: say where with --label or --relevance.")
-    with Progress(f"comparing {len(runs)} runs", quiet=args.quiet) as progress:
+    with Progress("comparing the runs assigned" if runs is None else f"comparing {len(runs)} runs",
+                  quiet=args.quiet) as progress:
         report = compare(qrels, runs, measures, **options, _progress=progress.listener)
     return formatted(report, args, fmt)
 
@@ -121,6 +127,12 @@ def run(args) -> tuple:
     check_output(args.output)
     measures = measures_from(args, DEFAULT_MEASURES)
     parse_all(measures, args.relevance_level, args.compat)
+    if args.qrels is None and args.nuggets and args.assignments:  # the runs the assignments name
+        return report_text(args, None, None, measures), args.output
+    if args.qrels is None or not args.runs:
+        # argparse's own error (usage, exit 2), as when the positional arguments were required
+        args.parser_error("the following arguments are required: QRELS, RUN (or, for the nugget measures alone, "
+                          "--nuggets and --assignments without them)")
     runs = command_runs(args)
     qrels = None if args.qrels.lower() == "none" else args.qrels
     return report_text(args, qrels, runs, measures), args.output

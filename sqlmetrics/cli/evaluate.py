@@ -33,9 +33,13 @@ def add_parser(sub, parents) -> None:
     p = sub.add_parser("eval", parents=parents, help="evaluate runs against qrels",
                        description="Evaluate one or more runs against qrels. Inputs: TREC text (.gz too), CSV, "
                                    "TSV, Parquet, JSON Lines, or file.duckdb:table; '-' reads a run from stdin. "
-                                   "QRELS may be 'none' when the judgments are in the run (--label, --relevance).")
-    p.add_argument("qrels", metavar="QRELS", help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")
-    p.add_argument("runs", metavar="RUN", nargs="+", help="one or more runs, named by file stem; '-' reads stdin")
+                                   "QRELS may be 'none' when the judgments are in the run (--label, --relevance). "
+                                   "With --nuggets and --assignments alone (no QRELS, no RUN), the nugget measures "
+                                   "of every run the assignments name.")
+    # Both required, unless --nuggets and --assignments come alone (run() says so).
+    p.add_argument("qrels", metavar="QRELS", nargs="?",
+                   help="the judgments: TREC qrels, CSV, TSV, Parquet, JSON Lines, x.duckdb:table")
+    p.add_argument("runs", metavar="RUN", nargs="*", help="one or more runs, named by file stem; '-' reads stdin")
     p.add_argument("-m", "--measure", action="append", metavar="MEASURE",
                    help="a measure in any spelling (nDCG@10, P_10, map, ndcg_cut.10, mrr@10, ...); repeatable "
                         "or comma-separated; trec_eval's nicknames and lists too (official, all_trec, P.5,10). "
@@ -54,7 +58,7 @@ def add_parser(sub, parents) -> None:
     # trec_eval's -c, for scripts moving over: every judged query is averaged (already this command's default).
     p.add_argument("-c", dest="queries", action="store_const", const="qrels",
                    help="as --queries qrels (trec_eval -c); see also `sqlmetrics trec_eval`")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, parser_error=p.error)
 
 
 def run(args) -> tuple:
@@ -64,6 +68,12 @@ def run(args) -> tuple:
     calls = parse_all(measures, args.relevance_level, args.compat)  # a bad name fails before any data is read
     options = option_values(args, EVAL_CMD)
     options.pop("into_mode", None)  # how -o writes a DuckDB table: this command writes it (TableOutput)
+    if args.qrels is None and options.get("nuggets") and options.get("assignments"):
+        return _nuggets_alone(args, fmt, measures, calls, options)
+    if args.qrels is None or not args.runs:
+        # argparse's own error (usage, exit 2), as when the positional arguments were required
+        args.parser_error("the following arguments are required: QRELS, RUN (or, for the nugget measures alone, "
+                          "--nuggets and --assignments without them)")
     runs = command_runs(args)
     # trec_eval 9.0.8 -c -q prints no line for a judged query the run does not rank (10.0 prints its zeros)
     hidden = fmt == "trec" and args.per_query and args.compat == "trec_eval-9.0.8" and _HIDDEN_NUM_RET not in measures
@@ -106,6 +116,19 @@ def run(args) -> tuple:
     if fmt == "trec":
         tags = {name: trec_tag(path) or name for name, path in runs.items()}
         return table.trec(tags, args.per_query, hidden=_HIDDEN_NUM_RET if hidden else None), args.output
+    render = {"table": table.table, "markdown": table.markdown, "html": table.html, "csv": table.csv, "tsv": table.tsv,
+              "json": table.json, "jsonl": table.jsonl}[fmt]
+    return render(args.per_query), args.output
+
+
+def _nuggets_alone(args, fmt: str, measures: list, calls: list, options: dict) -> tuple:
+    """The nugget measures of the nuggets' topics for each run the assignments name: one column per run."""
+    if fmt in ("trec", "parquet", "duckdb") or args.group_by:
+        raise UsageError("--nuggets and --assignments alone print a table, CSV, TSV, JSON, JSON Lines, Markdown or "
+                         "HTML, without --group-by.")
+    with Progress("scoring nuggets", quiet=args.quiet) as progress:
+        res = evaluate(None, None, measures, **options, _fetch=python_rows, _progress=progress.listener)
+    table = EvalTable(res, list(res.aggregate), calls)
     render = {"table": table.table, "markdown": table.markdown, "html": table.html, "csv": table.csv, "tsv": table.tsv,
               "json": table.json, "jsonl": table.jsonl}[fmt]
     return render(args.per_query), args.output

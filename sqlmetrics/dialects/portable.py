@@ -48,11 +48,13 @@ def portable(tree: exp.Expression, info: DialectInfo, options: Shape, calls, per
     # subtopic_judgments: only with subtopic qrels; history_rows, catalogue_rows (the items= catalogue, counted by
     # CatalogCoverage), feature_vectors: only for the recommender measures
     # (an item feature's dimension is a name there); verdict_rows and embedding_long: only for the RAG measures (not
-    # embedding_input, whose unnested `doc_id` is a number; an embedding's dimension is a number)
+    # embedding_input, whose unnested `doc_id` is a number; an embedding's dimension is a number); nugget_input and
+    # assignment_input: only for the nugget measures (a nugget's id is an id too)
     for cte_name in ("subtopic_judgments", "judgments", "run_rows", "history_rows", "catalogue_rows", "feature_vectors",
-                     "verdict_rows", "embedding_long"):
+                     "verdict_rows", "embedding_long", "nugget_input", "assignment_input"):
         select = _cte(tree, cte_name)
-        ids = id_roles | {"dimension"} if cte_name == "feature_vectors" else id_roles
+        ids = id_roles | {"dimension"} if cte_name == "feature_vectors" else \
+            id_roles | {"nugget"} if cte_name in ("nugget_input", "assignment_input") else id_roles
         for item in select.expressions if select is not None else ():
             if isinstance(item, exp.Alias) and item.alias in ids:
                 item.set("this", _binary_id(item.this, info))

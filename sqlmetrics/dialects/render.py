@@ -18,10 +18,10 @@ from ..catalogue.fusion import DEFAULT_NORM
 from ..errors import SqlmetricsError
 from ..fusion import fusion_settings, fusion_statement
 from ..identifiers import column_identifier, table_reference
-from ..options import ITEM_ROLES, RENDER, VERDICT_COLUMNS, check_log_options, resolve, role_columns, signature
+from ..options import ITEM_ROLES, NUGGET_ROLES, RENDER, VERDICT_COLUMNS, check_log_options, resolve, role_columns, signature
 from ..plan import output_columns, plan_measures
 from ..relevance import relevance_expression
-from ..statement import Embeddings, Shape, Source, build_statement, check_subtopics
+from ..statement import Embeddings, Nuggets, Shape, Source, build_statement, check_subtopics
 from .info import DIALECTS, UNNEST_DIALECTS, DialectInfo, dialect_info
 
 # The engines whose arrays the RAG embeddings and the item feature vectors are read as (UNNEST ... WITH
@@ -293,6 +293,20 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
                                         **{r: column_identifier(r, d, fold)
                                            for r in ("generated", "noncommittal", *vector)}}),
                                 form)
+    nuggets = None
+    if o.nuggets is not None and o.assignments is not None:
+        # The topics' nuggets and the runs' assignments: the qrels' query column, the others by their role's name or
+        # columns=; a weight column only when columns= maps it (else vital 1, okay 0.5). A run's assignments are its
+        # run_name's, or, one run, its table's name's.
+        named = {**{r: r for r in NUGGET_ROLES if r != "weight"}, **{r: c for r, c in (o.columns or {}).items()
+                                                                       if r in NUGGET_ROLES}}
+        col = {r: column_identifier(c, d, fold) for r, c in {**named, "query_id": qrels_map["query_id"]}.items()}
+        nuggets = Nuggets(Source(table_reference(o.nuggets, d, fold),
+                                 {r: col[r] for r in ("query_id", "nugget", "importance", "weight") if r in col}),
+                          Source(table_reference(o.assignments, d, fold),
+                                 {"query_id": col["query_id"].copy(), "run_name": col["run"], "nugget": col["nugget"].copy(),
+                                  "assignment": col["assignment"]}),
+                          None if options.run_key else run_source.table.name)
     items = None
     if o.items is not None:  # the item features: the qrels' item column, and the long form unless columns= says
         features = {r: c for r, c in (o.columns or {}).items() if r in ITEM_ROLES} or \
@@ -306,7 +320,7 @@ def _statement(measures, info: DialectInfo, qrels, run, per_query: bool, o):
     plan = plan_measures(calls, o.relevance_level)
     _check_greedy_depth(plan, info, calls)
     tree = build_statement(plan, qrels_source, run_source, options, per_query,
-                           history=history, items=items, verdicts=verdicts, embeddings=embeddings)
+                           history=history, items=items, verdicts=verdicts, embeddings=embeddings, nuggets=nuggets)
     return portable(tree, info, options, calls, per_query), calls
 
 

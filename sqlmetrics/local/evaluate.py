@@ -5,6 +5,8 @@ runs.py (the runs, checked; logs.py: in log mode), sources.py (the relations the
 (the results)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import duckdb
 
 from ..caches import Kept, Stored
@@ -20,6 +22,7 @@ from .collect import _check_finite, _collect, _keep_in_range, fetch_arrow
 from .connection import GeneratedSQLError, _error_instead, _release, _resource_error, connect
 from .inputs import _load_qrels, _other_inputs, warn_outside_catalogue
 from .job import _Job, _prepare, _table_columns
+from .nuggets import load_nuggets, nugget_source, runs_assigned, stand_ins, warn_without_nuggets
 from .readers.loaded import _first_line, own_names
 from .runs import _check_runs, _is_run_dict, _load_runs, _named_ranx, _warn
 from .sources import _each_run_source, _fused_runs, _run_source, _source
@@ -52,16 +55,34 @@ def evaluate_local(qrels, run, measures, o: Settings, fetch=None, progress=None,
 
 
 def _evaluate(qrels, run, measures, o: Settings, fetch, progress, trec_grades) -> Results:
-    job = _prepare(qrels, measures, o, trec_grades)
+    # No qrels and no runs, nuggets= and assignments= given: the nuggets' topics scored for each run assigned.
+    alone = qrels is None and run is None and (o.nuggets is not None or o.assignments is not None)
+    job = _prepare(o.nuggets if alone else qrels, measures, o, trec_grades)
+    if alone and any(c.measure.rows != "nuggets" for c in job.calls):
+        raise SqlmetricsError(f"{next(c.text for c in job.calls if c.measure.rows != 'nuggets')} ranks documents: "
+                              "pass qrels and runs; with nuggets= and assignments= alone, only the nugget measures "
+                              "(NuggetAll, NuggetVital, NuggetWeighted, NuggetRecall, ...) are scored.")
     run = _named_ranx(run)
     qrels_columns, run_columns = _table_columns(o)
     con = connect(o.memory_limit, o.threads, o.temp_directory)
     inputs: list = []  # every Loaded input, to remove the temporary folders made to read them
     step = _Steps(con, progress)
     try:
-        q = None if job.labels else _load_qrels(con, qrels, qrels_columns, job.group_roles, o, inputs, step)
+        nugget_inputs = None
+        if alone or any(c.measure.rows == "nuggets" for c in job.calls):
+            step("reading nuggets")
+            nugget_inputs = load_nuggets(con, o, qrels_columns, inputs)
+        if alone:
+            q, runs = stand_ins(con, *nugget_inputs)
+        else:
+            q = None if job.labels else _load_qrels(con, qrels, qrels_columns, job.group_roles, o, inputs, step)
+            runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
+            if nugget_inputs:
+                warn_without_nuggets(con, q, nugget_inputs[0])
         others = _other_inputs(con, o, qrels_columns, inputs, q, job.calls)  # history, verdicts, embeddings, items
-        runs = _load_runs(con, run, run_columns, inputs, o.glob, step)
+        # Each run's nugget values are its own assignments', taken by its name there.
+        assigned = runs_assigned(con, nugget_inputs[1], runs, run) if nugget_inputs else [None] * len(runs)
+        others["nuggets"] = nugget_source(*nugget_inputs) if nugget_inputs else None
         if run_columns and all(lr.fixed_columns for _, lr in runs) and (q is None or q.fixed_columns):
             raise SqlmetricsError("columns= applies to CSV, Parquet and tables; every input here is TREC text, "
                                   "whose columns are fixed.")
@@ -70,15 +91,16 @@ def _evaluate(qrels, run, measures, o: Settings, fetch, progress, trec_grades) -
         warn_outside_catalogue(con, others["items"], checked, job.calls)
         # One named run is evaluated as a plain run (no run_name in the list key, no scan for run names)
         # and its results are labelled afterwards: the same numbers, a cheaper statement.
-        multi = _is_run_dict(run) or "run_name" in run_columns
+        multi = alone or _is_run_dict(run) or "run_name" in run_columns
         fused = _fused_runs(con, o.fuse, checked, job, multi)
         union = multi and len(checked) + len(fused) > 1
         qrels_source = None if job.labels else _source(q.view, {r: q.columns[r] for r in (*QRELS_ROLES, *job.group_roles)})
         if union and not job.log_mode:
-            _compute_each(con, checked, fused, job, o, qrels_source, others, step)
+            _compute_each(con, checked, fused, job, o, qrels_source, others, step, assigned)
         else:
             run_source = _run_source(con, checked, job, union)
-            sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), others)
+            one = _assigned(others, assigned[0] if len(assigned) == 1 else None)
+            sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), one)
                     for calls, judged in job.parts]
             step("computing measures")
             _compute(con, sqls, job, o)
@@ -117,7 +139,15 @@ _STATEMENTS = Kept()
 _STORED_STATEMENTS = Stored("statements", built_from)
 
 
-def _compute_each(con, checked: list, fused: list, job: _Job, o: Settings, qrels_source, others: dict, step) -> None:
+def _assigned(others: dict, name: str | None) -> dict:
+    """The other inputs of one run's statement: the nugget values from its assignments (by its name there)."""
+    if others.get("nuggets") is None:
+        return others
+    return {**others, "nuggets": replace(others["nuggets"], run=name)}
+
+
+def _compute_each(con, checked: list, fused: list, job: _Job, o: Settings, qrels_source, others: dict, step,
+                  assigned: list) -> None:
     """Several runs (not logs): each run's statement on its own, one after the other, into per_list_result with
     run_name first, ordered by run_name, query_id. These are the values one statement over the runs' UNION ALL
     gave (as logs still run): there every window, join and GROUP BY is keyed by run_name, so a run's rows meet
@@ -128,7 +158,8 @@ def _compute_each(con, checked: list, fused: list, job: _Job, o: Settings, qrels
         raise SqlmetricsError(ONE_PIPELINE)
     tables = []
     for i, (name, run_source) in enumerate(_each_run_source(con, checked, job, fused)):
-        sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), others)
+        one = _assigned(others, assigned[i] if i < len(assigned) else str(name))  # a fused run: by its name
+        sqls = [_statement(calls, o.relevance_level, qrels_source, run_source, job.part_shape(judged), one)
                 for calls, judged in job.parts]
         step(f"computing measures of run {name!r}")
         tables.append((name, f"per_run_result_{i}"))

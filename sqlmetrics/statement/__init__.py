@@ -48,6 +48,7 @@ The modules, each pointing only down (pyproject.toml's import-linter contract):
     overlap.py      overlap_* (rows: overlap) -> overlap_values
     recommender.py  rec_*, history_*, rating_rows (the whole run's values), item_* (rows: items) -> item_values
     rag.py          verdict_* and embedding_* (rows: verdicts, embeddings), beside the values by query
+    nuggets.py      nugget_* and assignment_input (rows: nuggets), beside the values by run and query
     aggregate.py    the final SELECT: per-list rows, or each run's aggregates (GMAP_FLOOR, aggregate_sql)
     sources.py      Source, Embeddings: the input tables and their columns' roles
     trees.py        the sqlglot builders the stages share (columns, orders, windows, join conditions)
@@ -56,10 +57,11 @@ The modules, each pointing only down (pyproject.toml's import-linter contract):
 from ..plan import READ
 from .aggregate import GMAP_FLOOR, aggregate_sql
 from .build import build_statement
+from .nuggets import Nuggets
 from .rag import ONE_PIPELINE, RAG_ROWS
 from .shape import Shape, check_subtopics
 from .sources import LISTS, Embeddings, Source
 from .trees import _in_fixed_order  # fusion.py adds its sums in a fixed order too
 
-__all__ = ["GMAP_FLOOR", "LISTS", "ONE_PIPELINE", "RAG_ROWS", "READ", "Embeddings", "Shape", "Source", "aggregate_sql",
+__all__ = ["GMAP_FLOOR", "LISTS", "ONE_PIPELINE", "RAG_ROWS", "READ", "Embeddings", "Nuggets", "Shape", "Source", "aggregate_sql",
            "build_statement", "check_subtopics"]

@@ -9,6 +9,7 @@ from .aggregate import final_select
 from .overlap import overlap_values
 from .positions import position_ctes
 from .preferences import preference_values
+from .nuggets import Nuggets, check_nuggets, nugget_values
 from .rag import check_rag, embedding_values, verdict_values
 from .ranked import ideal_ctes, input_ctes, query_stats_ctes, ranked_values, ranking_ctes
 from .recommender import ITEM_FEATURE_COLUMNS, ITEM_HISTORY_COLUMNS, item_values, run_values
@@ -20,7 +21,7 @@ from .trees import _c, _cols, _equal_on, _in_fixed_order
 
 def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shape, per_query: bool,
                     history: Source | None = None, items: Source | None = None, verdicts: Source | None = None,
-                    embeddings: Embeddings | None = None) -> exp.Select:
+                    embeddings: Embeddings | None = None, nuggets: Nuggets | None = None) -> exp.Select:
     """The whole evaluation as one statement (a sqlglot tree; generate it for any dialect).
 
     qrels=None with options.labels: the judgments are the run's own `relevance` role (a label column or a
@@ -32,11 +33,13 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     similarities of items by their features read (rows: items).
     verdicts: the judged statements of a RAG pipeline (query_id, statement_of, verdict), which the RAG measures
     (rows: verdicts) read, one query's statements for each of its lists; embeddings: the question embeddings
-    AnswerRelevancy (rows: embeddings) reads, alike.
+    AnswerRelevancy (rows: embeddings) reads, alike. nuggets: the topics' nuggets and the runs' support of them, which
+    the nugget measures (rows: nuggets) read, each list's (run, topic)'s.
     """
-    qrels, run, history, items, verdicts, embeddings = (
-        None if s is None else s.bound() for s in (qrels, run, history, items, verdicts, embeddings))
+    qrels, run, history, items, verdicts, embeddings, nuggets = (
+        None if s is None else s.bound() for s in (qrels, run, history, items, verdicts, embeddings, nuggets))
     _check(plan, options, qrels, history, items, verdicts, embeddings)
+    check_nuggets(plan, options, nuggets)
     key = list(options.group_key)
     # The key the judgments are keyed by: the query (qrels) or the whole list (labels in the run); and the
     # judgment group, when there are groups.
@@ -54,6 +57,9 @@ def build_statement(plan: Plan, qrels: Source | None, run: Source, options: Shap
     ctes += grouped
     beside, joined = _other_rows(plan, options, key, fixed, history, items, verdicts, embeddings)
     ctes += beside
+    if plan.nuggets:  # by (run, topic): the list's own run, or the one run the assignments were taken by
+        ctes += nugget_values(plan, nuggets, fixed)
+        joined.append(("nugget_values", plan.nuggets, [*options.run_key, "query_id"]))
     if joined:
         ctes.append(("ranked_values", list_values))
         list_values = _joined_beside(plan, options, key, joined)

@@ -214,10 +214,10 @@ def ranked_values(plan: Plan, options: Shape, key: list, stats_key: list, runnin
     it, the SELECT). With judgment groups it is group_values, one row per list and group, and the SELECT is
     each list's mean over its groups."""
     values = []
-    # Aggregated over pref_rows, subtopic_rows, rec_items, rating_rows, item_rows, verdict_rows, embedding_rows or
-    # overlap_rows, and joined beside these values (build.py)
+    # Aggregated over pref_rows, subtopic_rows, rec_items, rating_rows, item_rows, verdict_rows, embedding_rows,
+    # nugget_rows or overlap_rows, and joined beside these values (build.py)
     own_rows = (plan.preferences | plan.subtopics | plan.recommendations | plan.ratings | plan.user_ratings | plan.items
-                | plan.verdicts | plan.embeddings | plan.overlap)
+                | plan.verdicts | plan.embeddings | plan.nuggets | plan.overlap)
     for out, e, empty in plan.values:
         if out in own_rows:
             continue

@@ -59,7 +59,9 @@ def compare(qrels, runs, measures, **options):
     _check_options(o.test, o.max_p, o.correction, o.seed, o.n_resamples)
     _check_max_excluded(o.max_excluded)
     single = "run_name" in (o.columns or {}) and not isinstance(runs, dict)
-    named = None if single else _named_runs(runs)
+    # No qrels and no runs, with nuggets= and assignments=: the nugget measures of every run the assignments name.
+    alone = qrels is None and runs is None and o.nuggets is not None and o.assignments is not None
+    named = None if single or alone else _named_runs(runs)
     if single and isinstance(runs, (list, tuple)):
         if len(runs) != 1:
             raise SqlmetricsError("columns= maps run_name: pass one table holding every run (its run_name column "
@@ -86,9 +88,9 @@ def compare(qrels, runs, measures, **options):
                                   max_p=o.max_p, correction=o.correction, pairing=o.pairing, baseline=o.baseline,
                                   options=_recorded(o, qrels), seed=o.seed,
                                   n_resamples=o.n_resamples, split=o.split, sequential=o.sequential)
-    results = evaluate(qrels, runs if single else named, [c.text for c in calls], **evaluate_options,
+    results = evaluate(qrels, runs if single or alone else named, [c.text for c in calls], **evaluate_options,
                        _fetch=python_rows, _progress=progress)
-    segment_names = check_log_options(qrels, o.group_by, o.label, o.relevance)
+    segment_names = () if alone else check_log_options(qrels, o.group_by, o.label, o.relevance)
     per_query = results.per_query
     if o.engine is not None:  # the engine's per-list values come back as a pyarrow table, not Python rows
         per_query = (per_query.column_names, list(zip(*per_query.to_pydict().values())))

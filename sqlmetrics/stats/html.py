@@ -135,6 +135,9 @@ def build_report(qrels, runs, measures, baseline=None, **options) -> HtmlReport:
     render_options = {k: v for k, v in given.items() if RENDER in BY_NAME[k].takers}
     if len(named) > 1:  # the runs as one table with a run_name column, as evaluate() unions them
         render_options["columns"] = {"run_name": "run_name", **(o.columns or {})}
+    for name in ("nuggets", "assignments"):  # named in the page's SQL as the qrels and the run are
+        if render_options.get(name) is not None:
+            render_options[name] = name
     sql = _sql(evaluated, qrels is None, render_options)
     changed = {k: v for k, v in given.items() if v != BY_NAME[k].default}
     return HtmlReport(runs=named, measures=texts, better=better, aggregate=aggregate, baseline=baseline,

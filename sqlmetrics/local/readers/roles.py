@@ -2,7 +2,7 @@
 recognised by its name. Every reader ends here (_map_columns), so every input kind names a missing column alike."""
 from __future__ import annotations
 
-from ...catalogue.templates import STATEMENTS_OF
+from ...catalogue.templates import ASSIGNMENTS, IMPORTANCES, STATEMENTS_OF
 from ...errors import SqlmetricsError
 from ...options import GROUP_ROLES, ITEM_ROLES, QRELS_ROLES, SUBTOPIC_ROLE
 from .loaded import Loaded, _fresh, _numbered, _types
@@ -29,7 +29,8 @@ ITEM_NAMES = {"vector": ("vector", "embedding", "features"), "category": ("categ
               "dimension": ("dimension", "dim"), "value": ("value",)}
 # A name that is no candidate when the other one is present. PyTerrier's frames carry both: `docid` is
 # Terrier's internal number and `docno` the collection's id; `query` is the query's text, `qid` its id.
-SHADOWED_BY = {"docid": "docno", "query": "qid"}
+# A nuggets file's `nugget` may be the nugget's text beside its `nugget_id`.
+SHADOWED_BY = {"docid": "docno", "query": "qid", "nugget": "nugget_id"}
 # Qrels layouts that call the grade `score`, recognised by their exact columns: BEIR's qrels TSV and
 # ranx's Qrels.save("qrels.parquet"). Elsewhere a `score` column in qrels is a run passed as qrels.
 GRADE_NAMED_SCORE = ({"query-id", "corpus-id", "score"}, {"q_id", "doc_id", "score"})
@@ -44,7 +45,12 @@ RAG_ROLES = {
     "statements": (("query_id", "statement", "statement_of"), ()),
     "embeddings": (("query_id", "generated"), ("embedding", "dimension", "value", "noncommittal")),
     "questions": (("query_id", "generated", "question"), ()),
+    # nuggets=: each topic's nuggets; assignments=: each run's support of them (the AutoNuggetizer's labels).
+    "nuggets": (("query_id", "nugget", "importance"), ("weight",)),
+    "assignments": (("query_id", "run", "nugget", "assignment"), ()),
 }
+# The names the nugget inputs' roles go by besides their own (TREC RAG's and nuggetizer's files).
+NUGGET_NAMES = {"nugget": ("nugget_id", "nugget"), "run": ("run", "run_id", "run_name", "system")}
 # A click log's roles (kind "clicks", sqlmetrics.clicks): one row per shown (session, position), each role found by
 # its own names; the shipped demo log (session, query, doc, position, clicked) needs no mapping.
 CLICK_NAMES = {
@@ -61,6 +67,10 @@ RAG_COLUMNS = {
     "verdict": "it holds each statement's verdict, 1 or 0 (or judge= gives them: then leave it out)",
     "generated": "it is 0 for the question asked and 1, 2, ... for the questions generated from the answer",
     "question": "embed= embeds each row's question (its text): give a question column and no embedding column",
+    "nugget": "it names each nugget (nugget_id or nugget), unique within its topic",
+    "importance": f"it says each nugget's importance: {', '.join(map(repr, IMPORTANCES))}",
+    "run": "it names the run (as evaluate names runs: a file's stem, a dict's key) whose answer the row judges",
+    "assignment": f"it says how the run's answer supports the nugget: {', '.join(map(repr, ASSIGNMENTS))}",
 }
 
 
@@ -120,7 +130,7 @@ def _roles_of(kind: str) -> tuple[tuple, tuple, dict]:
         return tuple(CLICK_NAMES), tuple(CLICK_NAMES), CLICK_NAMES
     if kind in RAG_ROLES:
         required, optional = RAG_ROLES[kind]
-        names = {r: (r,) for r in (*required, *optional) if r != "query_id"}  # each the column of its own name
+        names = {r: NUGGET_NAMES.get(r, (r,)) for r in (*required, *optional) if r != "query_id"}  # mostly its own name
         return (*required, *optional), required, {"query_id": KNOWN_NAMES["query_id"], **names}
     # The judgment group and subtopic are optional: read only by the qrels_format that says when one is missing.
     roles = {"qrels": (*QRELS_ROLES, *GROUP_ROLES, SUBTOPIC_ROLE), "items": ("doc_id", *ITEM_ROLES)}.get(kind, RANKING_ROLES)

@@ -1,0 +1,14 @@
+-- measure: NuggetAll
+-- description: AutoNuggetizer's All score (partial): the share of the topic's nuggets the answer supports, a partial support counting half.
+-- reference: Pradeep et al., The Great Nugget Recall: Automating Fact Extraction and RAG Evaluation with Large Language Models (SIGIR 2025); nuggetizer 0.0.5 (castorini), nuggetizer/core/metrics.py
+-- rows: nuggets
+-- empty: null
+-- range: 0..1
+-- example: qrels: q1 d1 1, q2 d1 1 run: q1 d1 1, q2 d1 1 nuggets: q1 n1 vital, q1 n2 vital, q1 n3 okay, q1 n4 okay, q2 m1 okay, q2 m2 okay assignments: q1 n1 support, q1 n2 partial_support, q1 n3 support, q2 m1 partial_support, q2 m2 not_support => 7/16
+-- note: The example: q1 has vital n1 (support), n2 (partial_support) and okay n3 (support), n4 (not assigned:
+--   not_support); q2 has two okay nuggets, m1 partial_support and m2 not_support, and no vital one.
+-- note: q1: (1 + 0.5 + 1 + 0) / 4 = 5/8; q2: (0.5 + 0) / 2 = 1/4; the mean (5/8 + 1/4) / 2 = 7/16.
+-- note: A nugget of the topic that the run's assignments do not list counts as not_support. A list whose query
+--   has no nuggets has no value.
+-- note: nuggetizer's `all_score` (calculate_nugget_scores), per topic and run.
+AVG(support)

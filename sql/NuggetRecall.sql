@@ -1,0 +1,13 @@
+-- measure: NuggetRecall
+-- description: Nugget recall: the share of the topic's nuggets the answer supports at all (support or partial_support).
+-- reference: Pradeep et al., The Great Nugget Recall: Automating Fact Extraction and RAG Evaluation with Large Language Models (SIGIR 2025); nuggetizer 0.0.5 (castorini), nuggetizer/core/metrics.py
+-- rows: nuggets
+-- empty: null
+-- range: 0..1
+-- example: qrels: q1 d1 1, q2 d1 1 run: q1 d1 1, q2 d1 1 nuggets: q1 n1 vital, q1 n2 vital, q1 n3 okay, q1 n4 okay, q2 m1 okay, q2 m2 okay assignments: q1 n1 support, q1 n2 partial_support, q1 n3 support, q2 m1 partial_support, q2 m2 not_support => 5/8
+-- note: The example: q1 has vital n1 (support), n2 (partial_support) and okay n3 (support), n4 (not assigned:
+--   not_support); q2 has two okay nuggets, m1 partial_support and m2 not_support, and no vital one.
+-- note: q1: n1, n2, n3 supported at all, 3/4; q2: m1, 1/2; the mean 5/8.
+-- note: A nugget of the topic that the run's assignments do not list counts as not_support. A list whose query
+--   has no nuggets has no value.
+AVG(any_support)

@@ -1,0 +1,15 @@
+-- measure: NuggetWeighted
+-- description: AutoNuggetizer's Weighted score (partial): the nuggets' support weighted by importance (vital 1, okay 0.5, or the nuggets' weight column), a partial support counting half, over the weights' sum.
+-- reference: Pradeep et al., The Great Nugget Recall: Automating Fact Extraction and RAG Evaluation with Large Language Models (SIGIR 2025); nuggetizer 0.0.5 (castorini), nuggetizer/core/metrics.py
+-- rows: nuggets
+-- empty: null
+-- range: 0..1
+-- example: qrels: q1 d1 1, q2 d1 1 run: q1 d1 1, q2 d1 1 nuggets: q1 n1 vital, q1 n2 vital, q1 n3 okay, q1 n4 okay, q2 m1 okay, q2 m2 okay assignments: q1 n1 support, q1 n2 partial_support, q1 n3 support, q2 m1 partial_support, q2 m2 not_support => 11/24
+-- example: qrels: q1 d1 1 run: q1 d1 1 nuggets: q1 n1 vital 3, q1 n2 okay 1 assignments: q1 n1 partial_support, q1 n2 support => 5/8
+-- note: The example: q1 has vital n1 (support), n2 (partial_support) and okay n3 (support), n4 (not assigned:
+--   not_support); q2 has two okay nuggets, m1 partial_support and m2 not_support, and no vital one.
+-- note: Example 1: q1: weights 1, 1, 0.5, 0.5: (1*1 + 1*0.5 + 0.5*1 + 0.5*0) / 3 = 2/3; q2: (0.5*0.5 + 0.5*0) / 1 =
+--   1/4; the mean (2/3 + 1/4) / 2 = 11/24. Example 2, the weights given (3 and 1): (3*0.5 + 1*1) / 4 = 5/8.
+-- note: A nugget of the topic that the run's assignments do not list counts as not_support. A list whose query
+--   has no nuggets has no value.
+SUM(weight * support) / SUM(weight)
