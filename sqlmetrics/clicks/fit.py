@@ -16,12 +16,13 @@ from ..identifiers import quote_identifier as _q
 from ..local.connection import connect
 from ..local.readers import load
 from ..local.readers.loaded import _first_line
+from ..local.runs import named_runs
 from ..options import check_log_options
 from ..stats.compare import analyse_lists
 from ..stats.report import segment_key
 from . import closed, dbn, dcm, pbm, ubm
 from .log import ROLES, checked_log
-from .ranking import check_depth, named_runs, per_query
+from .ranking import check_depth, per_query
 from .score import ClickScore, load_parameters, scored
 
 @dataclass(frozen=True)

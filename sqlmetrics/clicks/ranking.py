@@ -17,25 +17,10 @@ from ..errors import SqlmetricsError
 from ..identifiers import quote_identifier as _q
 from ..local import checks
 from ..local.readers import load
-from ..local.runs import unique_names
 from .score import load_parameters, unseen
 
 # The per-query table's own columns; a segment column of one of these names is refused.
 COLUMNS = ("run", "query_id", "documents", "unseen_documents", "expected_clicks", "satisfaction")
-
-
-def named_runs(runs) -> dict:
-    """{name: run}: a dict is one already; a list of runs, or one run, named by file stem (run1, run2, ... for
-    tables), as compare() names them."""
-    if isinstance(runs, dict):
-        if not runs or not all(isinstance(k, str) for k in runs):
-            raise SqlmetricsError("runs= as a dict is {name: run}, with at least one run; got "
-                                  f"{sorted(map(repr, runs))[:3]!r}.")
-        return dict(runs)
-    runs = list(runs) if isinstance(runs, (list, tuple)) else [runs]
-    if not runs:
-        raise SqlmetricsError("runs= is empty; give a run, a list of runs or {name: run}.")
-    return dict(zip(unique_names(runs), runs))
 
 
 def check_depth(depth) -> int:

@@ -35,7 +35,7 @@ from ..identifiers import quote_identifier as _q
 from ..local import checks
 from ..local.connection import connect
 from ..local.readers import load
-from ..local.runs import unique_names
+from ..local.runs import named_runs
 from ..local.sources import _source
 from ..statement import READ, Shape, Source
 from ..statement.trees import _cols, _order_by, _window
@@ -64,20 +64,6 @@ def check_depth(depth) -> int:
         raise SqlmetricsError(f"depth={depth!r} must be a whole number of at least 1: how many "
                               "of each run's top documents per topic go into the pool, e.g. 10.")
     return depth
-
-
-def named_runs(runs) -> dict:
-    """{name: run}: a dict is one already; a list of runs, or one run, named by file stem (run1, run2, ... for
-    tables), as compare() names them."""
-    if isinstance(runs, dict):
-        if not runs or not all(isinstance(k, str) for k in runs):
-            raise SqlmetricsError("runs as a dict is {name: run}, with at least one run and names that are text; got "
-                                  f"the names {sorted(map(repr, runs))[:3]!r}.")
-        return dict(runs)
-    runs = list(runs) if isinstance(runs, (list, tuple)) else [runs]
-    if not runs:
-        raise SqlmetricsError("runs is empty; give a run, a list of runs or {name: run}.")
-    return dict(zip(unique_names(runs), runs))
 
 
 def pool_ctes(runs: list, depth: int, qrels: Source | None = None) -> list:

@@ -36,7 +36,7 @@ from ..evaluation import evaluate
 from ..identifiers import quote_identifier as _q
 from ..identifiers import sql_literal as _lit
 from ..local.connection import connect
-from ..local.runs import unique_names
+from ..local.runs import named_runs
 
 COLUMNS = ("run", "baseline", "measure", "n_human", "n_unlabeled", "lambda", "human_mean", "human_low", "human_high",
            "llm_mean", "llm_low", "llm_high", "ppi_mean", "ppi_low", "ppi_high")
@@ -58,7 +58,7 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
     Each row: n_human labelled and n_unlabeled other queries; the human-only mean and its normal interval; the
     LLM-only mean (every query) and its interval, which ignores the LLM's bias; the power-tuning weight λ; the
     PPI++ estimate and its interval. See docs/rag.md, "Prediction-powered inference"."""
-    named = _named(runs)
+    named = named_runs(runs)
     _check_alpha(alpha)
     if baseline is not None and baseline not in named:
         raise SqlmetricsError(f"baseline={baseline!r} is none of the runs ({', '.join(map(repr, named))}); name one "
@@ -89,18 +89,6 @@ def ppi(llm_qrels, human_qrels, runs, measure: str, *, alpha: float = 0.05, base
         return con.sql("SELECT * FROM ppi").to_arrow_table()
     finally:
         con.close()
-
-
-def _named(runs) -> dict:
-    if isinstance(runs, dict):
-        named = {str(k): v for k, v in runs.items()}
-    elif isinstance(runs, (list, tuple)):
-        named = dict(zip(unique_names(runs), runs))
-    else:
-        named = dict(zip(unique_names([runs]), [runs]))
-    if not named:
-        raise SqlmetricsError("runs is empty: pass a run, a list of runs or {name: run}.")
-    return named
 
 
 def _per_query(qrels, runs: dict, measure: str, resources: dict, name: str):

@@ -272,3 +272,17 @@ def unique_names(objs) -> list[str]:
         seen[n] = seen.get(n, 0) + 1
         out.append(n if seen[n] == 1 else f"{n}#{seen[n]}")
     return out
+
+
+def named_runs(runs) -> dict:
+    """{name: run}: a dict is one already; a list of runs, or one run, named by file stem (run1, run2, ... for
+    tables), as compare() names them."""
+    if isinstance(runs, dict):
+        if not runs or not all(isinstance(k, str) for k in runs):
+            raise SqlmetricsError("runs as a dict is {name: run}, with at least one run and names that are text; got "
+                                  f"the names {sorted(map(repr, runs))[:3]!r}.")
+        return dict(runs)
+    runs = list(runs) if isinstance(runs, (list, tuple)) else [runs]
+    if not runs:
+        raise SqlmetricsError("runs is empty; give a run, a list of runs or {name: run}.")
+    return dict(zip(unique_names(runs), runs))
