@@ -38,6 +38,7 @@ def test_hand_computed_kappa_and_alpha():
     assert r.confusion.to_pylist() == [{"label_a": 0, "label_b": 0, "pairs": 1}, {"label_a": 0, "label_b": 1, "pairs": 1},
                                        {"label_a": 1, "label_b": 1, "pairs": 1}, {"label_a": 1, "label_b": 2, "pairs": 1},
                                        {"label_a": 2, "label_b": 2, "pairs": 1}]
+    assert r.query_confusion.to_pylist() == [{"query_id": "q✓", **c} for c in r.confusion.to_pylist()]
 
 
 def test_one_label_on_both_sides_is_an_error_naming_both_tables():

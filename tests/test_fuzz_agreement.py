@@ -4,6 +4,7 @@ missing pairs, negative grades and 2-5 labels; the command line, the demo and ho
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -87,6 +88,8 @@ def test_kappa_and_alpha_equal_sklearn_and_krippendorff(sets):
         assert row[name] == pytest.approx(value, abs=1e-12 if name.startswith("kappa") else 1e-9), name
     confusion = {(c["label_a"], c["label_b"]): c["pairs"] for c in r.confusion.to_pylist()}
     assert confusion == {k: sum(p == k for p in pairs) for k in set(pairs)}
+    per_query = {(c["query_id"], c["label_a"], c["label_b"]): c["pairs"] for c in r.query_confusion.to_pylist()}
+    assert per_query == {(q, *k): n for q in a for k, n in Counter(_pairs(a, b, q)).items()}
     for query in r.per_query.to_pylist():
         q = query["query_id"]
         expected = _expected(a, b, q, labels)

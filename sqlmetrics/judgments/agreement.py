@@ -34,11 +34,13 @@ STATISTICS = ("observed_agreement", "kappa", "kappa_linear", "kappa_quadratic", 
 class Agreement:
     """agreement()'s result: pyarrow tables. overall: one row (pairs both judged, only in a, only in b, labels seen
     on the pairs both judged, then the statistics); per_query: one row per query either side judged, with a note
-    where a statistic is NULL (None without per_query=True); confusion: label_a, label_b, pairs (overall)."""
+    where a statistic is NULL (None without per_query=True); confusion: label_a, label_b, pairs (overall);
+    query_confusion: the same per query, query_id first (None without per_query=True)."""
 
     overall: object
     per_query: object
     confusion: object
+    query_confusion: object = None
 
     def text(self) -> str:
         """The overall row as two aligned columns, then the confusion table."""
@@ -77,8 +79,8 @@ def agreement(a, b, *, per_query: bool = False, columns: dict | None = None, mem
         con.execute(_PAIRS.format(a=_side(la), b=_side(lb)))
         _refuse_no_overlap(con, la.label, lb.label)
         table = con.sql(_STATISTICS).to_arrow_table()
-        confusion = con.sql("SELECT la AS label_a, lb AS label_b, SUM(n) AS pairs FROM sqlm_agree_pairs "
-                            "WHERE la IS NOT NULL AND lb IS NOT NULL GROUP BY ALL ORDER BY ALL").to_arrow_table()
+        confusion = _confusion(con, "")
+        query_confusion = _confusion(con, "query AS query_id, ") if per_query else None
     except duckdb.Error as e:  # e.g. past memory_limit with nowhere to spill
         raise SqlmetricsError(f"{' and '.join(i.label for i in inputs) or 'judgments'}: agreement failed: "
                               f"{_first_line(e)}") from None
@@ -90,7 +92,14 @@ def agreement(a, b, *, per_query: bool = False, columns: dict | None = None, mem
     overall = table.filter(table["query_id"].is_null())
     _refuse_undefined(overall.to_pylist()[0], la.label, lb.label)
     per_query = table.filter(table["query_id"].is_valid()).drop_columns(["single_label"]) if per_query else None
-    return Agreement(overall.drop_columns(["query_id", "note", "single_label"]), per_query, confusion)
+    return Agreement(overall.drop_columns(["query_id", "note", "single_label"]), per_query, confusion,
+                     query_confusion)
+
+
+def _confusion(con, key: str):
+    """The pairs both judged per (label in a, label in b), after the key columns given (none: overall)."""
+    return con.sql(f"SELECT {key}la AS label_a, lb AS label_b, SUM(n) AS pairs FROM sqlm_agree_pairs "
+                   "WHERE la IS NOT NULL AND lb IS NOT NULL GROUP BY ALL ORDER BY ALL").to_arrow_table()
 
 
 def _check(con, loaded: Loaded) -> None:
