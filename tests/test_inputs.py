@@ -229,7 +229,7 @@ def test_a_judged_query_missing_from_the_run_scores_the_empty_value_for_every_me
     wanted = [f"{m.name}@5" if m.at and m.params[m.at].required and m.params[m.at].type == "cutoff"
               else f"{m.name}@0.5" if m.at and m.params[m.at].required else m.name for m in catalogue.values()
               if m.aggregate != "once"  # a measure of the whole run has no per-query empty value (test_recsys.py)
-              and m.rows not in ("verdicts", "embeddings")  # the query's, whatever the run (test_rag.py)
+              and m.rows not in ("verdicts", "embeddings", "nuggets")  # the query's tables (test_rag.py, test_nuggets.py)
               and m.rows != "items"]  # item similarities read history= or items= (test_recsys.py)
     qrels = pa.table({"query_id": ["q1", "q2", "q2"], "doc_id": ["d1", "d1", "d2"], "relevance": [1, 1, 0]})
     run = pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0]})

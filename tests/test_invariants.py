@@ -40,8 +40,8 @@ def catalogue_calls() -> list:
             continue
         if m.aggregate == "once" or m.rows == "items":
             continue  # the run's items, rated pairs, or item similarities (history=, items=): tests/test_recsys.py
-        if m.rows in ("verdicts", "embeddings"):
-            continue  # the query's judged statements or embeddings, not the ranking: tests/test_rag.py
+        if m.rows in ("verdicts", "embeddings", "nuggets"):
+            continue  # the query's statements, embeddings or nuggets, not the ranking: tests/test_rag.py, tests/test_nuggets.py
         variants = [""] + [f"({p.name}='{o}')" for p in m.params.values() if p.type == "choice"
                            for o in p.options if o != p.default]
         at = m.params.get(m.at) if m.at else None
